@@ -1,0 +1,1 @@
+"""The analyses app: mirror and history models, admin, REST API, cluster write services."""

@@ -1,0 +1,70 @@
+"""Settings come from the environment; malformed values stop start-up with one clear line."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from sentinel_site import config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_defaults_give_sqlite_in_wal_mode_and_orm_broker(tmp_path: Path) -> None:
+    cfg = config.load({}, tmp_path)
+    assert cfg.database["ENGINE"] == "django.db.backends.sqlite3"
+    assert cfg.database["NAME"] == str(tmp_path / "var" / "sentinel.sqlite3")
+    assert "journal_mode=WAL" in cfg.database["OPTIONS"]["init_command"]
+    assert cfg.database["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
+    assert cfg.broker_url == "orm://default"
+    assert cfg.history_retention_seconds == 30 * 86400
+
+
+def test_postgres_url_is_split_into_django_settings(tmp_path: Path) -> None:
+    cfg = config.load({"DATABASE_URL": "postgres://u:p%40ss@db:5433/sentinel"}, tmp_path)
+    assert cfg.database["NAME"] == "sentinel"
+    assert cfg.database["PASSWORD"] == "p@ss"
+    assert (cfg.database["HOST"], cfg.database["PORT"]) == ("db", "5433")
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "fragment"),
+    [
+        ("DATABASE_URL", "mysql://x/y", "scheme 'mysql' is not supported"),
+        ("SENTINEL_PROMETHEUS_URL", "prometheus:9090", "is not a http or https URL"),
+        ("SENTINEL_HISTORY_RETENTION", "thirty days", "is not a duration"),
+        ("SENTINEL_BROKER_URL", "amqp://q", "is not a redis or rediss URL"),
+        ("SENTINEL_DEBUG", "maybe", "is not a boolean"),
+    ],
+)
+def test_malformed_setting_names_the_variable(
+    tmp_path: Path, name: str, value: str, fragment: str
+) -> None:
+    with pytest.raises(ImproperlyConfigured, match=fragment) as info:
+        config.load({name: value}, tmp_path)
+    assert name in str(info.value)
+
+
+def test_password_is_not_echoed_in_errors(tmp_path: Path) -> None:
+    with pytest.raises(ImproperlyConfigured) as info:
+        config.load({"DATABASE_URL": "postgres://u:secret@db:5432/"}, tmp_path)
+    assert "secret" not in str(info.value)
+
+
+def test_manage_py_reports_one_line_without_traceback() -> None:
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={"SENTINEL_HISTORY_RETENTION": "soon", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert lines == [
+        "rollout-sentinel: configuration error: SENTINEL_HISTORY_RETENTION='soon' is not a "
+        "duration; use a positive number with s, m, h or d, e.g. 30d."
+    ]
