@@ -1,0 +1,144 @@
+"""The stable vocabulary of a RolloutAnalysis's status: condition types, reasons, events,
+verdicts and the annotations written on a paused Deployment.
+
+These strings are an API (SPEC §4): scripts, alerts and dashboards match on them, so they live in
+this one module and ``tests/operator/test_status_api.py`` pins the complete set. Messages may
+change between versions; nothing in here may. The decision core, the status types, the REST API
+and the admin import from here and never spell the strings themselves.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from types import MappingProxyType
+
+
+class ConditionType(StrEnum):
+    """The three conditions every RolloutAnalysis status carries."""
+
+    READY = "Ready"
+    HEALTHY = "Healthy"
+    ROLLOUT_PAUSED = "RolloutPaused"
+
+
+class ConditionStatus(StrEnum):
+    """``metav1.Condition.status``."""
+
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+class Reason(StrEnum):
+    """Every condition reason of SPEC §4's table."""
+
+    # Ready
+    EVALUATING = "Evaluating"
+    METRICS_UNAVAILABLE = "MetricsUnavailable"
+    TARGET_NOT_FOUND = "TargetNotFound"
+    INVALID_QUERY = "InvalidQuery"
+    INVALID_SPEC = "InvalidSpec"
+    # Healthy
+    WITHIN_THRESHOLDS = "WithinThresholds"
+    THRESHOLD_EXCEEDED = "ThresholdExceeded"
+    NO_DATA = "NoData"
+    NOT_EVALUATED = "NotEvaluated"
+    # RolloutPaused
+    FAILURE_LIMIT_REACHED = "FailureLimitReached"
+    NOT_PAUSED = "NotPaused"
+    RESUMED_BY_USER = "ResumedByUser"
+
+
+# Which reasons each condition may carry with each status: SPEC §4's table, as data.
+REASONS: MappingProxyType[ConditionType, MappingProxyType[ConditionStatus, frozenset[Reason]]] = (
+    MappingProxyType(
+        {
+            ConditionType.READY: MappingProxyType(
+                {
+                    ConditionStatus.TRUE: frozenset({Reason.EVALUATING}),
+                    ConditionStatus.FALSE: frozenset(
+                        {
+                            Reason.METRICS_UNAVAILABLE,
+                            Reason.TARGET_NOT_FOUND,
+                            Reason.INVALID_QUERY,
+                            Reason.INVALID_SPEC,
+                        }
+                    ),
+                    ConditionStatus.UNKNOWN: frozenset(),
+                }
+            ),
+            ConditionType.HEALTHY: MappingProxyType(
+                {
+                    ConditionStatus.TRUE: frozenset({Reason.WITHIN_THRESHOLDS}),
+                    ConditionStatus.FALSE: frozenset({Reason.THRESHOLD_EXCEEDED}),
+                    ConditionStatus.UNKNOWN: frozenset({Reason.NO_DATA, Reason.NOT_EVALUATED}),
+                }
+            ),
+            ConditionType.ROLLOUT_PAUSED: MappingProxyType(
+                {
+                    ConditionStatus.TRUE: frozenset({Reason.FAILURE_LIMIT_REACHED}),
+                    ConditionStatus.FALSE: frozenset({Reason.NOT_PAUSED, Reason.RESUMED_BY_USER}),
+                    ConditionStatus.UNKNOWN: frozenset(),
+                }
+            ),
+        }
+    )
+)
+
+
+class EventType(StrEnum):
+    """``core/v1 Event.type``."""
+
+    NORMAL = "Normal"
+    WARNING = "Warning"
+
+
+class EventReason(StrEnum):
+    """Reasons of the events emitted on a RolloutAnalysis, on transitions only."""
+
+    ROLLOUT_PAUSED = "RolloutPaused"
+    ROLLOUT_RESUMED = "RolloutResumed"
+    METRICS_UNAVAILABLE = "MetricsUnavailable"
+    METRICS_RECOVERED = "MetricsRecovered"
+    TARGET_NOT_FOUND = "TargetNotFound"
+    INVALID_QUERY = "InvalidQuery"
+
+
+EVENT_TYPES: MappingProxyType[EventReason, EventType] = MappingProxyType(
+    {
+        EventReason.ROLLOUT_PAUSED: EventType.WARNING,
+        EventReason.ROLLOUT_RESUMED: EventType.NORMAL,
+        EventReason.METRICS_UNAVAILABLE: EventType.WARNING,
+        EventReason.METRICS_RECOVERED: EventType.NORMAL,
+        EventReason.TARGET_NOT_FOUND: EventType.WARNING,
+        EventReason.INVALID_QUERY: EventType.WARNING,
+    }
+)
+
+
+class Verdict(StrEnum):
+    """The judgement of one evaluation that got data (``status.lastVerdict``)."""
+
+    PASS = "Pass"
+    FAIL = "Fail"
+    INCONCLUSIVE = "Inconclusive"
+
+
+class Outcome(StrEnum):
+    """What one evaluation attempt produced, as recorded in the history."""
+
+    PASS = "Pass"
+    FAIL = "Fail"
+    INCONCLUSIVE = "Inconclusive"
+    ERROR = "Error"
+
+
+class Annotation(StrEnum):
+    """Annotations the operator writes on a Deployment it pauses."""
+
+    # Comma list of ``namespace/name`` of every analysis that tripped, in the order they did.
+    PAUSED_BY = "sentinel.example.com/paused-by"
+    # RFC 3339 time of the latest pause.
+    PAUSED_AT = "sentinel.example.com/paused-at"
+    # Human-readable reason of the latest pause.
+    PAUSE_REASON = "sentinel.example.com/pause-reason"

@@ -1,0 +1,230 @@
+"""Ask Prometheus for one instant value per metric and turn every answer into a Measurement.
+
+The reconciler calls ``PrometheusClient.measure`` once per metric per evaluation. The client
+never raises: a refused query is ``MeasurementError.INVALID_QUERY`` (permanent until the spec
+changes), anything else that prevents an answer is ``MeasurementError.UNAVAILABLE`` (retried
+with backoff by the caller). It makes exactly one HTTP request per call and never retries
+itself, because requeueing is the reconciler's decision, not the transport's.
+
+The Prometheus URL comes from configuration only, never from a resource, so a resource author
+cannot make the operator send its bearer token elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+import urllib3
+
+from sentinel_operator.measurement import Measurement, MeasurementError
+
+# Prometheus refuses these because of the query itself; every other errorType (timeout,
+# canceled, internal, unavailable, ...) is about the server's state and worth retrying.
+_QUERY_ERROR_TYPES = frozenset({"bad_data", "execution"})
+
+# Status messages end up in conditions and events; a runaway error text must not bloat them.
+_MAX_MESSAGE = 500
+
+# Called once per HTTP request with what it produced; the operator counts requests by outcome.
+RequestHook = Callable[[Measurement], None]
+
+
+class PrometheusClient:
+    """Run instant queries against one Prometheus server."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str = "",
+        timeout: float = 5.0,
+        session: requests.Session | None = None,
+        on_request: RequestHook | None = None,
+    ) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"Prometheus URL {base_url!r} is not a http or https URL.")
+        if timeout <= 0:
+            raise ValueError(f"Prometheus timeout must be positive, got {timeout!r}.")
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._token = token
+        self._session = session if session is not None else requests.Session()
+        self._on_request = on_request
+        # Prometheus's own timeout makes it abandon an evaluation we no longer wait for;
+        # whole milliseconds, the duration form every Prometheus-compatible API parses.
+        self._server_timeout = f"{max(1, round(timeout * 1000))}ms"
+        # host:port only: a URL may carry user:password, and messages are shown to users.
+        port = f":{parts.port}" if parts.port else ""
+        self._where = f"{parts.hostname}{port}"
+
+    def measure(self, metric: str, query: str) -> Measurement:
+        """Return the worst current value of ``query``, no data, or a typed error."""
+        result = self._query(metric, query)
+        if self._on_request is not None:
+            self._on_request(result)
+        return result
+
+    def _query(self, metric: str, query: str) -> Measurement:
+        headers = {"Accept": "application/json"}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        try:
+            response = self._session.get(
+                f"{self.base_url}/api/v1/query",
+                params={"query": query, "timeout": self._server_timeout},
+                headers=headers,
+                timeout=self.timeout,
+                # A redirect is a misconfigured URL to report, not a place to send the token.
+                allow_redirects=False,
+            )
+            body = response.content
+        except requests.RequestException as exc:
+            return self._unavailable(metric, self._transport_cause(exc))
+        return self._from_response(metric, response, body)
+
+    def _from_response(self, metric: str, response: requests.Response, body: bytes) -> Measurement:
+        status = f"HTTP {response.status_code} {response.reason or ''}".strip()
+        try:
+            payload = json.loads(body)
+        except ValueError as exc:
+            if response.status_code != 200:
+                return self._unavailable(metric, f"Prometheus answered {status}")
+            if _looks_like_html(body, response.headers.get("Content-Type", "")):
+                return self._unavailable(
+                    metric, "Prometheus answered with an HTML page instead of JSON"
+                )
+            return self._unavailable(metric, f"Prometheus answered with invalid JSON ({exc})")
+        if not isinstance(payload, dict) or "status" not in payload:
+            return self._unavailable(metric, f"Prometheus answered {status} without an API body")
+        if payload["status"] == "error":
+            error_type = str(payload.get("errorType", "unknown"))
+            error = str(payload.get("error", "")) or "no error text"
+            if error_type in _QUERY_ERROR_TYPES:
+                return self._invalid(metric, error)
+            return self._unavailable(metric, f"Prometheus error {error_type}: {error}")
+        if response.status_code != 200 or payload["status"] != "success":
+            return self._unavailable(metric, f"Prometheus answered {status}")
+        return self._from_data(metric, payload.get("data"))
+
+    def _from_data(self, metric: str, data: Any) -> Measurement:
+        if not isinstance(data, dict):
+            return self._unavailable(metric, "Prometheus answered without a data object")
+        result_type, result = data.get("resultType"), data.get("result")
+        if result_type == "scalar":
+            samples = [result]
+        elif result_type == "vector" and isinstance(result, list):
+            if any(isinstance(item, dict) and "histogram" in item for item in result):
+                return self._invalid(
+                    metric,
+                    "the query returned native histograms, not numbers; wrap it in "
+                    "histogram_quantile() or a similar function",
+                )
+            samples = [item.get("value") if isinstance(item, dict) else None for item in result]
+        elif result_type in ("matrix", "string"):
+            kind = "a range vector (matrix)" if result_type == "matrix" else "a string"
+            return self._invalid(
+                metric,
+                f"the query returned {kind}; an instant query must return a scalar or a vector",
+            )
+        else:
+            return self._unavailable(
+                metric, f"Prometheus answered an unknown result {result_type!r}"
+            )
+        texts = [_sample_text(sample) for sample in samples]
+        if any(text is None for text in texts):
+            return self._unavailable(metric, "Prometheus answered a malformed sample")
+        return _worst(metric, [text for text in texts if text is not None])
+
+    def _transport_cause(self, exc: requests.RequestException) -> str:
+        chain = _chain(exc)
+        if isinstance(exc, requests.Timeout) or any(_is_timeout(link) for link in chain):
+            return f"Prometheus at {self._where} did not answer within {self.timeout:g} s"
+        # requests' own exceptions are OSErrors too; the cause is the socket's error below them.
+        os_errors = [
+            link
+            for link in chain
+            if isinstance(link, OSError) and not isinstance(link, requests.RequestException)
+        ]
+        if isinstance(exc, requests.ConnectionError) and os_errors:
+            cause = os_errors[0].strerror or str(os_errors[0]) or type(os_errors[0]).__name__
+            return f"cannot reach Prometheus at {self._where}: {cause.lower()}"
+        if isinstance(exc, requests.ConnectionError | requests.exceptions.ChunkedEncodingError):
+            return f"the connection to Prometheus at {self._where} broke before a full answer"
+        return f"request to Prometheus at {self._where} failed: {type(exc).__name__}"
+
+    def _unavailable(self, metric: str, message: str) -> Measurement:
+        return self._measurement(metric, error=MeasurementError.UNAVAILABLE, message=message)
+
+    def _invalid(self, metric: str, message: str) -> Measurement:
+        return self._measurement(metric, error=MeasurementError.INVALID_QUERY, message=message)
+
+    def _measurement(self, metric: str, *, error: MeasurementError, message: str) -> Measurement:
+        return Measurement(metric=metric, error=error, message=self._clean(message))
+
+    def _clean(self, message: str) -> str:
+        line = " ".join(message.split())
+        if self._token:
+            line = line.replace(self._token, "***")
+        return line if len(line) <= _MAX_MESSAGE else line[: _MAX_MESSAGE - 1] + "…"
+
+
+def _sample_text(sample: Any) -> str | None:
+    """Return the value string of a ``[timestamp, "value"]`` pair, or None if malformed."""
+    if isinstance(sample, list) and len(sample) == 2 and isinstance(sample[1], str):
+        try:
+            float(sample[1])
+        except ValueError:
+            return None
+        return sample[1]
+    return None
+
+
+def _worst(metric: str, texts: list[str]) -> Measurement:
+    """Pick the largest non-NaN sample; NaN and an empty vector are no data."""
+    numbers = [(float(text), text) for text in texts]
+    usable = [pair for pair in numbers if not math.isnan(pair[0])]
+    series = len(texts)
+    if not usable:
+        message = "the query returned no series" if series == 0 else _nan_message(series)
+        return Measurement(metric=metric, series=series, message=message)
+    value, text = max(usable, key=lambda pair: pair[0])
+    message = f"worst of {series} series" if series > 1 else ""
+    return Measurement(metric=metric, value=value, text=text, series=series, message=message)
+
+
+def _nan_message(series: int) -> str:
+    return "the query returned NaN" if series == 1 else f"all {series} series are NaN"
+
+
+def _looks_like_html(body: bytes, content_type: str) -> bool:
+    return "html" in content_type.lower() or body.lstrip()[:1] == b"<"
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """Return ``exc`` and every exception it wraps (args, cause, context, urllib3's reason)."""
+    found: list[BaseException] = []
+    pending: list[BaseException] = [exc]
+    while pending:
+        current = pending.pop(0)
+        if any(current is seen for seen in found):
+            continue
+        found.append(current)
+        linked = [*current.args, current.__cause__, current.__context__]
+        linked.append(getattr(current, "reason", None))
+        pending.extend(item for item in linked if isinstance(item, BaseException))
+    return found
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    # A timeout while reading the body reaches us as a ConnectionError wrapping urllib3's
+    # ReadTimeoutError, not as requests.Timeout.
+    # urllib3's NewConnectionError (e.g. connection refused) subclasses its TimeoutError.
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):
+        return False
+    return isinstance(exc, TimeoutError | urllib3.exceptions.TimeoutError)

@@ -1,0 +1,312 @@
+"""Parse and validate a RolloutAnalysis ``spec`` into a typed, frozen ``AnalysisSpec``.
+
+This module is the single source of the spec rules of SPEC §3 (the same ones the CRD's schema
+enforces in the API server): the reconciler calls ``parse_spec`` on every resource it reads, and
+the REST API's serializer calls it to return field errors before anything reaches the cluster.
+Defaults are applied here exactly as the CRD applies them.
+
+Unknown fields are ignored by default, as the API server prunes them; ``strict=True`` reports them
+instead (useful for a REST client's typo such as ``maxvalue``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+DEFAULT_TARGET_KIND = "Deployment"
+DEFAULT_INTERVAL = "30s"
+DEFAULT_FAILURE_LIMIT = 3
+MIN_INTERVAL_SECONDS = 5
+# The CRD declares failureLimit as int32.
+_MAX_FAILURE_LIMIT = 2**31 - 1
+# Go's time.Duration is an int64 of nanoseconds; longer durations do not parse in Go either.
+_MAX_DURATION_SECONDS = Fraction(2**63 - 1, 10**9)
+
+_TARGET_KINDS = ("Deployment",)
+# Patterns copied from crds/rolloutanalysis.yaml so that both sides agree on every string.
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DURATION = re.compile(r"([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+")
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {
+    "ns": Fraction(1, 10**9),
+    "us": Fraction(1, 10**6),
+    "µs": Fraction(1, 10**6),
+    "ms": Fraction(1, 10**3),
+    "s": Fraction(1),
+    "m": Fraction(60),
+    "h": Fraction(3600),
+}
+_SPEC_FIELDS = frozenset({"target", "metrics", "interval", "failureLimit", "dryRun"})
+_TARGET_FIELDS = frozenset({"kind", "name"})
+_METRIC_FIELDS = frozenset({"name", "query", "maxValue"})
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One problem with one field, named by its path (``spec.metrics[1].name``)."""
+
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+class InvalidSpecError(ValueError):
+    """A spec broke one or more rules; ``errors`` lists every one of them, in field order."""
+
+    def __init__(self, errors: list[FieldError] | tuple[FieldError, ...]) -> None:
+        self.errors: tuple[FieldError, ...] = tuple(errors)
+        super().__init__("; ".join(str(error) for error in self.errors) or "invalid spec")
+
+    def by_field(self) -> dict[str, list[str]]:
+        """Return the messages grouped by field path, the shape DRF uses for field errors."""
+        grouped: dict[str, list[str]] = {}
+        for error in self.errors:
+            grouped.setdefault(error.field, []).append(error.message)
+        return grouped
+
+
+@dataclass(frozen=True)
+class Target:
+    """The workload an analysis guards, in the analysis's own namespace."""
+
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One PromQL query and the highest value it may return."""
+
+    name: str
+    query: str
+    max_value: float
+
+
+@dataclass(frozen=True)
+class AnalysisSpec:
+    """A validated spec with the CRD defaults applied."""
+
+    target: Target
+    metrics: tuple[MetricSpec, ...]
+    # The duration as written (``1m30s``), kept so the spec round-trips unchanged.
+    interval: str = DEFAULT_INTERVAL
+    interval_seconds: float = 30.0
+    failure_limit: int = DEFAULT_FAILURE_LIMIT
+    dry_run: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the spec in the custom resource's shape, defaults written out."""
+        return {
+            "target": {"kind": self.target.kind, "name": self.target.name},
+            "metrics": [
+                {"name": m.name, "query": m.query, "maxValue": m.max_value} for m in self.metrics
+            ],
+            "interval": self.interval,
+            "failureLimit": self.failure_limit,
+            "dryRun": self.dry_run,
+        }
+
+
+def parse_duration(text: str) -> float:
+    """Return the seconds of a Go-style duration (``30s``, ``1m30s``, ``1.5h``, ``500ms``).
+
+    Accept exactly what the CRD's ``interval`` pattern accepts (no sign, every number with a
+    unit); raise ``ValueError`` with a full sentence otherwise.
+    """
+    if not isinstance(text, str) or not _DURATION.fullmatch(text):
+        raise ValueError(
+            f"{text!r} is not a duration: use numbers with units ns, us, ms, s, m or h, "
+            "such as 30s, 1m30s or 1.5h"
+        )
+    total = sum(
+        (Fraction(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART.findall(text)),
+        start=Fraction(0),
+    )
+    if total > _MAX_DURATION_SECONDS:
+        raise ValueError(f"{text!r} is out of range: the longest duration is about 2562047h")
+    return float(total)
+
+
+def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> AnalysisSpec:
+    """Return the ``AnalysisSpec`` of a raw spec dict, or raise ``InvalidSpecError``.
+
+    Every broken rule is reported, not only the first, each under its field path (prefixed with
+    ``path``). With ``strict``, unknown fields are errors rather than silently dropped.
+    """
+    errors: list[FieldError] = []
+    if not isinstance(raw, Mapping):
+        raise InvalidSpecError([FieldError(path, "must be an object")])
+    if strict:
+        _unknown_fields(raw, _SPEC_FIELDS, path, errors)
+
+    target = _parse_target(raw.get("target"), f"{path}.target", strict, errors)
+    metrics = _parse_metrics(raw.get("metrics"), f"{path}.metrics", strict, errors)
+
+    interval = raw.get("interval", DEFAULT_INTERVAL)
+    interval_seconds = 0.0
+    if not isinstance(interval, str):
+        errors.append(FieldError(f"{path}.interval", "must be a duration string such as 30s"))
+    else:
+        try:
+            interval_seconds = parse_duration(interval)
+        except ValueError as exc:
+            errors.append(FieldError(f"{path}.interval", str(exc)))
+        else:
+            if interval_seconds < MIN_INTERVAL_SECONDS:
+                errors.append(
+                    FieldError(
+                        f"{path}.interval",
+                        f"must be at least {MIN_INTERVAL_SECONDS}s, got {interval}",
+                    )
+                )
+
+    failure_limit = _integer(raw.get("failureLimit", DEFAULT_FAILURE_LIMIT))
+    if failure_limit is None:
+        errors.append(FieldError(f"{path}.failureLimit", "must be an integer"))
+    elif not 1 <= failure_limit <= _MAX_FAILURE_LIMIT:
+        errors.append(
+            FieldError(f"{path}.failureLimit", f"must be between 1 and {_MAX_FAILURE_LIMIT}")
+        )
+
+    dry_run = raw.get("dryRun", False)
+    if not isinstance(dry_run, bool):
+        errors.append(FieldError(f"{path}.dryRun", "must be true or false"))
+
+    if errors:
+        raise InvalidSpecError(errors)
+    assert target is not None and failure_limit is not None  # guaranteed when no errors
+    return AnalysisSpec(
+        target=target,
+        metrics=tuple(metrics),
+        interval=interval,
+        interval_seconds=interval_seconds,
+        failure_limit=failure_limit,
+        dry_run=dry_run,
+    )
+
+
+def _parse_target(raw: object, path: str, strict: bool, errors: list[FieldError]) -> Target | None:
+    if raw is None:
+        errors.append(FieldError(path, "is required"))
+        return None
+    if not isinstance(raw, Mapping):
+        errors.append(FieldError(path, "must be an object with kind and name"))
+        return None
+    if strict:
+        _unknown_fields(raw, _TARGET_FIELDS, path, errors)
+    kind = raw.get("kind", DEFAULT_TARGET_KIND)
+    ok = True
+    if kind not in _TARGET_KINDS:
+        errors.append(
+            FieldError(f"{path}.kind", f"must be one of {', '.join(_TARGET_KINDS)}, got {kind!r}")
+        )
+        ok = False
+    name = raw.get("name")
+    if name is None or name == "":
+        errors.append(FieldError(f"{path}.name", "is required"))
+        ok = False
+    elif not isinstance(name, str) or len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
+        errors.append(
+            FieldError(
+                f"{path}.name",
+                "must be a Kubernetes object name: at most 253 lower-case letters, digits, "
+                "'-' and '.', starting and ending with a letter or digit",
+            )
+        )
+        ok = False
+    return Target(kind=kind, name=name) if ok else None
+
+
+def _parse_metrics(
+    raw: object, path: str, strict: bool, errors: list[FieldError]
+) -> list[MetricSpec]:
+    if raw is None:
+        errors.append(FieldError(path, "is required"))
+        return []
+    if not isinstance(raw, list):
+        errors.append(FieldError(path, "must be a list of metrics"))
+        return []
+    if not raw:
+        errors.append(FieldError(path, "must contain at least one metric"))
+        return []
+    metrics: list[MetricSpec] = []
+    first_index: dict[str, int] = {}
+    for index, item in enumerate(raw):
+        item_path = f"{path}[{index}]"
+        if not isinstance(item, Mapping):
+            errors.append(FieldError(item_path, "must be an object with name, query and maxValue"))
+            continue
+        if strict:
+            _unknown_fields(item, _METRIC_FIELDS, item_path, errors)
+        before = len(errors)
+        name = item.get("name")
+        if name is None or name == "":
+            errors.append(FieldError(f"{item_path}.name", "is required"))
+        elif not isinstance(name, str) or len(name) > 63 or not _DNS1123_LABEL.fullmatch(name):
+            errors.append(
+                FieldError(
+                    f"{item_path}.name",
+                    "must be a DNS-1123 label: at most 63 lower-case letters, digits and '-', "
+                    "starting and ending with a letter or digit",
+                )
+            )
+        elif name in first_index:
+            errors.append(
+                FieldError(
+                    f"{item_path}.name",
+                    f"duplicate name {name!r}, already used by {path}[{first_index[name]}]",
+                )
+            )
+        else:
+            first_index[name] = index
+        query = item.get("query")
+        if query is None or query == "":
+            errors.append(FieldError(f"{item_path}.query", "is required"))
+        elif not isinstance(query, str) or not query.strip():
+            errors.append(FieldError(f"{item_path}.query", "must be a non-empty PromQL string"))
+        raw_max = item.get("maxValue")
+        max_value = _number(raw_max)
+        if raw_max is None:
+            errors.append(FieldError(f"{item_path}.maxValue", "is required"))
+        elif max_value is None:
+            errors.append(FieldError(f"{item_path}.maxValue", "must be a finite number"))
+        if len(errors) == before:
+            metrics.append(MetricSpec(name=name, query=query, max_value=max_value))
+    return metrics
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _integer(value: object) -> int | None:
+    # JSON decoders may hand over 3.0 for 3; a bool is an int to Python but not to the schema.
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _unknown_fields(
+    raw: Mapping[Any, Any], known: frozenset[str], path: str, errors: list[FieldError]
+) -> None:
+    for key in raw:
+        if key not in known:
+            errors.append(FieldError(f"{path}.{key}", "unknown field"))

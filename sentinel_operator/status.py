@@ -1,0 +1,282 @@
+"""Typed status of a RolloutAnalysis (SPEC §4) and its conversion to and from the resource.
+
+``AnalysisStatus.from_dict`` reads whatever is in ``.status`` of a resource, tolerating missing
+or garbage fields (a hand-edited status, an older operator) so the decision core can always
+start from something; ``to_dict`` produces exactly the CRD's status schema. The decision core
+builds new statuses; the reconciler writes ``to_dict()`` through the status subresource; the
+REST API and the admin render it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from sentinel_operator.conditions import ConditionStatus, ConditionType, Verdict
+
+
+def format_time(moment: datetime) -> str:
+    """Return ``moment`` as metav1.Time does: RFC 3339 in UTC, whole seconds, ``Z`` suffix."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: object) -> datetime | None:
+    """Return the UTC datetime of an RFC 3339 string, or None when it is not one."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("z", "Z"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None
+    return moment.astimezone(UTC)
+
+
+def utc_seconds(moment: datetime) -> datetime:
+    """Return ``moment`` in UTC truncated to whole seconds, the precision status keeps.
+
+    Raise ``ValueError`` for a naive datetime: a clock without a zone is a programming error.
+    """
+    if moment.tzinfo is None:
+        raise ValueError("A naive datetime was passed as the clock; pass an aware UTC datetime.")
+    return moment.astimezone(UTC).replace(microsecond=0)
+
+
+def format_value(value: float) -> str:
+    """Return ``value`` as Prometheus prints a sample: shortest round-trip, no exponent."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    text = format(Decimal(repr(value)), "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One ``metav1.Condition``."""
+
+    type: str
+    status: ConditionStatus
+    reason: str
+    message: str
+    last_transition_time: datetime
+    observed_generation: int | None = None
+
+    @classmethod
+    def from_dict(cls, raw: object) -> Condition | None:
+        """Return the condition in ``raw``, or None when it lacks a usable type, status or time."""
+        if not isinstance(raw, Mapping):
+            return None
+        type_ = raw.get("type")
+        try:
+            status = ConditionStatus(raw.get("status"))
+        except ValueError:
+            return None
+        moment = parse_time(raw.get("lastTransitionTime"))
+        if not isinstance(type_, str) or not type_ or moment is None:
+            return None
+        reason = raw.get("reason")
+        message = raw.get("message")
+        return cls(
+            type=_known(type_, ConditionType),
+            status=status,
+            reason=reason if isinstance(reason, str) else "",
+            message=message if isinstance(message, str) else "",
+            last_transition_time=moment,
+            observed_generation=_non_negative_int(raw.get("observedGeneration")),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": str(self.type),
+            "status": str(self.status),
+            "reason": str(self.reason),
+            "message": self.message,
+            "lastTransitionTime": format_time(self.last_transition_time),
+        }
+        if self.observed_generation is not None:
+            out["observedGeneration"] = self.observed_generation
+        return out
+
+
+def transition(
+    previous: Condition | None,
+    *,
+    type: str,
+    status: ConditionStatus,
+    reason: str,
+    message: str,
+    now: datetime,
+    generation: int | None,
+) -> Condition:
+    """Return the condition set to ``status``/``reason``/``message``.
+
+    ``lastTransitionTime`` is kept from ``previous`` when the status is unchanged and set to
+    ``now`` only when the status changes (metav1 semantics).
+    """
+    changed = previous is None or previous.status != status
+    return Condition(
+        type=type,
+        status=status,
+        reason=reason,
+        message=message,
+        last_transition_time=now if changed else previous.last_transition_time,
+        observed_generation=generation,
+    )
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    """The judgement of one metric in one evaluation that got answers."""
+
+    name: str
+    verdict: Verdict
+    # Prometheus's own text of the (worst) sample; None when there was no data.
+    value: str | None = None
+    max_value: float | None = None
+    message: str = ""
+
+    @classmethod
+    def from_dict(cls, raw: object) -> MetricResult | None:
+        if not isinstance(raw, Mapping):
+            return None
+        name = raw.get("name")
+        try:
+            verdict = Verdict(raw.get("verdict"))
+        except ValueError:
+            return None
+        if not isinstance(name, str) or not name:
+            return None
+        value = raw.get("value")
+        max_value = raw.get("maxValue")
+        message = raw.get("message")
+        return cls(
+            name=name,
+            verdict=verdict,
+            value=value if isinstance(value, str) else None,
+            max_value=(
+                float(max_value)
+                if isinstance(max_value, int | float) and not isinstance(max_value, bool)
+                else None
+            ),
+            message=message if isinstance(message, str) else "",
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.value is not None:
+            out["value"] = self.value
+        if self.max_value is not None:
+            out["maxValue"] = self.max_value
+        out["verdict"] = str(self.verdict)
+        if self.message:
+            out["message"] = self.message
+        return out
+
+
+@dataclass(frozen=True)
+class AnalysisStatus:
+    """``.status`` of a RolloutAnalysis; the empty instance is a resource never reconciled."""
+
+    observed_generation: int | None = None
+    # From the last evaluation that got answers; None before the first.
+    last_verdict: Verdict | None = None
+    failures: int = 0
+    last_evaluation_time: datetime | None = None
+    metric_results: tuple[MetricResult, ...] = ()
+    # When this analysis paused its target; None when it has not (or a person resumed it).
+    paused_at: datetime | None = None
+    conditions: tuple[Condition, ...] = ()
+
+    @classmethod
+    def from_dict(cls, raw: object) -> AnalysisStatus:
+        """Return the status in ``raw``; anything missing or malformed reads as never set."""
+        if not isinstance(raw, Mapping):
+            return cls()
+        try:
+            verdict: Verdict | None = Verdict(raw.get("lastVerdict"))
+        except ValueError:
+            verdict = None
+        results = raw.get("metricResults")
+        conditions = raw.get("conditions")
+        parsed_results = [MetricResult.from_dict(r) for r in _list(results)]
+        parsed_conditions: dict[str, Condition] = {}
+        for item in _list(conditions):
+            condition = Condition.from_dict(item)
+            # A list-map keyed by type: the first entry of a duplicated type wins.
+            if condition is not None and condition.type not in parsed_conditions:
+                parsed_conditions[condition.type] = condition
+        return cls(
+            observed_generation=_non_negative_int(raw.get("observedGeneration")),
+            last_verdict=verdict,
+            failures=_non_negative_int(raw.get("failures")) or 0,
+            last_evaluation_time=parse_time(raw.get("lastEvaluationTime")),
+            metric_results=tuple(r for r in parsed_results if r is not None),
+            paused_at=parse_time(raw.get("pausedAt")),
+            conditions=tuple(parsed_conditions.values()),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the status in the CRD's schema: None fields omitted, but ``pausedAt: null``."""
+        out: dict[str, Any] = {}
+        if self.observed_generation is not None:
+            out["observedGeneration"] = self.observed_generation
+        if self.last_verdict is not None:
+            out["lastVerdict"] = str(self.last_verdict)
+        out["failures"] = self.failures
+        if self.last_evaluation_time is not None:
+            out["lastEvaluationTime"] = format_time(self.last_evaluation_time)
+        out["metricResults"] = [r.to_dict() for r in self.metric_results]
+        out["pausedAt"] = format_time(self.paused_at) if self.paused_at is not None else None
+        out["conditions"] = [c.to_dict() for c in self.conditions]
+        return out
+
+    def condition(self, type: str) -> Condition | None:
+        """Return the condition of ``type``, or None when the status has none."""
+        for condition in self.conditions:
+            if condition.type == type:
+                return condition
+        return None
+
+    def is_true(self, type: str) -> bool:
+        """Return whether the condition of ``type`` is present and True."""
+        condition = self.condition(type)
+        return condition is not None and condition.status == ConditionStatus.TRUE
+
+    def with_conditions(self, *updated: Condition) -> AnalysisStatus:
+        """Return a copy with ``updated`` replacing the conditions of their types.
+
+        Conditions of types not given (including ones another tool added) keep their place; new
+        types are appended.
+        """
+        by_type = {c.type: c for c in updated}
+        kept = [by_type.pop(c.type, c) for c in self.conditions]
+        return replace(self, conditions=(*kept, *by_type.values()))
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _non_negative_int(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not value.is_integer():
+        return None
+    return int(value) if value >= 0 else None
+
+
+def _known(value: str, enum: type[ConditionType]) -> str:
+    # Known strings become enum members (which are still str); others stay as read.
+    try:
+        return enum(value)
+    except ValueError:
+        return value

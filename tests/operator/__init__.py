@@ -1,0 +1,1 @@
+"""Tests of the operator: its clients, decision core and reconcile loop."""

@@ -1,0 +1,115 @@
+"""Pytest fixtures for the real metrics app, Prometheus and the fault proxy.
+
+Registered for the whole suite by the root ``tests/conftest.py``. One Prometheus serves the
+whole session, so tests share it safely by two rules:
+
+- each test writes and queries only series labelled with its own ``case`` value;
+- nobody stops the shared server: ``prometheus.stop()`` raises, and outage tests either put
+  a ``fault_proxy`` in front of it or take an ``isolated_prometheus`` of their own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.fault_proxy import FaultProxy
+from tests.support.metrics_app import MetricsApp
+from tests.support.prometheus import PrometheusServer
+
+# Scrapes run every second, but Prometheus only applies new targets on a 5 s tick.
+FIRST_SCRAPE_TIMEOUT = 20.0
+
+_case_numbers = itertools.count(1)
+
+
+class SharedPrometheusServer(PrometheusServer):
+    """The session's Prometheus: refuses stop() and restart() so no test takes it away."""
+
+    def stop(self, timeout: float = 15.0) -> None:
+        raise RuntimeError(
+            "The session Prometheus is shared by every test; use the isolated_prometheus "
+            "fixture to stop or restart one."
+        )
+
+    def restart(self, timeout: float = 30.0) -> None:
+        self.stop()
+
+    def shutdown(self) -> None:
+        """Stop it for real at the end of the session."""
+        self._terminate()
+
+
+def start_scraping(
+    workdir: Path,
+    app: MetricsApp,
+    server_class: type[PrometheusServer] = PrometheusServer,
+    *,
+    wait_for_scrape: bool = True,
+) -> PrometheusServer:
+    """Start a Prometheus scraping ``app``; by default wait until its first scrape is visible.
+
+    Prometheus applies new scrape targets on a 5 s tick, so the first scrape lands ~5-6 s
+    after /-/ready: worth waiting for once per session, not in every isolated server.
+    """
+    server = server_class(workdir, [app.target])
+    server.start()
+    if wait_for_scrape:
+        server.wait_for(
+            f'up{{job="{server.job}"}}', lambda values: values == [1.0], FIRST_SCRAPE_TIMEOUT
+        )
+    return server
+
+
+@pytest.fixture(scope="session")
+def metrics_app() -> Iterator[MetricsApp]:
+    """The session's metrics app, serving /metrics on a free port from a thread."""
+    with MetricsApp() as app:
+        yield app
+
+
+@pytest.fixture(scope="session")
+def prometheus(
+    metrics_app: MetricsApp, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PrometheusServer]:
+    """The ONE real Prometheus of the session, scraping ``metrics_app`` every second."""
+    server = start_scraping(
+        tmp_path_factory.mktemp("prometheus"), metrics_app, SharedPrometheusServer
+    )
+    try:
+        yield server
+    finally:
+        assert isinstance(server, SharedPrometheusServer)
+        server.shutdown()
+
+
+@pytest.fixture
+def isolated_prometheus(metrics_app: MetricsApp, tmp_path: Path) -> Iterator[PrometheusServer]:
+    """A Prometheus of this test's own, free to stop() and restart().
+
+    It is ready to answer queries at once; scraped values appear ~5-6 s later, so a test
+    that needs them calls ``wait_for``.
+    """
+    server = start_scraping(tmp_path / "prometheus", metrics_app, wait_for_scrape=False)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def fault_proxy(prometheus: PrometheusServer) -> Iterator[FaultProxy]:
+    """A fresh proxy in front of the session Prometheus, passing everything through."""
+    with FaultProxy(prometheus.url) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+def case(request: pytest.FixtureRequest) -> str:
+    """Return a label value unique to this test, safe inside a PromQL string literal."""
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", request.node.name).strip("-")[:60]
+    return f"{name}-{next(_case_numbers)}"
