@@ -31,6 +31,8 @@ class SentinelConfig:
     secret_key: str
     allowed_hosts: tuple[str, ...]
     debug: bool
+    # django-q2 worker processes of `qcluster` / `runoperator`.
+    q_workers: int = 2
 
 
 def parse_duration(name: str, raw: str) -> int:
@@ -116,6 +118,13 @@ def _bool(name: str, raw: str) -> bool:
     raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use true or false.")
 
 
+def _positive_int(name: str, raw: str, *, maximum: int) -> int:
+    value = raw.strip()
+    if not value.isdigit() or not 1 <= int(value) <= maximum:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number from 1 to {maximum}.")
+    return int(value)
+
+
 def _list(raw: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in raw.split(",") if item.strip())
 
@@ -147,4 +156,7 @@ def load(env: Mapping[str, str], base_dir: Path) -> SentinelConfig:
         secret_key=secret_key,
         allowed_hosts=_list(env.get("SENTINEL_ALLOWED_HOSTS", "127.0.0.1,localhost")),
         debug=debug,
+        q_workers=_positive_int(
+            "SENTINEL_Q_WORKERS", env.get("SENTINEL_Q_WORKERS", "2"), maximum=64
+        ),
     )

@@ -71,7 +71,7 @@ STATIC_ROOT = BASE_DIR / "var" / "static"
 # django-q2: the ORM broker by default (no extra service); Redis when SENTINEL_BROKER_URL says so.
 Q_CLUSTER = {
     "name": "sentinel",
-    "workers": 2,
+    "workers": SENTINEL.q_workers,
     "timeout": 60,
     "retry": 120,
     "max_attempts": 1,

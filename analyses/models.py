@@ -1,0 +1,214 @@
+"""The mirror of RolloutAnalysis resources and their evaluation history.
+
+The cluster owns spec and status (SPEC §1); ``Analysis`` and ``AnalysisMetric`` are a copy kept
+current by the watch through ``analyses.mirror`` so the admin and the REST API read fast. The
+operator adds the due-time dispatch fields on ``Analysis`` and writes one ``Evaluation`` with its
+``MetricResult`` rows per attempt (SPEC §6). Nothing here talks to the cluster.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from django.db import models
+from django.db.models import Q
+
+from sentinel_operator.conditions import Outcome, Verdict
+
+
+def _choices(values: type[StrEnum]) -> list[tuple[str, str]]:
+    return [(member.value, member.value) for member in values]
+
+
+# The strings are an API owned by sentinel_operator.conditions (SPEC §4); never spell them here.
+VERDICT_CHOICES = _choices(Verdict)
+OUTCOME_CHOICES = _choices(Outcome)
+
+
+class AnalysisQuerySet(models.QuerySet["Analysis"]):
+    """Queries the UI, the API and the dispatcher share."""
+
+    def live(self) -> AnalysisQuerySet:
+        """Return the analyses whose resource still exists."""
+        return self.filter(deleted_at__isnull=True)
+
+    def due(self, now: datetime) -> AnalysisQuerySet:
+        """Return the live analyses due at ``now``, the most overdue first."""
+        return self.live().filter(next_due_at__lte=now).order_by("next_due_at", "pk")
+
+
+class Analysis(models.Model):
+    """One RolloutAnalysis custom resource, mirrored; kept after deletion for the retention."""
+
+    namespace = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
+    # metadata.uid: identifies one incarnation of the resource; a resource deleted and created
+    # again under the same name gets a new uid and therefore a new row.
+    uid = models.CharField(max_length=64, unique=True)
+
+    spec = models.JSONField(default=dict)
+    # Denormalised from spec so lists filter and sort without parsing JSON.
+    target_name = models.CharField(max_length=253, blank=True)
+    interval_seconds = models.FloatField(default=30.0)
+    failure_limit = models.PositiveIntegerField(default=3)
+    dry_run = models.BooleanField(default=False)
+
+    status = models.JSONField(default=dict, blank=True)
+    # Denormalised from status for the overview counts, filters and list badges.
+    last_verdict = models.CharField(max_length=16, choices=VERDICT_CHOICES, blank=True)
+    failures = models.PositiveIntegerField(default=0)
+    # RolloutPaused=True: this analysis has paused its target.
+    paused = models.BooleanField(default=False)
+    # Ready=True; ready_reason is the Ready condition's reason (e.g. MetricsUnavailable).
+    ready = models.BooleanField(default=False)
+    ready_reason = models.CharField(max_length=64, blank=True)
+    last_evaluation_at = models.DateTimeField(null=True, blank=True)
+
+    # Opaque string from the API server; only ever compared for equality, and sent back as the
+    # precondition of updates from the UI and API.
+    resource_version = models.CharField(max_length=64, blank=True)
+    generation = models.BigIntegerField(default=0)
+    observed_generation = models.BigIntegerField(null=True, blank=True)
+    # metadata.creationTimestamp, not when the row was inserted.
+    created_at = models.DateTimeField()
+    # Null while the resource exists; rows are pruned once this is older than the retention.
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    # When the mirror last wrote this row from the cluster; lets a full resync tell a list
+    # that is older than the row (and must not undo it) from one that is newer.
+    mirrored_at = models.DateTimeField(null=True, blank=True)
+
+    # Due-time dispatch (SPEC §5): when the operator's loop should next hand this analysis to a
+    # worker. Null means not scheduled (deleted, or not yet picked up).
+    next_due_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # Consecutive transient errors; drives the exponential backoff, reset on success.
+    backoff_attempt = models.PositiveIntegerField(default=0)
+
+    objects = AnalysisQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["namespace", "name", "-created_at"]
+        verbose_name_plural = "analyses"
+        constraints = [
+            # Kubernetes allows one live object per name; deleted incarnations stay as history.
+            models.UniqueConstraint(
+                fields=["namespace", "name"],
+                condition=Q(deleted_at__isnull=True),
+                name="analysis_live_name_unique",
+            ),
+        ]
+        indexes = [
+            # The default ordering, including deleted rows (the partial unique index cannot
+            # serve queries that do not say deleted_at IS NULL).
+            models.Index(fields=["namespace", "name", "-created_at"], name="analysis_ns_name"),
+            # "Which analyses guard this Deployment?" (two analyses on one target, resume).
+            models.Index(fields=["namespace", "target_name"], name="analysis_target"),
+            # Pruning of deleted analyses. Partial: an index holding every live row under NULL
+            # would tempt SQLite's planner into using it for "deleted_at IS NULL" (every live
+            # row) instead of a selective index such as next_due_at.
+            models.Index(
+                fields=["deleted_at"],
+                condition=Q(deleted_at__isnull=False),
+                name="analysis_deleted_at",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        suffix = " (deleted)" if self.deleted_at else ""
+        return f"{self.namespace}/{self.name}{suffix}"
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.deleted_at is not None
+
+
+class AnalysisMetric(models.Model):
+    """One entry of ``spec.metrics`` as a row, so the admin can edit metrics inline."""
+
+    # No index of its own: the (analysis, name) unique constraint serves lookups by analysis.
+    analysis = models.ForeignKey(
+        Analysis, on_delete=models.CASCADE, related_name="metrics", db_index=False
+    )
+    # Index in spec.metrics; the order the user wrote them in.
+    position = models.PositiveSmallIntegerField(default=0)
+    name = models.CharField(max_length=63)
+    query = models.TextField()
+    max_value = models.FloatField()
+
+    class Meta:
+        ordering = ["analysis", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["analysis", "name"], name="metric_name_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} <= {self.max_value:g}"
+
+    def as_spec(self) -> dict[str, object]:
+        """Return this metric in the custom resource's ``spec.metrics[]`` shape."""
+        return {"name": self.name, "query": self.query, "maxValue": self.max_value}
+
+
+class Evaluation(models.Model):
+    """One evaluation attempt of one analysis, successful or not (SPEC §6)."""
+
+    # No index of its own: evaluation_newest starts with analysis and serves lookups by it.
+    analysis = models.ForeignKey(
+        Analysis, on_delete=models.CASCADE, related_name="evaluations", db_index=False
+    )
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+    # Measured on a monotonic clock by the operator; the wall-clock difference between
+    # started_at and finished_at can jump with NTP corrections.
+    duration_seconds = models.FloatField(default=0.0)
+    # metadata.generation of the spec that was evaluated.
+    generation = models.BigIntegerField(default=0)
+    outcome = models.CharField(max_length=16, choices=OUTCOME_CHOICES)
+    failures_after = models.PositiveIntegerField(default=0)
+    # A stable reason when the attempt did not get answers (MetricsUnavailable, TargetNotFound,
+    # InvalidQuery, ...); empty otherwise.
+    error_reason = models.CharField(max_length=64, blank=True)
+    error_message = models.TextField(blank=True)
+    # Whether this evaluation paused the target.
+    paused = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [
+            # Newest evaluations of one analysis, cursor pagination and per-analysis since/until.
+            models.Index(fields=["analysis", "-started_at", "-id"], name="evaluation_newest"),
+            # Since/until across analyses, and pruning by age.
+            models.Index(fields=["started_at"], name="evaluation_started_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.analysis_id} @ {self.started_at:%Y-%m-%d %H:%M:%S}: {self.outcome}"
+
+    @property
+    def duration(self) -> timedelta:
+        return timedelta(seconds=self.duration_seconds)
+
+
+class MetricResult(models.Model):
+    """What one metric measured in one evaluation."""
+
+    evaluation = models.ForeignKey(
+        Evaluation, on_delete=models.CASCADE, related_name="metric_results"
+    )
+    name = models.CharField(max_length=63)
+    # The worst (largest) sample; null when there was no data or the query failed.
+    value = models.FloatField(null=True, blank=True)
+    # The value exactly as Prometheus printed it ("0.412", "+Inf"), for display.
+    value_text = models.CharField(max_length=64, blank=True)
+    max_value = models.FloatField()
+    # Error when this metric's query got no usable answer.
+    verdict = models.CharField(max_length=16, choices=OUTCOME_CHOICES)
+    # Detail for humans, e.g. "worst of 3 series" or Prometheus's error text.
+    message = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["evaluation", "id"]
+
+    def __str__(self) -> str:
+        shown = self.value_text or "no data"
+        return f"{self.name}={shown} (max {self.max_value:g}): {self.verdict}"

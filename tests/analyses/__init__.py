@@ -1,0 +1,1 @@
+"""Tests of the analyses app: mirror and history models, the mirror adapter."""
