@@ -1,0 +1,324 @@
+"""schema.validate against the real RolloutAnalysis CRD: every SPEC §3 rule, with the field
+paths and messages kube-apiserver prints."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from devcluster import schema
+from devcluster.schema import Cause
+
+CRD_PATH = Path(__file__).resolve().parents[2] / "crds" / "rolloutanalysis.yaml"
+
+
+@pytest.fixture(scope="module")
+def ra_schema() -> dict[str, Any]:
+    crd = yaml.safe_load(CRD_PATH.read_text())
+    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+def _analysis(**spec: Any) -> dict[str, Any]:
+    """Return the SPEC §3 example with ``spec`` keys replaced (None removes a key)."""
+    obj: dict[str, Any] = {
+        "apiVersion": "sentinel.example.com/v1alpha1",
+        "kind": "RolloutAnalysis",
+        "metadata": {"name": "checkout", "namespace": "shop", "labels": {"a": "b"}},
+        "spec": {
+            "target": {"kind": "Deployment", "name": "checkout"},
+            "metrics": [
+                {
+                    "name": "p99-latency",
+                    "query": "histogram_quantile(0.99, rate(x_bucket[5m]))",
+                    "maxValue": 0.25,
+                }
+            ],
+            "interval": "30s",
+            "failureLimit": 3,
+            "dryRun": False,
+        },
+    }
+    for key, value in spec.items():
+        if value is None:
+            obj["spec"].pop(key)
+        else:
+            obj["spec"][key] = value
+    return obj
+
+
+def _lines(causes: list[Cause]) -> list[str]:
+    return [str(cause) for cause in causes]
+
+
+def test_the_spec_example_is_valid(ra_schema: dict[str, Any]) -> None:
+    assert schema.validate(ra_schema, _analysis()) == []
+
+
+def test_a_defaulted_minimal_analysis_is_valid(ra_schema: dict[str, Any]) -> None:
+    minimal = _analysis(interval=None, failureLimit=None, dryRun=None)
+    minimal["spec"]["target"].pop("kind")
+    assert schema.validate(ra_schema, schema.apply_defaults(ra_schema, minimal)) == []
+
+
+METRIC = {"name": "p99", "query": "up", "maxValue": 1}
+PATTERN_DNS = r"'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'"
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (
+            {"target": {"kind": "StatefulSet", "name": "checkout"}},
+            (
+                "FieldValueNotSupported",
+                'spec.target.kind: Unsupported value: "StatefulSet": supported values: '
+                '"Deployment"',
+            ),
+        ),
+        (
+            {"target": {"kind": "Deployment"}},
+            ("FieldValueRequired", "spec.target.name: Required value"),
+        ),
+        (
+            {"target": {"name": "Checkout_1"}},
+            (
+                "FieldValueInvalid",
+                'spec.target.name: Invalid value: "Checkout_1": spec.target.name in body should '
+                r"match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'",
+            ),
+        ),
+        (
+            {"target": {"name": "a" * 254}},
+            ("FieldValueTooLong", "spec.target.name: Too long: may not be more than 253 bytes"),
+        ),
+        ({"metrics": None}, ("FieldValueRequired", "spec.metrics: Required value")),
+        (
+            {"metrics": []},
+            (
+                "FieldValueInvalid",
+                "spec.metrics: Invalid value: 0: spec.metrics in body should have at least 1 items",
+            ),
+        ),
+        (
+            {"metrics": [{**METRIC, "name": "P99"}]},
+            (
+                "FieldValueInvalid",
+                'spec.metrics[0].name: Invalid value: "P99": spec.metrics[0].name in body should '
+                f"match {PATTERN_DNS}",
+            ),
+        ),
+        (
+            {"metrics": [{**METRIC, "query": ""}]},
+            (
+                "FieldValueInvalid",
+                'spec.metrics[0].query: Invalid value: "": spec.metrics[0].query in body should '
+                "be at least 1 chars long",
+            ),
+        ),
+        (
+            {"metrics": [{"name": "p99", "query": "up"}]},
+            ("FieldValueRequired", "spec.metrics[0].maxValue: Required value"),
+        ),
+        (
+            {"metrics": [{**METRIC, "maxValue": "string"}]},
+            (
+                "FieldValueTypeInvalid",
+                'spec.metrics[0].maxValue: Invalid value: "string": spec.metrics[0].maxValue in '
+                'body must be of type number: "string"',
+            ),
+        ),
+        (
+            {"metrics": [METRIC, {**METRIC, "query": "down"}]},
+            (
+                "FieldValueDuplicate",
+                'spec.metrics[1]: Duplicate value: map[string]interface {}{"name":"p99"}',
+            ),
+        ),
+        (
+            {"interval": "soon"},
+            (
+                "FieldValueInvalid",
+                'spec.interval: Invalid value: "soon": spec.interval in body should match '
+                r"'^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$'",
+            ),
+        ),
+        (
+            {"failureLimit": 0},
+            (
+                "FieldValueInvalid",
+                "spec.failureLimit: Invalid value: 0: spec.failureLimit in body should be greater "
+                "than or equal to 1",
+            ),
+        ),
+        (
+            {"failureLimit": "3"},
+            (
+                "FieldValueTypeInvalid",
+                'spec.failureLimit: Invalid value: "string": spec.failureLimit in body must be of '
+                'type integer: "string"',
+            ),
+        ),
+        (
+            {"dryRun": "yes"},
+            (
+                "FieldValueTypeInvalid",
+                'spec.dryRun: Invalid value: "string": spec.dryRun in body must be of type '
+                'boolean: "string"',
+            ),
+        ),
+    ],
+)
+def test_each_schema_rule_rejects_a_bad_analysis(
+    ra_schema: dict[str, Any], spec: dict[str, Any], expected: tuple[str, str]
+) -> None:
+    causes = schema.validate(ra_schema, _analysis(**spec))
+    assert [(c.reason, str(c)) for c in causes] == [expected]
+
+
+def test_all_problems_are_reported_together(ra_schema: dict[str, Any]) -> None:
+    bad = _analysis(
+        target={"kind": "StatefulSet", "name": "checkout"},
+        metrics=[METRIC, {**METRIC, "maxValue": "x"}],
+        failureLimit=0,
+    )
+    fields = [c.field for c in schema.validate(ra_schema, bad)]
+    assert fields == [
+        "spec.target.kind",
+        "spec.metrics[1].maxValue",
+        "spec.failureLimit",
+        "spec.metrics[1]",
+    ]
+
+
+def test_a_spec_that_is_not_an_object(ra_schema: dict[str, Any]) -> None:
+    bad = _analysis()
+    bad["spec"] = ["not", "an", "object"]
+    assert _lines(schema.validate(ra_schema, bad)) == [
+        'spec: Invalid value: "array": spec in body must be of type object: "array"'
+    ]
+
+
+def test_metadata_api_version_and_kind_are_left_to_the_server(ra_schema: dict[str, Any]) -> None:
+    obj = _analysis()
+    obj["metadata"] = {"name": 5, "whatever": []}
+    obj["kind"] = 7
+    assert schema.validate(ra_schema, obj) == []
+
+
+def test_status_rules(ra_schema: dict[str, Any]) -> None:
+    obj = _analysis()
+    obj["status"] = {
+        "pausedAt": None,
+        "lastVerdict": "Maybe",
+        "failures": -1,
+        "lastEvaluationTime": "yesterday",
+        "conditions": [
+            {"type": "Ready", "status": "True", "reason": "Ok", "message": "",
+             "lastTransitionTime": "2026-11-29T16:00:00Z"},
+            {"type": "Ready", "status": "Sure", "reason": "Ok", "message": "",
+             "lastTransitionTime": "2026-11-29T16:00:00.123456+01:00"},
+        ],
+    }  # fmt: skip
+    assert _lines(schema.validate(ra_schema, obj)) == [
+        'status.lastVerdict: Unsupported value: "Maybe": supported values: "Pass", "Fail", '
+        '"Inconclusive"',
+        "status.failures: Invalid value: -1: status.failures in body should be greater than or "
+        "equal to 0",
+        'status.lastEvaluationTime: Invalid value: "yesterday": status.lastEvaluationTime in '
+        'body must be of type date-time: "yesterday"',
+        'status.conditions[1].status: Unsupported value: "Sure": supported values: "True", '
+        '"False", "Unknown"',
+        'status.conditions[1]: Duplicate value: map[string]interface {}{"type":"Ready"}',
+    ]
+
+
+def test_null_is_refused_unless_nullable(ra_schema: dict[str, Any]) -> None:
+    obj = _analysis(interval=None)
+    obj["spec"]["interval"] = None
+    obj["status"] = {"pausedAt": None}
+    assert _lines(schema.validate(ra_schema, obj)) == [
+        'spec.interval: Invalid value: "null": spec.interval in body must be of type string: "null"'
+    ]
+
+
+NODE_CASES = [
+    ({"type": "integer"}, 3.0, []),
+    ({"type": "integer"}, 3.5,
+     ['x: Invalid value: "number": x in body must be of type integer: "number"']),
+    ({"type": "number"}, 2, []),
+    ({"type": "number", "maximum": 5, "exclusiveMaximum": True}, 5,
+     ["x: Invalid value: 5: x in body should be less than 5"]),
+    ({"type": "number", "minimum": 0.5, "exclusiveMinimum": True}, 0.5,
+     ["x: Invalid value: 0.5: x in body should be greater than 0.5"]),
+    ({"type": "number", "maximum": 1000000}, 2e6,
+     ["x: Invalid value: 2e+06: x in body should be less than or equal to 1e+06"]),
+    ({"type": "string", "enum": ["a", 1]}, "b",
+     ['x: Unsupported value: "b": supported values: "a", "1"']),
+    ({"x-kubernetes-int-or-string": True}, "25%", []),
+    ({"x-kubernetes-int-or-string": True}, 1, []),
+    ({"x-kubernetes-int-or-string": True}, True,
+     ['x: Invalid value: "boolean": x in body must be of type integer,string: "boolean"']),
+    ({"type": "array", "items": {"type": "string"}, "maxItems": 2}, ["a", "b", "c"],
+     ["x: Too many: 3: must have at most 2 items"]),
+    ({"type": "array", "items": {"type": "string"}, "uniqueItems": True}, ["a", "a"],
+     ['x: Invalid value: "": x in body shouldn\'t contain duplicates']),
+    ({"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
+     ["a", "b", "a", "a"], ['x[2]: Duplicate value: "a"']),
+    ({"type": "array", "x-kubernetes-list-type": "map",
+      "x-kubernetes-list-map-keys": ["port", "protocol"],
+      "items": {"type": "object", "properties": {"port": {"type": "integer"},
+                                                 "protocol": {"type": "string"}}}},
+     [{"port": 80, "protocol": "TCP"}, {"port": 80, "protocol": "UDP"},
+      {"port": 80, "protocol": "TCP"}],
+     ['x[2]: Duplicate value: map[string]interface {}{"port":80, "protocol":"TCP"}']),
+    ({"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}},
+     {"a": 1, "b": 0}, ["x.b: Invalid value: 0: x.b in body should be greater than or equal to 1"]),
+    ({"type": "object", "maxProperties": 1}, {"a": 1, "b": 2},
+     ["x: Too many: 2: must have at most 1 item"]),
+    ({"type": "string", "maxLength": 1}, "ab", ["x: Too long: may not be more than 1 byte"]),
+    ({"type": "string", "format": "date-time"}, "2026-11-29T16:39:57Z", []),
+    ({"type": "string", "format": "int-or-string"}, "anything", []),
+    ({"type": "string", "pattern": "(unclosed"}, "x",
+     ['x: Invalid value: "x": x in body should match \'(unclosed, but pattern is invalid: '
+      "missing ), unterminated subpattern at position 0'"]),
+    ({"type": "object", "properties": {"a": {}}, "additionalProperties": False}, {"a": 1, "b": 2},
+     ['x: Invalid value: "b": x.b in body is a forbidden property']),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("node", "value", "expected"), NODE_CASES)
+def test_single_keywords(node: dict[str, Any], value: Any, expected: list[str]) -> None:
+    assert _lines(schema.validate_value(node, value, "x")) == expected
+
+
+def test_causes_keep_the_input_unchanged(ra_schema: dict[str, Any]) -> None:
+    bad = _analysis(metrics=[METRIC, METRIC])
+    before = copy.deepcopy(bad)
+    assert schema.validate(ra_schema, bad)
+    assert bad == before
+
+
+@pytest.mark.parametrize(
+    ("value", "printed"),
+    [
+        (0.25, "0.25"),
+        (1.0, "1"),
+        (123456.0, "123456"),
+        (1e6, "1e+06"),
+        (1234567.0, "1.234567e+06"),
+        (0.0001, "0.0001"),
+        (0.00001, "1e-05"),
+        (-2.5, "-2.5"),
+        ("µs\n\"", '"µs\\n\\""'),
+        (None, "null"),
+        (True, "true"),
+        ({"b": [1, "x", None], "a": 1.5},
+         'map[string]interface {}{"a":1.5, "b":[]interface {}{1, "x", interface {}(nil)}}'),
+    ],
+)  # fmt: skip
+def test_bad_values_print_like_go(value: Any, printed: str) -> None:
+    assert schema.go_value(value) == printed
