@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: test lint pytest venv debs demo run clean
+.PHONY: test lint pytest venv debs demo-debs demo run clean
 
 venv: $(STAMP)
 
@@ -13,10 +13,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
-# Debian packages the suite runs for real (Prometheus, Chromium). Installed through apt
-# when run as root; otherwise the script names the one apt command to run.
+# Debian packages run for real: the demo needs Prometheus; the suite also drives Chromium and
+# exercises PostgreSQL and Redis. Installed through apt when run as root; otherwise the script
+# names the one apt command to run.
+DEMO_DEBS := prometheus
+TEST_DEBS := prometheus chromium postgresql redis-server
+
 debs:
-	@sh scripts/ensure-debian-packages.sh prometheus chromium
+	@sh scripts/ensure-debian-packages.sh $(TEST_DEBS)
+
+demo-debs:
+	@sh scripts/ensure-debian-packages.sh $(DEMO_DEBS)
 
 lint: venv
 	$(BIN)/ruff check .
@@ -27,5 +34,18 @@ pytest: venv debs
 
 test: lint pytest
 
+# The operator and the web UI against the current kubeconfig context (or the in-cluster config)
+# and SENTINEL_PROMETHEUS_URL; Ctrl-C stops both.
+run: venv
+	$(BIN)/python manage.py migrate --no-input
+	@trap 'kill 0' INT TERM EXIT; \
+	$(BIN)/python manage.py runoperator & \
+	$(BIN)/gunicorn sentinel_site.wsgi --bind 127.0.0.1:8000 --workers 2
+
 clean:
 	rm -rf $(VENV) .pytest_cache
+
+# Everything local: devcluster, the CRD and a checkout Deployment, real Prometheus scraping a
+# demo app that regresses after two minutes, the operator and the web UI on :8000.
+demo: venv demo-debs
+	$(BIN)/python -m demo

@@ -212,3 +212,7 @@ class MetricResult(models.Model):
     def __str__(self) -> str:
         shown = self.value_text or "no data"
         return f"{self.name}={shown} (max {self.max_value:g}): {self.verdict}"
+
+
+# REST API tokens live in their own module; imported here so Django registers the model.
+from analyses.token_models import ApiToken  # noqa: E402, F401

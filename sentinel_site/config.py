@@ -33,6 +33,8 @@ class SentinelConfig:
     debug: bool
     # django-q2 worker processes of `qcluster` / `runoperator`.
     q_workers: int = 2
+    # Seconds the operator waits for one Prometheus query before calling it unavailable.
+    prometheus_timeout: float = 5.0
 
 
 def parse_duration(name: str, raw: str) -> int:
@@ -125,6 +127,20 @@ def _positive_int(name: str, raw: str, *, maximum: int) -> int:
     return int(value)
 
 
+def _seconds(name: str, raw: str, *, maximum: float) -> float:
+    # Accept "5", "2.5" or "5s": a timeout is often wanted below one second in tests.
+    value = raw.strip().removesuffix("s")
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= maximum:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not a number of seconds above 0 and at most {maximum:g}."
+        )
+    return seconds
+
+
 def _list(raw: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in raw.split(",") if item.strip())
 
@@ -158,5 +174,8 @@ def load(env: Mapping[str, str], base_dir: Path) -> SentinelConfig:
         debug=debug,
         q_workers=_positive_int(
             "SENTINEL_Q_WORKERS", env.get("SENTINEL_Q_WORKERS", "2"), maximum=64
+        ),
+        prometheus_timeout=_seconds(
+            "SENTINEL_PROMETHEUS_TIMEOUT", env.get("SENTINEL_PROMETHEUS_TIMEOUT", "5"), maximum=60
         ),
     )

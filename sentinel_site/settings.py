@@ -28,6 +28,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves the admin's and the API docs' static files from gunicorn, so the UI needs no CDN
+    # and no separate web server.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -67,6 +70,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
+# Serve straight from the apps' static folders too, so `make run` needs no collectstatic step;
+# the container image runs collectstatic at build time.
+WHITENOISE_USE_FINDERS = True
 
 # django-q2: the ORM broker by default (no extra service); Redis when SENTINEL_BROKER_URL says so.
 Q_CLUSTER = {
@@ -92,3 +98,51 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": "INFO"},
 }
+
+# --- REST API (analyses/api; SPEC §7) -------------------------------------------------------
+# Kubeconfig the web app writes resources with (analyses.services.kube_client); None means the
+# kubernetes client's own discovery: $KUBECONFIG, ~/.kube/config, then the in-cluster config.
+SENTINEL_KUBECONFIG: str | None = None
+
+# Swagger UI assets served from this package's static files instead of a CDN.
+INSTALLED_APPS += ["drf_spectacular_sidecar"]
+
+REST_FRAMEWORK = {
+    # Token first: DRF takes the 401 challenge (WWW-Authenticate) from the first class.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "analyses.api.authentication.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    # Views narrow this to model permissions; anything unlisted still needs a login.
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # JSON in and out only: errors stay JSON even for a browser.
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Maps service errors to 400/409/502/503 and adds a stable "code" to error bodies.
+    "EXCEPTION_HANDLER": "analyses.api.exceptions.exception_handler",
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Rollout Sentinel API",
+    "DESCRIPTION": (
+        "RolloutAnalysis resources in the custom resource's shape, and their evaluation "
+        "history. Reads come from the mirror of the cluster; writes go to the cluster first, "
+        "with the resourceVersion as precondition, and reach the database only from the API "
+        "server's answer. Authenticate with `Authorization: Token <token>` (or `Bearer`; "
+        "`python manage.py create_api_token USERNAME` prints one) or a browser session."
+    ),
+    "VERSION": "v1",
+    # The schema document itself is public (it holds no data); every endpoint needs a login.
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Separate request and response components, so status is absent from request bodies.
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # No badge fetched from validator.swagger.io: the page talks to this server only.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
+    # One name for the outcome choices shared by evaluations and metric results.
+    "ENUM_NAME_OVERRIDES": {"OutcomeEnum": "analyses.models.OUTCOME_CHOICES"},
+}
+# --- end REST API ---------------------------------------------------------------------------

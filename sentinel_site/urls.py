@@ -1,8 +1,10 @@
-"""URL configuration: admin, REST API and the health endpoint."""
+"""URL configuration: admin, REST API, the health endpoint and /metrics."""
 
 from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
-from django.urls import path
+from django.urls import include, path
+
+from sentinel_operator.metrics import metrics_view
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -11,5 +13,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
+    path("api/v1/", include("analyses.api.urls")),
 ]

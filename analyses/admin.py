@@ -1,0 +1,367 @@
+"""The Django admin for RolloutAnalyses: overview, list, detail with graphs, edits to the cluster.
+
+Django's admin autodiscovery imports this module. ``AnalysisAdmin`` keeps the admin's list and
+forms but never lets it write the mirror: every save and delete goes to the cluster through
+``analyses.services`` and the row is written from the API server's answer. When the cluster
+refuses or cannot be reached, nothing has been written (the services touch the mirror only after
+the cluster accepted, and the admin's own save hooks write nothing) and the form is shown again
+with the user's input and the reason. The extra pages and actions live in
+``analyses.admin_views``; the forms in ``analyses.admin_forms``; the graphs in
+``analyses.charts``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.options import csrf_protect_m
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
+from django.utils.timesince import timesince
+from django.views.decorators.http import require_POST
+
+# Imported for its side effect: it registers the REST API tokens with the same admin site.
+from analyses import admin_views, services, token_admin  # noqa: F401
+from analyses.admin_forms import (
+    AnalysisForm,
+    MetricForm,
+    MetricInlineFormSet,
+    describe_invalid,
+    spec_from_forms,
+)
+from analyses.models import Analysis, AnalysisMetric
+from sentinel_operator.spec import InvalidSpecError
+
+# The admin index gets a link to the overview (see templates/admin/analyses/index.html).
+admin.site.index_template = "admin/analyses/index.html"
+admin.site.site_header = "Rollout Sentinel"
+admin.site.site_title = "Rollout Sentinel"
+admin.site.index_title = "Administration"
+
+# Where a refusal from the cluster is kept between the failed save and the second rendering.
+_REFUSAL = "_sentinel_cluster_refusal"
+
+
+class _ClusterRefusedSave(Exception):
+    """Raised from the save hooks to abandon a save or delete; carries the lines to show."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        super().__init__("; ".join(lines))
+        self.lines = tuple(lines)
+
+
+class LifecycleFilter(admin.SimpleListFilter):
+    """Live analyses by default; deleted ones stay reachable for their history."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [("deleted", "Deleted (history kept)"), ("all", "All")]
+
+    def choices(self, changelist: Any) -> Any:
+        yield {
+            "selected": self.value() is None,
+            "query_string": changelist.get_query_string(remove=[self.parameter_name]),
+            "display": "Live",
+        }
+        for lookup, title in self.lookup_choices:
+            yield {
+                "selected": self.value() == lookup,
+                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
+                "display": title,
+            }
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Analysis]) -> QuerySet[Analysis]:
+        if self.value() == "deleted":
+            return queryset.filter(deleted_at__isnull=False)
+        if self.value() == "all":
+            return queryset
+        return queryset.filter(deleted_at__isnull=True)
+
+
+class AnalysisMetricInline(admin.TabularInline):
+    model = AnalysisMetric
+    form = MetricForm
+    formset = MetricInlineFormSet
+    fields = ("name", "query", "max_value")
+    # A spec needs at least one metric (the CRD's minItems).
+    min_num = 1
+    extra = 0
+    verbose_name = "metric"
+    verbose_name_plural = "metrics"
+
+
+@admin.register(Analysis)
+class AnalysisAdmin(admin.ModelAdmin):
+    form = AnalysisForm
+    inlines = [AnalysisMetricInline]
+    list_display = (
+        "namespace",
+        "name",
+        "target",
+        "verdict",
+        "failures_of_limit",
+        "paused_badge",
+        "last_evaluation",
+    )
+    list_display_links = ("name",)
+    list_filter = (LifecycleFilter, "namespace", "last_verdict", "paused", "ready")
+    search_fields = ("name", "namespace", "target_name")
+    # Bulk actions would bypass the cluster-first delete; deletion is one analysis at a time.
+    actions = None
+    list_per_page = 50
+    save_on_top = False
+
+    class Media:
+        css = {"all": ("analyses/admin.css",)}
+
+    # -- list columns ----------------------------------------------------------------------
+
+    @admin.display(description="target", ordering="target_name")
+    def target(self, obj: Analysis) -> str:
+        return obj.target_name
+
+    @admin.display(description="verdict", ordering="last_verdict")
+    def verdict(self, obj: Analysis) -> str:
+        return verdict_badge(obj)
+
+    @admin.display(description="failures")
+    def failures_of_limit(self, obj: Analysis) -> str:
+        tone = "fail" if obj.failures >= obj.failure_limit else ("warn" if obj.failures else "")
+        return format_html(
+            '<span class="sentinel-failures {}">{} / {}</span>',
+            tone,
+            obj.failures,
+            obj.failure_limit,
+        )
+
+    @admin.display(description="paused", ordering="-paused")
+    def paused_badge(self, obj: Analysis) -> str:
+        # Not paused is the normal state: nothing to show, rather than a red cross.
+        if not obj.paused:
+            return ""
+        return mark_safe('<span class="sentinel-badge paused">Paused</span>')
+
+    @admin.display(description="last evaluation", ordering="last_evaluation_at")
+    def last_evaluation(self, obj: Analysis) -> str:
+        if obj.last_evaluation_at is None:
+            return mark_safe('<span class="sentinel-muted">never</span>')
+        return format_html(
+            '<time datetime="{}" title="{} UTC">{} ago</time>',
+            obj.last_evaluation_at.isoformat(),
+            obj.last_evaluation_at.strftime("%Y-%m-%d %H:%M:%S"),
+            timesince(obj.last_evaluation_at),
+        )
+
+    # -- permissions -----------------------------------------------------------------------
+
+    def has_change_permission(self, request: HttpRequest, obj: Analysis | None = None) -> bool:
+        # A deleted analysis is history: shown, never edited.
+        return super().has_change_permission(request, obj) and not (obj and obj.is_deleted)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Analysis | None = None) -> bool:
+        return super().has_delete_permission(request, obj) and not (obj and obj.is_deleted)
+
+    # -- forms -----------------------------------------------------------------------------
+
+    def get_fieldsets(self, request: HttpRequest, obj: Analysis | None = None) -> Any:
+        evaluation = ["interval", "failure_limit", "dry_run"]
+        if obj is None or self.has_change_permission(request, obj):
+            evaluation.append("seen_generation")
+        return [
+            ("Resource", {"fields": ["namespace", "name", "target_name"]}),
+            ("Evaluation", {"fields": evaluation}),
+        ]
+
+    @admin.display(description="interval")
+    def interval(self, obj: Analysis) -> str:
+        # Shown when the page is read-only; the form's own field is used when editing.
+        return str(obj.spec.get("interval") or "")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Analysis | None = None) -> Any:
+        # Kubernetes names are immutable: renaming is deleting and creating.
+        return ("namespace", "name") if obj is not None else ()
+
+    def get_form(
+        self, request: HttpRequest, obj: Analysis | None = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm]:
+        form = super().get_form(request, obj, change, **kwargs)
+        refusal = getattr(request, _REFUSAL, ())
+        if refusal:
+            return type(form.__name__, (form,), {"cluster_refusal": refusal})
+        return form
+
+    # -- pages -----------------------------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        site = self.admin_site
+        return [
+            path(
+                "overview/",
+                site.admin_view(self._overview),
+                name="analyses_analysis_overview",
+            ),
+            path(
+                "<path:object_id>/resume/",
+                site.admin_view(require_POST(self._resume)),
+                name="analyses_analysis_resume",
+            ),
+            path(
+                "<path:object_id>/evaluate/",
+                site.admin_view(require_POST(self._evaluate)),
+                name="analyses_analysis_evaluate",
+            ),
+            *super().get_urls(),
+        ]
+
+    def _overview(self, request: HttpRequest) -> TemplateResponse:
+        return admin_views.overview(self, request)
+
+    def _resume(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return admin_views.resume(self, request, object_id)
+
+    def _evaluate(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return admin_views.evaluate(self, request, object_id)
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        context = {"overview_url": reverse("admin:analyses_analysis_overview")}
+        return super().changelist_view(request, {**context, **(extra_context or {})})
+
+    @csrf_protect_m
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        context = dict(extra_context or {})
+        if object_id is not None:
+            obj = self.get_object(request, object_id)
+            if obj is not None and self.has_view_or_change_permission(request, obj):
+                context.update(admin_views.detail_context(self, request, obj))
+        # Django runs a POST in one transaction. With SQLite's IMMEDIATE transactions that would
+        # hold the database's write lock while the API server answers, stalling the operator.
+        # None is needed: saves write only through the services, each write a short transaction
+        # of its own made after the cluster accepted, so a refused save has written nothing.
+        try:
+            return self._changeform_view(request, object_id, form_url, context)
+        except _ClusterRefusedSave as refused:
+            # Render the user's input again with the cluster's answer as the form's error
+            # (see AnalysisForm.clean).
+            setattr(request, _REFUSAL, refused.lines)
+            return self._changeform_view(request, object_id, form_url, context)
+
+    # -- writes: to the cluster, never straight to the mirror ------------------------------
+
+    def save_model(
+        self, request: HttpRequest, obj: Analysis, form: forms.ModelForm, change: bool
+    ) -> None:
+        # Nothing yet: the spec is complete only with the metrics inline (save_related).
+        pass
+
+    def save_related(
+        self,
+        request: HttpRequest,
+        form: forms.ModelForm,
+        formsets: Sequence[forms.BaseFormSet],
+        change: bool,
+    ) -> None:
+        assert isinstance(form, AnalysisForm)
+        obj: Analysis = form.instance
+        try:
+            spec = spec_from_forms(form, formsets)
+            if change:
+                row = services.update_analysis(obj, spec)
+            else:
+                row = services.create_analysis(obj.namespace, obj.name, spec)
+        except InvalidSpecError as exc:
+            raise _ClusterRefusedSave(describe_invalid(exc)) from exc
+        except services.ResourceRejected as exc:
+            details = [
+                f"{field or 'resource'}: {'; '.join(lines)}"
+                for field, lines in exc.field_errors.items()
+            ]
+            raise _ClusterRefusedSave([exc.message, *details]) from exc
+        except services.ServiceError as exc:
+            raise _ClusterRefusedSave([admin_views.describe_failure(exc)]) from exc
+        _become(obj, row)
+
+    def construct_change_message(
+        self, request: HttpRequest, form: forms.ModelForm, formsets: Any, add: bool = False
+    ) -> list[dict[str, Any]]:
+        # The inline formsets were never saved (the mirror follows the cluster), so only the
+        # main form's changes are described; metric edits show up as a change of "metrics".
+        message = super().construct_change_message(request, form, [], add)
+        if not add and any(formset.has_changed() for formset in formsets):
+            for entry in message:
+                if "changed" in entry:
+                    entry["changed"]["fields"].append("metrics")
+                    break
+            else:
+                message.append({"changed": {"fields": ["metrics"]}})
+        return message
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        # Only the resource is deleted; the mirror row and its history stay for the retention,
+        # so Django's list of cascaded rows (and their delete permissions) does not apply.
+        names = [f"RolloutAnalysis {obj} in the cluster (its history is kept)" for obj in objs]
+        return names, {"analyses": len(names)}, set(), []
+
+    def log_deletions(self, request: HttpRequest, queryset: Any) -> Any:
+        # Django logs before deleting; here the entry waits until the cluster has deleted
+        # (delete_model), so a refused deletion leaves no "deleted" entry behind.
+        return []
+
+    def delete_model(self, request: HttpRequest, obj: Analysis) -> None:
+        try:
+            services.delete_analysis(obj)
+        except services.ServiceError as exc:
+            raise _ClusterRefusedSave([admin_views.describe_failure(exc)]) from exc
+        super().log_deletions(request, [obj])
+
+    @csrf_protect_m
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        # Outside a transaction for the same reason as changeform_view.
+        try:
+            return self._delete_view(request, object_id, extra_context)
+        except _ClusterRefusedSave as refused:
+            for line in refused.lines:
+                messages.error(request, f"Not deleted. {line}")
+            return HttpResponseRedirect(reverse("admin:analyses_analysis_change", args=[object_id]))
+
+
+def verdict_badge(obj: Analysis) -> str:
+    """Return the verdict as a coloured badge, with the Ready reason when not ready."""
+    verdict = obj.last_verdict or "None"
+    label = obj.last_verdict or "not evaluated"
+    badge = format_html('<span class="sentinel-badge verdict-{}">{}</span>', verdict.lower(), label)
+    if obj.deleted_at is not None:
+        return format_html('{} <span class="sentinel-tag">deleted</span>', badge)
+    if not obj.ready and obj.ready_reason:
+        return format_html(
+            '{} <span class="sentinel-tag notready" title="Ready=False">{}</span>',
+            badge,
+            obj.ready_reason,
+        )
+    return badge
+
+
+def _become(obj: Analysis, row: Analysis) -> None:
+    """Make the admin's in-memory object the mirror row the services wrote, for its redirect."""
+    for field in Analysis._meta.concrete_fields:
+        setattr(obj, field.attname, getattr(row, field.attname))
+    obj._state.adding = False
+    obj._state.db = row._state.db

@@ -1,0 +1,160 @@
+"""Forms of the admin's analysis page: the spec fields, the metrics inline, and the spec they make.
+
+``analyses.admin.AnalysisAdmin`` uses ``AnalysisForm`` and ``MetricInlineFormSet``, then calls
+``spec_from_forms`` to turn the validated forms into the custom resource's ``spec``, which goes
+to the cluster through ``analyses.services``. The forms never save rows themselves: the mirror is
+written from the API server's answer. The rules are ``sentinel_operator.spec.parse_spec``'s (the
+one source of them); the field checks here only give earlier, per-field messages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from django import forms
+from django.core.validators import MinValueValidator, RegexValidator
+
+from analyses.models import Analysis, AnalysisMetric
+from sentinel_operator.spec import (
+    DEFAULT_INTERVAL,
+    DEFAULT_TARGET_KIND,
+    MIN_INTERVAL_SECONDS,
+    AnalysisSpec,
+    InvalidSpecError,
+    parse_duration,
+    parse_spec,
+)
+
+_DNS1123_LABEL = RegexValidator(
+    re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"),
+    "Use at most 63 lower-case letters, digits and '-', starting and ending with a letter or "
+    "digit.",
+)
+_DNS1123_SUBDOMAIN = RegexValidator(
+    re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"),
+    "Use lower-case letters, digits, '-' and '.', starting and ending with a letter or digit.",
+)
+
+# Shown when the spec was edited elsewhere (kubectl, the API) after this form was loaded.
+STALE_FORM_MESSAGE = (
+    "This analysis was changed in the cluster after you opened this page: reload it and make "
+    "your change again."
+)
+
+
+class AnalysisForm(forms.ModelForm):
+    """The spec fields of one analysis, plus the generation the user was looking at."""
+
+    interval = forms.CharField(
+        initial=DEFAULT_INTERVAL,
+        max_length=32,
+        help_text="How often to evaluate: a duration such as 30s, 1m or 1m30s (at least 5s).",
+    )
+    # The metadata.generation the page showed; a different one at save time means someone
+    # else edited the spec meanwhile, and saving would silently undo their edit.
+    seen_generation = forms.IntegerField(widget=forms.HiddenInput, required=False)
+
+    # Set by the admin on a second rendering, after the cluster refused the save.
+    cluster_refusal: ClassVar[tuple[str, ...]] = ()
+
+    class Meta:
+        model = Analysis
+        fields = ("namespace", "name", "target_name", "interval", "failure_limit", "dry_run")
+        labels = {"target_name": "Target Deployment", "failure_limit": "Failure limit"}
+        help_texts = {
+            "target_name": "A Deployment in the same namespace.",
+            "failure_limit": "Consecutive failed evaluations that pause the rollout.",
+            "dry_run": "Evaluate and report, but never pause the rollout.",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "namespace" in self.fields:
+            self.fields["namespace"].validators.append(_DNS1123_LABEL)
+        if "name" in self.fields:
+            self.fields["name"].validators.append(_DNS1123_SUBDOMAIN)
+        if "target_name" in self.fields:
+            self.fields["target_name"].required = True
+            self.fields["target_name"].validators.append(_DNS1123_SUBDOMAIN)
+        if "failure_limit" in self.fields:
+            self.fields["failure_limit"].validators.append(MinValueValidator(1))
+            self.fields["failure_limit"].widget.attrs["min"] = 1
+        if self.instance.pk is not None:
+            self.fields["interval"].initial = self.instance.spec.get("interval", DEFAULT_INTERVAL)
+            self.fields["seen_generation"].initial = self.instance.generation
+
+    def clean_interval(self) -> str:
+        interval: str = self.cleaned_data["interval"].strip()
+        try:
+            seconds = parse_duration(interval)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        if seconds < MIN_INTERVAL_SECONDS:
+            raise forms.ValidationError(f"Must be at least {MIN_INTERVAL_SECONDS}s.")
+        return interval
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.cluster_refusal:
+            raise forms.ValidationError(list(self.cluster_refusal))
+        seen = cleaned.get("seen_generation")
+        if self.instance.pk is not None and seen is not None and seen != self.instance.generation:
+            raise forms.ValidationError(STALE_FORM_MESSAGE)
+        return cleaned
+
+
+class MetricInlineFormSet(forms.BaseInlineFormSet):
+    """The metrics of one analysis; at least one, names unique (the model's constraint)."""
+
+    def add_fields(self, form: forms.Form, index: int | None) -> None:
+        super().add_fields(form, index)
+        form.fields["name"].validators.append(_DNS1123_LABEL)
+        form.fields["query"].widget = forms.Textarea(
+            attrs={"rows": 3, "cols": 48, "class": "sentinel-query", "spellcheck": "false"}
+        )
+        form.fields["max_value"].label = "Max value"
+
+
+class MetricForm(forms.ModelForm):
+    class Meta:
+        model = AnalysisMetric
+        fields = ("name", "query", "max_value")
+        help_texts = {
+            "query": "PromQL; the largest sample of the result is compared with the max value.",
+        }
+
+
+def spec_from_forms(form: AnalysisForm, formsets: Sequence[forms.BaseFormSet]) -> AnalysisSpec:
+    """Return the ``spec`` the validated forms describe; raise ``InvalidSpecError`` if broken.
+
+    Metrics keep the order the user sees; rows marked for deletion are left out.
+    """
+    data = form.cleaned_data
+    metrics: list[dict[str, Any]] = []
+    for formset in formsets:
+        if not isinstance(formset, MetricInlineFormSet):
+            continue
+        for metric_form in formset.forms:
+            if not metric_form.has_changed() and metric_form.instance.pk is None:
+                continue
+            if metric_form.cleaned_data.get("DELETE"):
+                continue
+            metric = metric_form.cleaned_data
+            metrics.append(
+                {"name": metric["name"], "query": metric["query"], "maxValue": metric["max_value"]}
+            )
+    raw = {
+        "target": {"kind": DEFAULT_TARGET_KIND, "name": data["target_name"]},
+        "metrics": metrics,
+        "interval": data["interval"],
+        "failureLimit": data["failure_limit"],
+        "dryRun": bool(data.get("dry_run")),
+    }
+    return parse_spec(raw)
+
+
+def describe_invalid(error: InvalidSpecError) -> list[str]:
+    """Return one line per broken rule, naming the field as the resource does."""
+    return [f"{problem.field}: {problem.message}" for problem in error.errors]

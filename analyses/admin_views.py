@@ -1,0 +1,328 @@
+"""The admin pages around an analysis that Django's ModelAdmin does not make: data and actions.
+
+``analyses.admin.AnalysisAdmin`` wires these in: ``overview`` (the page the admin index links
+to), ``detail_context`` (status, conditions, history and graphs added to the change page), and
+``resume`` / ``evaluate`` (the detail page's POST actions). Everything shown is read from the
+mirror and the history tables; the actions go through ``analyses.services``, which write to the
+cluster first.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Q
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.safestring import SafeString, mark_safe
+
+from analyses import services
+from analyses.charts import ChartPoint, render_metric_chart
+from analyses.models import Analysis, Evaluation, MetricResult
+from sentinel_operator.conditions import ConditionStatus, ConditionType, Verdict
+from sentinel_operator.status import AnalysisStatus, Condition
+
+if TYPE_CHECKING:
+    from analyses.admin import AnalysisAdmin
+
+# Rows in the history table: the newest evaluations; the REST API pages through the rest.
+HISTORY_ROWS = 25
+# Evaluations drawn per graph: 2 hours at the default 30 s interval.
+CHART_EVALUATIONS = 240
+# Not-ready analyses listed by name on the overview; the count links to all of them.
+OVERVIEW_LIST_LIMIT = 20
+# The condition types in the order the page shows them (SPEC §4's table).
+_CONDITION_ORDER = (ConditionType.READY, ConditionType.HEALTHY, ConditionType.ROLLOUT_PAUSED)
+
+
+@dataclass(frozen=True)
+class CountLink:
+    """One figure on the overview, and the filtered list it stands for."""
+
+    label: str
+    count: int
+    url: str
+    # CSS modifier of the card: all, pass, fail, inconc, none, paused or notready.
+    tone: str
+
+
+@dataclass(frozen=True)
+class PausedTarget:
+    """A Deployment paused by one or more analyses."""
+
+    namespace: str
+    target: str
+    analyses: tuple[str, ...]
+    url: str
+
+
+@dataclass(frozen=True)
+class ConditionRow:
+    condition: Condition
+    # CSS modifier: good, bad or unknown.
+    tone: str
+
+
+@dataclass(frozen=True)
+class MetricChart:
+    name: str
+    query: str
+    max_value: float
+    svg: SafeString
+    # From status.metricResults: the last evaluation that got answers.
+    latest_value: str | None = None
+    latest_verdict: str = ""
+
+
+def changelist_url(**filters: str) -> str:
+    """Return the analyses list filtered by ``filters`` (admin query-string lookups)."""
+    base = reverse("admin:analyses_analysis_changelist")
+    return f"{base}?{urlencode(filters)}" if filters else base
+
+
+def overview(admin: AnalysisAdmin, request: HttpRequest) -> TemplateResponse:
+    """Render counts by verdict, paused targets and analyses not ready, each a link."""
+    if not admin.has_view_or_change_permission(request):
+        raise PermissionDenied
+    live = Analysis.objects.live()
+    totals = live.aggregate(
+        total=Count("pk"),
+        paused=Count("pk", filter=Q(paused=True)),
+        not_ready=Count("pk", filter=Q(ready=False)),
+        **{
+            f"v_{verdict.value}": Count("pk", filter=Q(last_verdict=verdict)) for verdict in Verdict
+        },
+        none=Count("pk", filter=Q(last_verdict="")),
+    )
+    verdict_tones = {Verdict.PASS: "pass", Verdict.FAIL: "fail", Verdict.INCONCLUSIVE: "inconc"}
+    verdicts = [
+        CountLink(
+            label=verdict.value,
+            count=totals[f"v_{verdict.value}"],
+            url=changelist_url(last_verdict__exact=verdict.value),
+            tone=verdict_tones[verdict],
+        )
+        for verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE, Verdict.PASS)
+    ]
+    verdicts.append(
+        CountLink(
+            label="Not evaluated yet",
+            count=totals["none"],
+            url=changelist_url(last_verdict__exact=""),
+            tone="none",
+        )
+    )
+    not_ready_reasons = [
+        CountLink(
+            label=row["ready_reason"] or "Not reconciled yet",
+            count=row["count"],
+            url=changelist_url(ready__exact="0", ready_reason=row["ready_reason"]),
+            tone="notready",
+        )
+        for row in live.filter(ready=False)
+        .values("ready_reason")
+        .annotate(count=Count("pk"))
+        .order_by("-count", "ready_reason")
+    ]
+    context = {
+        **admin.admin_site.each_context(request),
+        "title": "Rollout Sentinel overview",
+        "opts": admin.opts,
+        "total": CountLink("Analyses", totals["total"], changelist_url(), "all"),
+        "verdicts": verdicts,
+        "paused": CountLink(
+            "Paused rollouts", totals["paused"], changelist_url(paused__exact="1"), "paused"
+        ),
+        "not_ready": CountLink(
+            "Not ready", totals["not_ready"], changelist_url(ready__exact="0"), "notready"
+        ),
+        "not_ready_reasons": not_ready_reasons,
+        "paused_targets": paused_targets(),
+        "not_ready_rows": list(
+            live.filter(ready=False).order_by("namespace", "name")[:OVERVIEW_LIST_LIMIT]
+        ),
+    }
+    return TemplateResponse(request, "admin/analyses/overview.html", context)
+
+
+def paused_targets() -> list[PausedTarget]:
+    """Return the Deployments paused by live analyses, with the analyses that paused each."""
+    holders: dict[tuple[str, str], list[str]] = defaultdict(list)
+    rows = Analysis.objects.live().filter(paused=True).order_by("namespace", "target_name", "name")
+    for namespace, target, name in rows.values_list("namespace", "target_name", "name"):
+        holders[(namespace, target)].append(name)
+    return [
+        PausedTarget(
+            namespace=namespace,
+            target=target,
+            analyses=tuple(names),
+            url=changelist_url(paused__exact="1", namespace=namespace, target_name=target),
+        )
+        for (namespace, target), names in holders.items()
+    ]
+
+
+def detail_context(
+    admin: AnalysisAdmin, request: HttpRequest, analysis: Analysis
+) -> dict[str, Any]:
+    """Return what the change page shows besides the form: status, history, graphs, actions."""
+    status = AnalysisStatus.from_dict(analysis.status)
+    can_act = admin.has_change_permission(request, analysis)
+    history = list(
+        Evaluation.objects.filter(analysis=analysis)
+        .order_by("-started_at", "-id")
+        .prefetch_related("metric_results")[:HISTORY_ROWS]
+    )
+    return {
+        "analysis": analysis,
+        "status": status,
+        "conditions": _conditions(status),
+        "metric_results": status.metric_results,
+        "history": history,
+        "charts": metric_charts(analysis, latest=status),
+        "can_resume": can_act and analysis.paused,
+        "can_evaluate": can_act,
+        "resume_url": reverse("admin:analyses_analysis_resume", args=[analysis.pk]),
+        "evaluate_url": reverse("admin:analyses_analysis_evaluate", args=[analysis.pk]),
+        "spec_outdated": (
+            analysis.observed_generation is not None
+            and analysis.observed_generation < analysis.generation
+        ),
+    }
+
+
+def metric_charts(
+    analysis: Analysis,
+    *,
+    latest: AnalysisStatus | None = None,
+    evaluations: int = CHART_EVALUATIONS,
+) -> list[MetricChart]:
+    """Return one SVG graph per metric of the spec, from its newest ``evaluations``.
+
+    ``latest`` (the resource's status) supplies each metric's current value and verdict.
+    """
+    current = {result.name: result for result in (latest.metric_results if latest else ())}
+    recent = list(
+        Evaluation.objects.filter(analysis=analysis)
+        .order_by("-started_at", "-id")
+        .values_list("pk", "started_at", "paused")[:evaluations]
+    )
+    started = {pk: (at, paused) for pk, at, paused in recent}
+    values: dict[str, list[ChartPoint]] = defaultdict(list)
+    results = MetricResult.objects.filter(evaluation_id__in=list(started)).values_list(
+        "evaluation_id", "name", "value"
+    )
+    for evaluation_id, name, value in results:
+        at, paused = started[evaluation_id]
+        values[name].append(ChartPoint(at=at, value=value, paused=paused))
+    charts = []
+    for metric in analysis.metrics.all():
+        points = values.get(metric.name, [])
+        charts.append(
+            MetricChart(
+                name=metric.name,
+                query=metric.query,
+                max_value=metric.max_value,
+                # render_metric_chart escapes every text it writes.
+                svg=mark_safe(
+                    render_metric_chart(
+                        points, max_value=metric.max_value, title=metric.name, width=960
+                    )
+                ),
+                latest_value=current[metric.name].value if metric.name in current else None,
+                latest_verdict=str(current[metric.name].verdict) if metric.name in current else "",
+            )
+        )
+    return charts
+
+
+def resume(admin: AnalysisAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
+    """Resume the rollout the analysis paused (POST, change permission)."""
+    analysis = _actionable(admin, request, object_id)
+    actor = request.user.get_username() if request.user.is_authenticated else None
+    try:
+        result = services.resume_analysis(analysis, actor=actor, via="the web UI")
+    except services.ServiceError as exc:
+        messages.error(request, describe_failure(exc))
+        return _back(analysis)
+    if not result.target_found:
+        messages.warning(
+            request,
+            f"Resumed {analysis}, but its target Deployment {analysis.target_name} was not "
+            "found in the cluster.",
+        )
+    elif result.target_unpaused:
+        messages.success(
+            request,
+            f"Deployment {analysis.namespace}/{analysis.target_name} is rolling out again; "
+            f"the failure count of {analysis} was reset.",
+        )
+    else:
+        messages.success(
+            request,
+            f"Deployment {analysis.namespace}/{analysis.target_name} was already running "
+            "(or is still held by another analysis); the failure count was reset.",
+        )
+    admin.log_change(request, result.analysis, "Resumed the rollout.")
+    return _back(analysis)
+
+
+def evaluate(admin: AnalysisAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
+    """Ask the operator to evaluate the analysis at once (POST, change permission)."""
+    analysis = _actionable(admin, request, object_id)
+    try:
+        services.evaluate_now(analysis)
+    except services.ServiceError as exc:
+        messages.error(request, describe_failure(exc))
+        return _back(analysis)
+    messages.success(
+        request,
+        f"{analysis} will be evaluated within a few seconds; reload the page to see the result.",
+    )
+    return _back(analysis)
+
+
+def describe_failure(exc: services.ServiceError) -> str:
+    """Return the message shown for a write the cluster did not carry out."""
+    if isinstance(exc, services.ClusterUnavailable):
+        return f"Cluster unreachable: {exc.message}"
+    if isinstance(exc, services.ResourceConflict):
+        return f"Changed in the cluster: {exc.message}"
+    return exc.message
+
+
+def _actionable(admin: AnalysisAdmin, request: HttpRequest, object_id: str) -> Analysis:
+    analysis = get_object_or_404(Analysis.objects.live(), pk=object_id)
+    if not admin.has_change_permission(request, analysis):
+        raise PermissionDenied
+    return analysis
+
+
+def _back(analysis: Analysis) -> HttpResponseRedirect:
+    return HttpResponseRedirect(reverse("admin:analyses_analysis_change", args=[analysis.pk]))
+
+
+def _conditions(status: AnalysisStatus) -> list[ConditionRow]:
+    known = [c for kind in _CONDITION_ORDER if (c := status.condition(kind)) is not None]
+    # Conditions another tool added are shown too, after ours.
+    others = [c for c in status.conditions if c.type not in _CONDITION_ORDER]
+    return [ConditionRow(condition=c, tone=_tone(c)) for c in known + others]
+
+
+def _tone(condition: Condition) -> str:
+    if condition.status == ConditionStatus.UNKNOWN:
+        return "unknown"
+    # RolloutPaused is the one condition whose True is the bad news.
+    healthy = (
+        ConditionStatus.FALSE
+        if condition.type == ConditionType.ROLLOUT_PAUSED
+        else ConditionStatus.TRUE
+    )
+    return "good" if condition.status == healthy else "bad"

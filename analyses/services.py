@@ -1,0 +1,440 @@
+"""Write RolloutAnalysis resources to the cluster, then mirror the API server's answer (SPEC §6).
+
+The REST API (``analyses.api.views``) and the admin call these functions; nothing else in the
+web app writes resources. Every write goes to the cluster FIRST, with a precondition, and only
+the API server's answer reaches the database (through ``analyses.mirror``): when the cluster
+cannot be reached or refuses, a ``ServiceError`` subclass is raised and nothing has been
+written to the database. The one database-only action is ``evaluate_now``.
+
+Callers pass a validated ``AnalysisSpec`` (from ``sentinel_operator.spec.parse_spec``), so an
+unvalidated dict cannot reach the cluster by accident. The target Deployment is always looked up
+in the analysis's own namespace; a spec has no field that could name another.
+
+``kube_client()`` builds the client from ``settings.SENTINEL_KUBECONFIG`` (a kubeconfig path;
+unset means ``$KUBECONFIG``, ``~/.kube/config`` or the in-cluster config), so tests point the
+web app at a devcluster by overriding that setting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from analyses import mirror
+from analyses.models import Analysis
+from sentinel_operator import kube
+from sentinel_operator.conditions import Annotation, ConditionType
+from sentinel_operator.decision import parse_paused_by, resume
+from sentinel_operator.events import record_events
+from sentinel_operator.spec import AnalysisSpec, InvalidSpecError, parse_spec
+from sentinel_operator.status import AnalysisStatus
+
+# A person is waiting for the answer: give up sooner than the operator's 10 s.
+REQUEST_TIMEOUT = 5.0
+# Re-reads after a 409 on writes the service may safely recompute (resume, target unpause).
+_RETRIES = 3
+
+
+class ServiceError(Exception):
+    """A write was not carried out; ``message`` is a full sentence for the user."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ClusterUnavailable(ServiceError):
+    """The API server could not be reached or answered with a server error."""
+
+
+class ClusterRefused(ServiceError):
+    """The API server refused Rollout Sentinel's own credentials (RBAC) or answered oddly."""
+
+
+class ResourceConflict(ServiceError):
+    """The resource changed (or was deleted, or already exists) in the cluster."""
+
+
+class ResourceRejected(ServiceError):
+    """The API server refused the object; ``field_errors`` maps field paths to messages.
+
+    Paths are the REST API's: ``namespace``, ``name``, ``spec.metrics[0].name``; ``""`` holds
+    errors that name no field.
+    """
+
+    def __init__(self, message: str, field_errors: Mapping[str, list[str]]) -> None:
+        super().__init__(message)
+        self.field_errors = dict(field_errors)
+
+
+@dataclass(frozen=True)
+class ResumeResult:
+    """What ``resume_analysis`` did."""
+
+    analysis: Analysis
+    # Whether the target Deployment exists in the analysis's namespace.
+    target_found: bool
+    # Whether this call changed the Deployment from paused to running.
+    target_unpaused: bool
+
+
+# -- the client ----------------------------------------------------------------------------
+
+_clients: dict[tuple[str | None, int], kube.KubeClient] = {}
+_clients_lock = threading.Lock()
+
+
+def kube_client() -> kube.KubeClient:
+    """Return the client for ``settings.SENTINEL_KUBECONFIG``, reused while the file is unchanged.
+
+    Raise ``ClusterUnavailable`` when no configuration can be loaded.
+    """
+    path = getattr(settings, "SENTINEL_KUBECONFIG", None) or None
+    try:
+        # A rewritten kubeconfig (a restarted devcluster, rotated credentials) is read again.
+        stamp = os.stat(path).st_mtime_ns if path else 0
+    except OSError:
+        stamp = -1
+    key = (path, stamp)
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            try:
+                client = kube.KubeClient(kube.load_api_client(path), timeout=REQUEST_TIMEOUT)
+            except kube.KubeError as exc:
+                raise ClusterUnavailable(
+                    f"The Kubernetes configuration cannot be loaded ({exc}); nothing was changed."
+                ) from exc
+            _clients.clear()
+            _clients[key] = client
+    return client
+
+
+# -- writes --------------------------------------------------------------------------------
+
+
+def create_analysis(
+    namespace: str,
+    name: str,
+    spec: AnalysisSpec,
+    *,
+    client: kube.KubeClient | None = None,
+    now: datetime | None = None,
+) -> Analysis:
+    """Create the resource in the cluster, then mirror the API server's answer."""
+    client = client or kube_client()
+    body = {
+        "apiVersion": f"{kube.GROUP}/{kube.VERSION}",
+        "kind": "RolloutAnalysis",
+        "metadata": {"namespace": namespace, "name": name},
+        "spec": spec.to_dict(),
+    }
+    with _translated(namespace, name):
+        try:
+            created = client.request("POST", kube.analyses_path(namespace), body=body)
+        except kube.Conflict as exc:
+            raise ResourceConflict(
+                f"A RolloutAnalysis {namespace}/{name} already exists in the cluster."
+            ) from exc
+        except kube.NotFound as exc:
+            # The only thing a create can miss is its namespace.
+            raise ResourceRejected(
+                f"Namespace {namespace} does not exist in the cluster.",
+                {"namespace": [f"namespace {namespace!r} does not exist in the cluster"]},
+            ) from exc
+    row, _ = mirror.upsert_from_resource(created, now=now)
+    return row
+
+
+def update_analysis(
+    analysis: Analysis,
+    spec: AnalysisSpec,
+    *,
+    resource_version: str | None = None,
+    client: kube.KubeClient | None = None,
+    now: datetime | None = None,
+) -> Analysis:
+    """Replace the spec in the cluster if it is still at ``resource_version``; mirror the answer.
+
+    ``resource_version`` defaults to the mirror's (see ``_preconditioned`` for the operator's
+    status writes). A merge patch carrying ``metadata.resourceVersion`` is refused with 409 by
+    the API server when the resource moved on, and keeps labels and annotations that the mirror
+    does not hold. Every spec field is written out (defaults included), so nothing of the old
+    spec survives the merge.
+    """
+    client = client or kube_client()
+    path = kube.analysis_path(analysis.namespace, analysis.name)
+
+    def send(version: str) -> dict[str, Any]:
+        patch = {"metadata": {"resourceVersion": version}, "spec": spec.to_dict()}
+        return client.request("PATCH", path, body=patch, content_type=kube.MERGE_PATCH)
+
+    with _translated(analysis.namespace, analysis.name):
+        updated = _preconditioned(client, analysis, path, resource_version, send)
+    if (updated.get("metadata") or {}).get("uid") != analysis.uid:
+        # Deleted and created again under the same name between our read and this write.
+        raise ResourceConflict(_changed_message(analysis, analysis.resource_version))
+    row, _ = mirror.upsert_from_resource(updated, now=now)
+    return row
+
+
+def delete_analysis(
+    analysis: Analysis,
+    *,
+    resource_version: str | None = None,
+    client: kube.KubeClient | None = None,
+    now: datetime | None = None,
+) -> None:
+    """Delete the resource if it is still this incarnation at ``resource_version``.
+
+    ``resource_version`` defaults to the mirror's (see ``_preconditioned``). The mirror row is
+    then marked deleted (its history is kept for the retention period).
+    """
+    client = client or kube_client()
+    path = kube.analysis_path(analysis.namespace, analysis.name)
+
+    def send(version: str) -> dict[str, Any]:
+        preconditions = {"uid": analysis.uid, "resourceVersion": version}
+        options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": preconditions}
+        return client.request("DELETE", path, body=options)
+
+    with _translated(analysis.namespace, analysis.name):
+        _preconditioned(client, analysis, path, resource_version, send)
+    mirror.mark_deleted(analysis.namespace, analysis.name, analysis.uid, now=now)
+
+
+def resume_analysis(
+    analysis: Analysis,
+    *,
+    actor: str | None,
+    via: str = "the REST API",
+    client: kube.KubeClient | None = None,
+    now: datetime | None = None,
+) -> ResumeResult:
+    """Resume the rollout this analysis guards, as a person asked (SPEC §5, "never auto-resume").
+
+    Take this analysis out of the ``paused-by`` annotation of the target Deployment in the
+    analysis's namespace and unpause it if this analysis had paused it (see
+    ``_unpause_target``), then write ``decision.resume``'s status (failures reset,
+    ``RolloutPaused=False/ResumedByUser``) through the status subresource, record the event,
+    and mirror the answer. The Deployment goes first: a status saying this analysis let go of
+    a target that still carries its pause would be a lie, whereas a running target under a
+    stale status is what the operator already handles as a ``kubectl rollout resume``.
+    """
+    client = client or kube_client()
+    moment = now or timezone.now()
+    path = kube.analysis_path(analysis.namespace, analysis.name)
+    key = f"{analysis.namespace}/{analysis.name}"
+    with _translated(analysis.namespace, analysis.name):
+        resource = _current(client, analysis, path)
+        target = _target_name(resource.get("spec"))
+        claimed = AnalysisStatus.from_dict(resource.get("status")).is_true(
+            ConditionType.ROLLOUT_PAUSED
+        )
+        found, unpaused = (
+            _unpause_target(client, analysis.namespace, target, key, claimed=claimed)
+            if target
+            else (False, False)
+        )
+        for _ in range(_RETRIES):
+            resumption = resume(
+                AnalysisStatus.from_dict(resource.get("status")), now=moment, actor=actor, via=via
+            )
+            body = {**resource, "status": resumption.status.to_dict()}
+            try:
+                written = client.request("PUT", f"{path}/status", body=body)
+                break
+            except kube.NotFound as exc:
+                raise _changed(analysis, analysis.resource_version, exc) from exc
+            except kube.Conflict:
+                # The operator wrote meanwhile: resume from its fresh status instead.
+                resource = _current(client, analysis, path)
+        else:
+            raise ResourceConflict(
+                f"The status of {key} kept changing in the cluster; try resuming again."
+            )
+    # Advisory: a missing event never undoes the resume (record_events logs failures).
+    record_events(client, written, resumption.events, now=moment)
+    row, _ = mirror.upsert_from_resource(written, now=now)
+    return ResumeResult(analysis=row, target_found=found, target_unpaused=unpaused)
+
+
+def evaluate_now(analysis: Analysis, *, now: datetime | None = None) -> datetime:
+    """Make the analysis due at once; the operator's dispatcher picks it up within a second.
+
+    Only the mirror row changes (``next_due_at``): scheduling is the operator's own state, not
+    the resource's. Return the due time; raise ``ResourceConflict`` when the analysis has been
+    deleted meanwhile.
+    """
+    moment = now or timezone.now()
+    updated = Analysis.objects.live().filter(pk=analysis.pk).update(next_due_at=moment)
+    if not updated:
+        raise ResourceConflict(
+            f"The analysis {analysis.namespace}/{analysis.name} was deleted in the cluster."
+        )
+    return moment
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _translated(namespace: str, name: str) -> Iterator[None]:
+    """Turn the client's errors left over by the caller into ``ServiceError`` subclasses."""
+    try:
+        yield
+    except kube.Unavailable as exc:
+        raise ClusterUnavailable(
+            f"The Kubernetes API server cannot be reached ({exc}); try again once it is back."
+        ) from exc
+    except kube.Invalid as exc:
+        raise ResourceRejected(
+            f"The Kubernetes API server refused {namespace}/{name}: {exc}",
+            _field_errors(exc),
+        ) from exc
+    except kube.Forbidden as exc:
+        raise ClusterRefused(
+            "The Kubernetes API server refused Rollout Sentinel's own credentials "
+            f"({exc}); ask an administrator to check its RBAC."
+        ) from exc
+    except kube.KubeError as exc:
+        raise ClusterRefused(f"The Kubernetes API server answered unexpectedly: {exc}") from exc
+
+
+def _preconditioned(
+    client: kube.KubeClient,
+    analysis: Analysis,
+    path: str,
+    resource_version: str | None,
+    send: Callable[[str], dict[str, Any]],
+) -> dict[str, Any]:
+    """Return ``send(version)``'s answer, the write being refused if the resource changed.
+
+    The operator writes status every interval, and each status write is a new resourceVersion
+    that the mirror sees a moment later. When the precondition is the mirror's version (the
+    caller gave none, or the same) and the 409 came only from such writes — same uid, same
+    ``metadata.generation``, i.e. the spec the person edited is still the one in the cluster —
+    the write is retried once at the current version. A spec changed meanwhile, or an explicit
+    older ``resource_version``, is a ``ResourceConflict``.
+    """
+    version = resource_version or analysis.resource_version
+    try:
+        return send(version)
+    except kube.NotFound as exc:
+        raise _changed(analysis, version, exc) from exc
+    except kube.Conflict as exc:
+        if version != analysis.resource_version:
+            raise _changed(analysis, version, exc) from exc
+        meta = _current(client, analysis, path).get("metadata") or {}
+        if meta.get("generation") != analysis.generation:
+            raise _changed(analysis, version, exc) from exc
+        current = str(meta.get("resourceVersion") or "")
+    try:
+        return send(current)
+    except (kube.Conflict, kube.NotFound) as exc:
+        raise _changed(analysis, version, exc) from exc
+
+
+def _field_errors(exc: kube.Invalid) -> dict[str, list[str]]:
+    """Return the API server's causes keyed by the REST API's field paths."""
+    errors: dict[str, list[str]] = {}
+    for cause in exc.causes:
+        field = str(cause.get("field") or "")
+        # metadata.name and metadata.namespace are top-level fields of the REST shape.
+        field = field.removeprefix("metadata.") if field in _METADATA_FIELDS else field
+        errors.setdefault(field, []).append(str(cause.get("message") or cause.get("reason")))
+    if not errors:
+        message = (exc.body or {}).get("message") if isinstance(exc.body, dict) else None
+        errors[""] = [str(message or exc)]
+    return errors
+
+
+_METADATA_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+
+
+def _changed(analysis: Analysis, version: str, exc: kube.KubeError) -> ResourceConflict:
+    if isinstance(exc, kube.NotFound):
+        return ResourceConflict(
+            f"The analysis {analysis.namespace}/{analysis.name} was deleted in the cluster."
+        )
+    return ResourceConflict(_changed_message(analysis, version))
+
+
+def _changed_message(analysis: Analysis, version: str) -> str:
+    return (
+        f"The analysis {analysis.namespace}/{analysis.name} changed in the cluster since "
+        f"resourceVersion {version}; reload it and apply your change again."
+    )
+
+
+def _current(client: kube.KubeClient, analysis: Analysis, path: str) -> dict[str, Any]:
+    """Read the resource; it must still be the incarnation the mirror row stands for."""
+    try:
+        resource = client.request("GET", path)
+    except kube.NotFound as exc:
+        raise _changed(analysis, analysis.resource_version, exc) from exc
+    if (resource.get("metadata") or {}).get("uid") != analysis.uid:
+        raise ResourceConflict(
+            f"The analysis {analysis.namespace}/{analysis.name} was deleted and created again "
+            "in the cluster; reload it."
+        )
+    return resource
+
+
+def _target_name(raw_spec: object) -> str:
+    """Return the target's name from a spec as stored (empty when the spec is unusable)."""
+    try:
+        return parse_spec(raw_spec).target.name
+    except InvalidSpecError:
+        return ""
+
+
+def _unpause_target(
+    client: kube.KubeClient, namespace: str, name: str, key: str, *, claimed: bool
+) -> tuple[bool, bool]:
+    """Take ``key`` out of the target's pause; return (found, unpaused).
+
+    The Deployment is unpaused only when this analysis had a hand in the pause: it is listed in
+    ``paused-by`` or its status says it paused the target (``claimed``). A pause that only a
+    person or other analyses made is theirs to lift.
+    """
+    path = kube.deployment_path(namespace, name)
+    for _ in range(_RETRIES):
+        try:
+            deployment = client.request("GET", path)
+        except kube.NotFound:
+            return False, False
+        meta = deployment.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
+        paused_by = parse_paused_by(annotations.get(Annotation.PAUSED_BY.value, ""))
+        remaining = tuple(entry for entry in paused_by if entry != key)
+        unpause = (deployment.get("spec") or {}).get("paused") is True and (
+            claimed or remaining != paused_by
+        )
+        if not unpause and remaining == paused_by:
+            return True, False
+        # The precondition keeps a concurrent pause by another analysis from being lost.
+        patch: dict[str, Any] = {"metadata": {"resourceVersion": meta.get("resourceVersion")}}
+        if unpause:
+            patch["spec"] = {"paused": False}
+        if remaining != paused_by:
+            patch["metadata"]["annotations"] = (
+                {Annotation.PAUSED_BY.value: ",".join(remaining)}
+                if remaining
+                # Nobody holds the target any more: the whole pause record goes.
+                else dict.fromkeys(a.value for a in Annotation)
+            )
+        try:
+            client.request("PATCH", path, body=patch, content_type=kube.MERGE_PATCH)
+        except kube.Conflict:
+            continue
+        return True, unpause
+    raise ResourceConflict(f"Deployment {namespace}/{name} kept changing; try resuming again.")

@@ -1,0 +1,9 @@
+"""``python -m demo`` (``make demo``): the whole Rollout Sentinel story on one machine.
+
+devcluster with the CRD, a ``checkout`` Deployment and the SPEC §3 analysis; a demo app whose
+latency regresses after a while, scraped by the real Prometheus; the operator and the web UI.
+Modules: ``settings`` (environment knobs), ``app`` (the synthetic checkout service),
+``prometheus`` (the Prometheus runner, shared with the tests), ``manifests`` (what is applied),
+``children`` (the subprocesses), ``status`` (the status log), ``banner`` (the text for a
+person) and ``runner`` (the orchestration).
+"""

@@ -1,0 +1,65 @@
+"""The text the demo prints for a person: the banner once everything is up, and the hints.
+
+``demo.runner`` prints ``banner`` after the web UI answers and ``hint`` beside the status
+log's lines (``demo.status``) when the Deployment gets paused or resumed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from demo import manifests
+from demo.settings import DemoSettings
+from demo.status import Snapshot
+
+
+def banner(
+    settings: DemoSettings,
+    *,
+    elapsed: str,
+    password: str,
+    kubeconfig: Path,
+    prometheus_url: str,
+) -> str:
+    """Return the banner: where the UI is, admin's password, the KUBECONFIG line, the story."""
+    ui = f"http://127.0.0.1:{settings.web_port}"
+    lines = [
+        "",
+        "=" * 72,
+        f" Rollout Sentinel demo is up ({elapsed} after start).",
+        "",
+        f"   Web UI:      {ui}/admin/",
+        f"                user admin, password {password}",
+        f"   REST API:    {ui}/api/v1/analyses/",
+        f"   Prometheus:  {prometheus_url}/graph",
+        f"   Logs:        {settings.work_dir}/*.log",
+        "",
+        f"   export KUBECONFIG={kubeconfig}",
+        "   kubectl get ra -w",
+        "   kubectl describe ra checkout",
+        "   kubectl rollout resume deployment/checkout      # after the operator pauses it",
+        "",
+        f" Story: checkout is healthy (p99 ≈ 0.09 s) for {settings.regression_after:.0f} s, "
+        "then regresses (p99 ≈ 0.4 s,",
+        f" threshold {manifests.MAX_VALUE}). The analysis runs every {settings.interval} over a "
+        f"{settings.rate_window} rate window (SPEC §3 says",
+        " 30s and 5m; shortened so the story shows in minutes) and pauses the Deployment",
+        f" after {manifests.FAILURE_LIMIT} consecutive failures. Ctrl-C stops everything.",
+        "=" * 72,
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def hint(previous: Snapshot | None, current: Snapshot) -> str | None:
+    """Return what to try next when the Deployment was just paused or resumed, else None."""
+    if current.paused and (previous is None or not previous.paused):
+        return (
+            "       → the operator paused deployment/checkout. Resume it with\n"
+            "         `kubectl rollout resume deployment/checkout` or the UI's Resume action;\n"
+            "         the regression is still there, so it pauses again after "
+            f"{manifests.FAILURE_LIMIT} more failures."
+        )
+    if previous is not None and previous.paused and not current.paused:
+        return "       → deployment/checkout was resumed; failures start from 0 again."
+    return None

@@ -1,0 +1,408 @@
+"""Orchestrate ``python -m demo``: start everything, print the banner and the status log, stop.
+
+Order: check the ports, wipe the work dir, start devcluster (it boots while the rest starts),
+the checkout app and the real Prometheus, migrate the database and create the ``admin`` user,
+apply the CRD, the Deployment and the analysis with kubectl, then start the operator and the
+web UI. Ctrl-C or SIGTERM stops everything in reverse order; a child that dies early stops the
+demo with its last log lines and exit code 1. ``main`` is called by ``demo.__main__``.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import random
+import secrets
+import shutil
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import TextIO
+
+import requests
+import yaml
+
+from demo import manifests
+from demo.app import CheckoutApp
+from demo.banner import banner, hint
+from demo.children import Child, port_is_free, tail
+from demo.prometheus import PROMETHEUS_BINARY, PrometheusServer, free_port
+from demo.settings import PREFERRED_CLUSTER_PORT, DemoError, DemoSettings
+from demo.status import Snapshot, describe_change, read_snapshot
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+# Written into the work dir so that a restart wipes only a directory the demo made.
+MARKER = ".sentinel-demo"
+STATUS_POLL_SECONDS = 2.0
+
+
+class Interrupted(BaseException):
+    """Ctrl-C or SIGTERM arrived while the demo was starting."""
+
+
+class Demo:
+    """One run of the demo; ``run`` returns the process exit code."""
+
+    def __init__(
+        self,
+        settings: DemoSettings,
+        *,
+        clock: Callable[[], float],
+        rng: random.Random,
+        out: TextIO,
+    ) -> None:
+        self.settings = settings
+        self.work = settings.work_dir
+        self._clock = clock
+        self._rng = rng
+        self._out = out
+        self._print_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._starting = True
+        self._started_at = clock()
+        self._children: list[Child] = []
+        self._app: CheckoutApp | None = None
+        self._prometheus: PrometheusServer | None = None
+        self.kubeconfig = self.work / "kubeconfig"
+        self.password = ""
+        self._kubectl_binary = "kubectl"
+
+    # -- the whole run ---------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Start everything, log until stopped; return 0 on Ctrl-C/SIGTERM, 1 on a failure."""
+        try:
+            ports = self._preflight()
+        except DemoError as exc:
+            self._say(f"demo: {exc}")
+            return 1
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        code = 0
+        try:
+            self._start(*ports)
+            self._starting = False
+            self._banner()
+            code = self._watch()
+        except Interrupted:
+            code = 0
+        except DemoError as exc:
+            self._say(f"demo: {exc}")
+            code = 1
+        finally:
+            self._starting = False
+            self._say("demo: stopping…")
+            self._stop_all()
+            self._say("demo: stopped.")
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        return code
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._stop.set()
+        if self._starting:
+            self._starting = False  # raise once; a second signal must not break the clean-up
+            raise Interrupted()
+
+    # -- start-up --------------------------------------------------------------------------
+
+    def _preflight(self) -> tuple[int, int]:
+        """Check the ports and prepare the work dir; return the web and cluster ports."""
+        web_port = self.settings.web_port
+        if not port_is_free(web_port):
+            raise DemoError(
+                f"port {web_port} is already in use (another demo running?); "
+                "set SENTINEL_DEMO_PORT to another port."
+            )
+        if not Path(PROMETHEUS_BINARY).exists():
+            raise DemoError(
+                f"{PROMETHEUS_BINARY} is missing; install Debian's prometheus package "
+                "(`make demo` does so when run as root)."
+            )
+        self._kubectl_binary = _kubectl_binary()
+        cluster_port = self._cluster_port()
+        self._prepare_work_dir()
+        return web_port, cluster_port
+
+    def _start(self, web_port: int, cluster_port: int) -> None:
+        self._say(f"demo: starting in {self.work} …")
+        env = self._environment()
+
+        devcluster = self._child(
+            "devcluster",
+            [
+                sys.executable,
+                "-m",
+                "devcluster",
+                "--port",
+                str(cluster_port),
+                "--kubeconfig",
+                str(self.kubeconfig),
+            ],
+            env,
+        )
+        devcluster.start()
+
+        self._app = CheckoutApp(
+            regression_after=self.settings.regression_after,
+            clock=self._clock,
+            rng=self._rng,
+            on_regression=self._on_regression,
+        )
+        self._app.start()
+        operator_metrics_port = free_port()
+        self._prometheus = PrometheusServer(
+            self.work / "prometheus",
+            [self._app.target, f"127.0.0.1:{operator_metrics_port}"],
+            job="demo",
+            new_session=True,
+        )
+        try:
+            self._prometheus.start()
+        except RuntimeError as exc:
+            raise DemoError(str(exc)) from exc
+        env["SENTINEL_PROMETHEUS_URL"] = self._prometheus.url
+
+        self._manage("migrate", ["migrate", "--noinput"], env).run(timeout=120)
+        self.password = secrets.token_urlsafe(12)
+        self._manage(
+            "createsuperuser",
+            ["createsuperuser", "--noinput", "--username", "admin", "--email", "admin@example.com"],
+            dict(env, DJANGO_SUPERUSER_PASSWORD=self.password),
+        ).run(timeout=60)
+
+        self._wait_for_cluster(timeout=60)
+        self._apply()
+
+        (self.work / "operator-metrics").mkdir()
+        self._manage(
+            "operator",
+            [
+                "runoperator",
+                "--metrics-port",
+                str(operator_metrics_port),
+                "--metrics-address",
+                "127.0.0.1",
+            ],
+            dict(env, PROMETHEUS_MULTIPROC_DIR=str(self.work / "operator-metrics")),
+        ).start()
+        web = self._manage("web", ["runserver", f"127.0.0.1:{web_port}", "--noreload"], env)
+        web.start()
+        self._wait_for_web(web, timeout=60)
+
+    def _cluster_port(self) -> int:
+        wanted = self.settings.cluster_port
+        if wanted is None:
+            return PREFERRED_CLUSTER_PORT if port_is_free(PREFERRED_CLUSTER_PORT) else free_port()
+        if wanted == 0:
+            return free_port()
+        if not port_is_free(wanted):
+            raise DemoError(f"port {wanted} (SENTINEL_DEMO_CLUSTER_PORT) is already in use.")
+        return wanted
+
+    def _prepare_work_dir(self) -> None:
+        if self.work.exists() and any(self.work.iterdir()):
+            if not (self.work / MARKER).exists():
+                raise DemoError(
+                    f"{self.work} exists and was not made by the demo; "
+                    "remove it or set SENTINEL_DEMO_DIR."
+                )
+            shutil.rmtree(self.work)
+        self.work.mkdir(parents=True, exist_ok=True)
+        (self.work / MARKER).write_text("Made by python -m demo; wiped at each start.\n")
+
+    def _environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            DJANGO_SETTINGS_MODULE="sentinel_site.settings",
+            DATABASE_URL=f"sqlite:///{self.work / 'sentinel.sqlite3'}",
+            KUBECONFIG=str(self.kubeconfig),
+            # runserver serves the admin's static files itself only in debug mode.
+            SENTINEL_DEBUG="true",
+            PYTHONUNBUFFERED="1",
+        )
+        env.pop(_MULTIPROC, None)
+        return env
+
+    def _child(self, name: str, argv: list[str], env: dict[str, str]) -> Child:
+        child = Child(name, argv, env=env, cwd=PROJECT_DIR, log=self.work / f"{name}.log")
+        self._children.append(child)
+        return child
+
+    def _manage(self, name: str, args: list[str], env: dict[str, str]) -> Child:
+        return self._child(name, [sys.executable, str(PROJECT_DIR / "manage.py"), *args], env)
+
+    def _kubectl(self, name: str, args: list[str], input_text: str | None = None) -> None:
+        argv = [self._kubectl_binary, f"--kubeconfig={self.kubeconfig}"]
+        argv += [f"--cache-dir={self.work / 'kube-cache'}", *args]
+        self._child(name, argv, dict(os.environ)).run(timeout=60, input_text=input_text)
+
+    def _apply(self) -> None:
+        self._kubectl("kubectl", ["apply", "-f", str(manifests.crd_file(PROJECT_DIR))])
+        self._kubectl(
+            "kubectl",
+            ["wait", "--for=condition=Established", "--timeout=30s", f"crd/{manifests.CRD_NAME}"],
+        )
+        workload = manifests.workload(
+            interval=self.settings.interval, rate_window=self.settings.rate_window
+        )
+        (self.work / "checkout.yaml").write_text(workload)
+        self._kubectl("kubectl", ["apply", "-f", "-"], input_text=workload)
+
+    def _wait_for_cluster(self, timeout: float) -> None:
+        deadline = self._clock() + timeout
+        while self._clock() < deadline:
+            self._raise_if_a_child_died()
+            if self.kubeconfig.exists():
+                try:
+                    server, ca_file = self._cluster_endpoint()
+                    if requests.get(f"{server}/version", verify=ca_file, timeout=2).ok:
+                        return
+                except (OSError, ValueError, KeyError, TypeError, requests.RequestException):
+                    pass
+            time.sleep(0.1)
+        raise DemoError(f"devcluster was not ready within {timeout:.0f} s.")
+
+    def _cluster_endpoint(self) -> tuple[str, str]:
+        config = yaml.safe_load(self.kubeconfig.read_text())
+        cluster = config["clusters"][0]["cluster"]
+        ca_file = self.work / "ca.crt"
+        ca_file.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
+        return str(cluster["server"]), str(ca_file)
+
+    def _wait_for_web(self, web: Child, timeout: float) -> None:
+        url = f"http://127.0.0.1:{self.settings.web_port}/admin/login/"
+        deadline = self._clock() + timeout
+        while self._clock() < deadline:
+            self._raise_if_a_child_died()
+            try:
+                if requests.get(url, timeout=2).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.2)
+        raise DemoError(f"the web UI did not answer {url} within {timeout:.0f} s.")
+
+    def _raise_if_a_child_died(self) -> None:
+        failed = self._first_dead_child()
+        if failed is not None:
+            raise DemoError(failed)
+
+    # -- running ---------------------------------------------------------------------------
+
+    def _banner(self) -> None:
+        assert self._prometheus is not None
+        self._say(
+            banner(
+                self.settings,
+                elapsed=self._elapsed(),
+                password=self.password,
+                kubeconfig=self.kubeconfig,
+                prometheus_url=self._prometheus.url,
+            )
+        )
+
+    def _watch(self) -> int:
+        import kubernetes.config
+
+        api = kubernetes.config.new_client_from_config(config_file=str(self.kubeconfig))
+        previous: Snapshot | None = None
+        try:
+            while not self._stop.is_set():
+                failed = self._first_dead_child()
+                if failed is not None:
+                    self._say(f"demo: {failed}")
+                    return 1
+                try:
+                    current = read_snapshot(api, manifests.NAMESPACE, manifests.NAME)
+                except Exception as exc:  # the log must not die on one failed read
+                    self._say(f"[{self._elapsed()}] could not read the analysis: {exc}")
+                else:
+                    line = describe_change(previous, current)
+                    if line is not None:
+                        self._say(f"[{self._elapsed()}] {line}")
+                        extra = hint(previous, current)
+                        if extra is not None:
+                            self._say(extra)
+                    previous = current
+                self._stop.wait(STATUS_POLL_SECONDS)
+        finally:
+            api.close()
+        return 0
+
+    def _first_dead_child(self) -> str | None:
+        for child in self._children:
+            code = child.returncode
+            if child.name in _LONG_RUNNING and child.process is not None and code is not None:
+                return (
+                    f"{child.name} exited with code {code}; last lines of {child.log}:\n"
+                    f"{tail(child.log)}"
+                )
+        if self._prometheus is not None and not self._prometheus.running:
+            return f"Prometheus exited; last lines of its log:\n{tail(self._prometheus.log_file)}"
+        return None
+
+    def _on_regression(self) -> None:
+        self._say(
+            f"[{self._elapsed()}] checkout's latency regresses now: 3 % of requests take "
+            "0.3-0.45 s (p99 ≈ 0.4 s)."
+        )
+
+    # -- stopping --------------------------------------------------------------------------
+
+    def _stop_all(self) -> None:
+        # The web UI and the operator first (they talk to the cluster), together to save
+        # time; then devcluster and Prometheus, also together.
+        late = {"devcluster"}
+        first = [child for child in self._children if child.name not in late]
+        for child in first:
+            child.terminate()
+        for child in first:
+            child.stop()
+        rest = [child for child in self._children if child.name in late]
+        for child in rest:
+            child.terminate()
+        if self._prometheus is not None:
+            self._prometheus.stop()
+        for child in rest:
+            child.stop()
+        if self._app is not None:
+            self._app.stop()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _elapsed(self) -> str:
+        seconds = int(self._clock() - self._started_at)
+        return f"{seconds // 60}:{seconds % 60:02d}"
+
+    def _say(self, text: str) -> None:
+        with self._print_lock:
+            print(text, file=self._out, flush=True)
+
+
+_LONG_RUNNING = frozenset({"devcluster", "operator", "web"})
+_MULTIPROC = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def _kubectl_binary() -> str:
+    beside = Path(sys.executable).parent / "kubectl"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("kubectl")
+    if found is None:
+        raise DemoError("kubectl is not installed; `make demo` installs it into .venv.")
+    return found
+
+
+def main() -> int:
+    """Run the demo with the settings in the environment; return the exit code."""
+    try:
+        settings = DemoSettings.from_env(os.environ, PROJECT_DIR)
+    except DemoError as exc:
+        print(f"demo: {exc}", file=sys.stderr)
+        return 2
+    demo = Demo(settings, clock=time.monotonic, rng=random.Random(), out=sys.stdout)
+    return demo.run()

@@ -1,0 +1,66 @@
+"""``python manage.py runoperator``: the watch, the dispatcher and django-q2 workers in one command.
+
+See ``sentinel_operator.runtime`` for what runs. A configuration problem (a malformed setting,
+a kubeconfig that cannot be loaded or whose server cannot be reached, a busy metrics port) is
+one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from sentinel_operator import runtime
+
+
+class Command(BaseCommand):
+    help = "Run the Rollout Sentinel operator: leader election, watch, dispatcher and workers."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument(
+            "--metrics-port", type=int, default=9100, help="port of /metrics (default 9100)"
+        )
+        parser.add_argument(
+            "--metrics-address", default="0.0.0.0", help="address of /metrics (default all)"
+        )
+        parser.add_argument(
+            "--lease-name", default="rollout-sentinel", help="name of the leader-election Lease"
+        )
+        parser.add_argument(
+            "--lease-duration",
+            type=float,
+            default=15.0,
+            help="seconds a leader's Lease lasts without renewal (default 15)",
+        )
+        parser.add_argument(
+            "--no-workers",
+            action="store_true",
+            help="do not start django-q2 workers here (they run in `qcluster` elsewhere)",
+        )
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        duration = float(opts["lease_duration"])
+        if duration < 2:
+            raise CommandError("--lease-duration must be at least 2 seconds.", returncode=2)
+        options = runtime.Options(
+            metrics_port=int(opts["metrics_port"]),
+            metrics_address=str(opts["metrics_address"]),
+            lease_name=str(opts["lease_name"]),
+            lease_namespace=os.environ.get("POD_NAMESPACE") or "default",
+            identity=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
+            lease_duration=duration,
+            # client-go's proportions: renew well before the others may take over.
+            renew_deadline=duration * 2 / 3,
+            retry_period=max(0.5, duration / 7.5),
+            workers=not opts["no_workers"],
+        )
+        try:
+            code = runtime.run(options)
+        except runtime.StartupError as exc:
+            raise CommandError(str(exc), returncode=2) from exc
+        if code:
+            raise CommandError(f"operator stopped with exit code {code}", returncode=code)

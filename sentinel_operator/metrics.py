@@ -1,0 +1,240 @@
+"""The operator's own Prometheus metrics (SPEC §5 "Own metrics") and the ``/metrics`` page.
+
+Two kinds of series, gathered two ways:
+
+- **Counters and histograms** (reconciles by result, evaluation duration, Prometheus errors,
+  pauses, dispatch lag) are incremented where the work happens: in the django-q2 worker
+  processes and the dispatcher thread. ``runoperator`` switches prometheus-client into
+  multiprocess mode (``enable_multiprocess``) before it forks the workers, so every process
+  writes its samples to files in one directory and a scrape sums them. Without that directory
+  (tests calling the reconciler in-process, the web app) they live in this process's registry.
+- **Gauges per analysis** (verdict, failures, paused, ready) and the queue depth are not kept in
+  memory at all: ``MirrorCollector`` reads them from the database mirror at scrape time, so they
+  are right in every process that can reach the database, the web app's ``/metrics`` included.
+
+The reconciler and dispatcher call ``operator_metrics()``; ``runtime`` serves ``scrape()`` on
+``--metrics-port``; ``sentinel_site.urls`` serves ``metrics_view``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    values,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+
+from sentinel_operator.conditions import Verdict
+
+log = logging.getLogger(__name__)
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+# Dispatch lag must stay under a second (SPEC §5); the buckets are fine around that bound.
+_LAG_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 15.0, 60.0)
+_DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+@dataclass(frozen=True)
+class OperatorMetrics:
+    """The counters and histograms the operator's processes increment."""
+
+    # result: evaluated | transient | forbidden | deleted
+    reconciles: Counter
+    evaluation_duration: Histogram
+    # error: Unavailable | InvalidQuery, one per failed Prometheus request
+    prometheus_errors: Counter
+    prometheus_requests: Counter
+    pauses: Counter
+    dispatch_lag: Histogram
+    dispatched: Counter
+
+
+_lock = threading.Lock()
+_metrics: OperatorMetrics | None = None
+# Used when no multiprocess directory is configured.
+_local_registry = CollectorRegistry(auto_describe=True)
+
+
+def enable_multiprocess(directory: Path) -> None:
+    """Share counters across processes through files in ``directory`` (call before forking).
+
+    prometheus-client chooses its value class when first imported, which Django has already
+    done by the time a management command runs, so the class is switched here explicitly.
+    Metrics created before this call would stay process-local, hence the guard.
+    """
+    if _metrics is not None:
+        raise RuntimeError("enable_multiprocess() must run before the first metric is created.")
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob("*.db"):
+        stale.unlink()
+    os.environ[MULTIPROC_ENV] = str(directory)
+    values.ValueClass = values.MultiProcessValue()
+
+
+def multiprocess_dir() -> str | None:
+    directory = os.environ.get(MULTIPROC_ENV)
+    return directory if directory and Path(directory).is_dir() else None
+
+
+def operator_metrics() -> OperatorMetrics:
+    """Return the process's metric objects, creating them on first use."""
+    global _metrics
+    with _lock:
+        if _metrics is None:
+            # In multiprocess mode samples go to files; registering would double them.
+            registry = None if multiprocess_dir() else _local_registry
+            _metrics = OperatorMetrics(
+                reconciles=Counter(
+                    "sentinel_reconciles",
+                    "Reconciles of RolloutAnalyses, by result.",
+                    ["result"],
+                    registry=registry,
+                ),
+                evaluation_duration=Histogram(
+                    "sentinel_evaluation_duration_seconds",
+                    "Wall time of one reconcile: fetch, measure, decide, act, write.",
+                    buckets=_DURATION_BUCKETS,
+                    registry=registry,
+                ),
+                prometheus_errors=Counter(
+                    "sentinel_prometheus_errors",
+                    "Prometheus queries that produced no answer, by error.",
+                    ["error"],
+                    registry=registry,
+                ),
+                prometheus_requests=Counter(
+                    "sentinel_prometheus_requests",
+                    "Prometheus queries sent.",
+                    registry=registry,
+                ),
+                pauses=Counter(
+                    "sentinel_pauses",
+                    "Deployments paused because an analysis reached its failure limit.",
+                    registry=registry,
+                ),
+                dispatch_lag=Histogram(
+                    "sentinel_dispatch_lag_seconds",
+                    "Start of an evaluation minus the time it was due.",
+                    buckets=_LAG_BUCKETS,
+                    registry=registry,
+                ),
+                dispatched=Counter(
+                    "sentinel_dispatched",
+                    "Analyses handed to a worker by the due-time dispatcher.",
+                    registry=registry,
+                ),
+            )
+        return _metrics
+
+
+class MirrorCollector(Collector):
+    """Per-analysis gauges and the queue depth, read from the database at scrape time."""
+
+    def collect(self) -> Iterator[Metric]:
+        from analyses.models import Analysis  # the app registry is ready by scrape time
+
+        labels = ["namespace", "name"]
+        verdict = GaugeMetricFamily(
+            "sentinel_analysis_verdict",
+            "1 for the last verdict of each live analysis (Pass, Fail or Inconclusive).",
+            labels=[*labels, "verdict"],
+        )
+        failures = GaugeMetricFamily(
+            "sentinel_analysis_failures", "Consecutive failed evaluations.", labels=labels
+        )
+        limit = GaugeMetricFamily(
+            "sentinel_analysis_failure_limit", "spec.failureLimit.", labels=labels
+        )
+        paused = GaugeMetricFamily(
+            "sentinel_analysis_paused", "1 when this analysis has paused its target.", labels=labels
+        )
+        ready = GaugeMetricFamily(
+            "sentinel_analysis_ready", "1 when the Ready condition is True.", labels=labels
+        )
+        rows = Analysis.objects.filter(deleted_at__isnull=True).values_list(
+            "namespace", "name", "last_verdict", "failures", "failure_limit", "paused", "ready"
+        )
+        for namespace, name, last, fails, fail_limit, is_paused, is_ready in rows.iterator():
+            key = [namespace, name]
+            for value in Verdict:
+                verdict.add_metric([*key, value.value], 1.0 if last == value.value else 0.0)
+            failures.add_metric(key, float(fails))
+            limit.add_metric(key, float(fail_limit))
+            paused.add_metric(key, 1.0 if is_paused else 0.0)
+            ready.add_metric(key, 1.0 if is_ready else 0.0)
+        yield from (verdict, failures, limit, paused, ready)
+
+        due = Analysis.objects.filter(deleted_at__isnull=True, next_due_at__lte=timezone.now())
+        yield GaugeMetricFamily(
+            "sentinel_analyses_due",
+            "Analyses whose due time has passed and that no worker has claimed yet.",
+            value=float(due.count()),
+        )
+        yield GaugeMetricFamily(
+            "sentinel_queue_depth",
+            "Tasks waiting in the django-q2 broker for a worker.",
+            value=float(_broker_queue_size()),
+        )
+
+
+def _broker_queue_size() -> int:
+    try:
+        from django_q.brokers import get_broker
+
+        return int(get_broker().queue_size() or 0)
+    except Exception:  # a broker outage must not break the whole scrape
+        log.exception("metrics: cannot read the django-q2 queue size")
+        return 0
+
+
+class _Local(Collector):
+    def collect(self) -> Iterator[Metric]:
+        yield from _local_registry.collect()
+
+
+class _Extra(Collector):
+    def __init__(self, collect: Callable[[], Iterator[Metric]]) -> None:
+        self._collect = collect
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._collect()
+
+
+def scrape_registry(extra: Callable[[], Iterator[Metric]] | None = None) -> CollectorRegistry:
+    """Return a registry gathering every series this process can see."""
+    registry = CollectorRegistry(auto_describe=False)
+    directory = multiprocess_dir()
+    if directory:
+        MultiProcessCollector(registry, path=directory)
+    else:
+        registry.register(_Local())
+    registry.register(MirrorCollector())
+    if extra is not None:
+        registry.register(_Extra(extra))
+    return registry
+
+
+def scrape(extra: Callable[[], Iterator[Metric]] | None = None) -> bytes:
+    """Return the text exposition of ``scrape_registry``."""
+    return generate_latest(scrape_registry(extra))
+
+
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    """Serve ``/metrics`` from the web app (mirror gauges; counters when sharing the dir)."""
+    return HttpResponse(scrape(), content_type=CONTENT_TYPE_LATEST)

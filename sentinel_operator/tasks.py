@@ -1,0 +1,131 @@
+"""django-q2 task functions: the per-analysis reconcile and the coarse periodic jobs.
+
+The dispatcher queues ``reconcile_task`` for every analysis whose due time has come; the
+schedules created by ``ensure_schedules`` (at operator start) run ``resync_task`` and
+``prune_task``. Tasks run in django-q2 worker processes, so each process builds its own
+Kubernetes and Prometheus clients on first use (never inherited across a fork): Kubernetes from
+``KUBECONFIG`` or the in-cluster config, Prometheus from ``settings.SENTINEL`` only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from analyses import mirror
+from sentinel_operator import kube
+from sentinel_operator.measurement import Measurement
+from sentinel_operator.metrics import operator_metrics
+from sentinel_operator.prometheus import PrometheusClient
+from sentinel_operator.reconcile import Reconciler, ReconcileResult
+
+log = logging.getLogger(__name__)
+
+RECONCILE_TASK = "sentinel_operator.tasks.reconcile_task"
+RESYNC_SCHEDULE = "sentinel-full-resync"
+PRUNE_SCHEDULE = "sentinel-prune-history"
+# A full resync repairs anything the watch missed; the watch itself keeps the mirror current.
+RESYNC_MINUTES = 5
+PRUNE_MINUTES = 60
+
+_lock = threading.Lock()
+_reconciler: tuple[int, Reconciler] | None = None
+
+
+def _count_request(measurement: Measurement) -> None:
+    metrics = operator_metrics()
+    metrics.prometheus_requests.inc()
+    if measurement.error is not None:
+        metrics.prometheus_errors.labels(measurement.error.value).inc()
+
+
+def build_reconciler(client: kube.KubeClient | None = None) -> Reconciler:
+    """Return a reconciler with the configured Prometheus and the process's Kubernetes client."""
+    config = settings.SENTINEL
+    if client is None:
+        client = kube.KubeClient(kube.load_api_client(os.environ.get("KUBECONFIG") or None))
+    prometheus = PrometheusClient(
+        config.prometheus_url,
+        token=config.prometheus_token,
+        timeout=config.prometheus_timeout,
+        on_request=_count_request,
+    )
+    instance = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+    return Reconciler(client, prometheus, instance=instance)
+
+
+def reconciler() -> Reconciler:
+    """Return this process's reconciler, built on first use (and again after a fork)."""
+    global _reconciler
+    with _lock:
+        if _reconciler is None or _reconciler[0] != os.getpid():
+            _reconciler = (os.getpid(), build_reconciler())
+        return _reconciler[1]
+
+
+def reconcile_task(namespace: str, name: str, due_at: str | None = None) -> str:
+    """Reconcile one analysis; ``due_at`` (ISO 8601) is when the dispatcher found it due."""
+    due = datetime.fromisoformat(due_at) if due_at else None
+    result: ReconcileResult = reconciler().reconcile(namespace, name, due_at=due)
+    return result.result.value
+
+
+def resync_task(client: kube.KubeClient | None = None) -> str:
+    """List every RolloutAnalysis and repair the mirror (``analyses.mirror.sync_all``)."""
+    client = client or reconciler().client
+    namespaces = tuple(settings.SENTINEL.namespaces)
+    listed_at = timezone.now()
+    items: list[dict[str, object]] = []
+    for namespace in namespaces or (None,):
+        items.extend(list_all(client, kube.analyses_path(namespace))[0])
+    result = mirror.sync_all(items, listed_at=listed_at, namespaces=namespaces or None)
+    log.info("full resync: %s", result)
+    return str(result)
+
+
+def prune_task(now: datetime | None = None) -> int:
+    """Delete history older than ``SENTINEL_HISTORY_RETENTION``."""
+    retention = timedelta(seconds=settings.SENTINEL.history_retention_seconds)
+    removed = mirror.prune_history((now or datetime.now(UTC)) - retention)
+    log.info("pruned %d history rows older than %s", removed, retention)
+    return removed
+
+
+def list_all(
+    client: kube.KubeClient, path: str, *, page: int = 500
+) -> tuple[list[dict[str, object]], str]:
+    """Return every item of a collection (following ``continue``) and the list's resourceVersion."""
+    items: list[dict[str, object]] = []
+    token: str | None = None
+    while True:
+        answer = client.request("GET", path, query={"limit": page, "continue": token})
+        items.extend(answer.get("items") or [])
+        meta = answer.get("metadata") or {}
+        token = meta.get("continue") or None
+        if not token:
+            return items, str(meta.get("resourceVersion") or "")
+
+
+def ensure_schedules() -> None:
+    """Create or update the django-q2 schedules of the periodic jobs (idempotent)."""
+    from django_q.models import Schedule
+
+    for name, func, minutes in (
+        (RESYNC_SCHEDULE, "sentinel_operator.tasks.resync_task", RESYNC_MINUTES),
+        (PRUNE_SCHEDULE, "sentinel_operator.tasks.prune_task", PRUNE_MINUTES),
+    ):
+        Schedule.objects.update_or_create(
+            name=name,
+            defaults={
+                "func": func,
+                "schedule_type": Schedule.MINUTES,
+                "minutes": minutes,
+                "repeats": -1,
+            },
+        )

@@ -1,0 +1,174 @@
+"""Resume (unpause the target, reset the count in the status) and evaluate (due now)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import yaml
+from django.utils import timezone
+
+from analyses import mirror
+from analyses.models import Analysis
+from devcluster.testing import DevCluster
+from sentinel_operator import kube
+from sentinel_operator.conditions import Annotation
+from tests.analyses.resources import paused_status
+from tests.api.conftest import Api, deployment, kubectl_json, spec
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _paused_by(*keys: str) -> dict[str, str]:
+    return {
+        Annotation.PAUSED_BY.value: ",".join(keys),
+        Annotation.PAUSED_AT.value: "2026-11-29T10:05:00Z",
+        Annotation.PAUSE_REASON.value: "p99-latency above 0.25",
+    }
+
+
+def _pause_as_the_operator(client: kube.KubeClient, namespace: str, name: str) -> dict[str, Any]:
+    """Write a paused status through the status subresource, as the operator would; mirror it."""
+    path = kube.analysis_path(namespace, name)
+    resource = client.request("GET", path)
+    written = client.request("PUT", f"{path}/status", body={**resource, "status": paused_status()})
+    mirror.upsert_from_resource(written)
+    return written
+
+
+def _create(api: Api, namespace: str, name: str, target: str = "checkout") -> None:
+    response = api.post(
+        "analyses/", json={"namespace": namespace, "name": name, "spec": spec(target)}
+    )
+    assert response.status_code == 201, response.text
+
+
+def _apply(cluster: DevCluster, *objects: dict[str, Any]) -> None:
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
+
+
+def test_resume_unpauses_the_target_and_resets_failures(
+    api: Api, namespace: str, api_cluster: DevCluster, cluster_client: kube.KubeClient
+) -> None:
+    key = f"{namespace}/guard"
+    _apply(api_cluster, deployment("checkout", namespace, paused=True, annotations=_paused_by(key)))
+    _create(api, namespace, "guard")
+    _pause_as_the_operator(cluster_client, namespace, "guard")
+    assert Analysis.objects.get(name="guard").paused
+
+    response = api.post(f"analyses/{namespace}/guard/resume/")
+
+    assert response.status_code == 200, response.text
+    target = kubectl_json(api_cluster, "deployment", "checkout", "-n", namespace)
+    assert target["spec"].get("paused") in (None, False)
+    annotations = target["metadata"].get("annotations") or {}
+    assert not {a.value for a in Annotation} & set(annotations)
+    status = kubectl_json(api_cluster, "rolloutanalysis", "guard", "-n", namespace)["status"]
+    assert status["failures"] == 0
+    assert status["pausedAt"] is None
+    paused = next(c for c in status["conditions"] if c["type"] == "RolloutPaused")
+    assert (paused["status"], paused["reason"]) == ("False", "ResumedByUser")
+    assert "through the REST API" in paused["message"]
+    # Other conditions are left as the operator wrote them.
+    healthy = next(c for c in status["conditions"] if c["type"] == "Healthy")
+    assert healthy["reason"] == "ThresholdExceeded"
+    assert response.json()["status"] == status
+    row = Analysis.objects.get(name="guard")
+    assert (row.paused, row.failures) == (False, 0)
+    events = cluster_client.request("GET", kube.events_path(namespace))["items"]
+    assert [e["reason"] for e in events if e["involvedObject"]["name"] == "guard"] == [
+        "RolloutResumed"
+    ]
+
+
+def test_resume_keeps_another_analysis_in_paused_by(
+    api: Api, namespace: str, api_cluster: DevCluster, cluster_client: kube.KubeClient
+) -> None:
+    mine, theirs = f"{namespace}/latency", f"{namespace}/errors"
+    _apply(
+        api_cluster,
+        deployment("checkout", namespace, paused=True, annotations=_paused_by(mine, theirs)),
+    )
+    _create(api, namespace, "latency")
+    _pause_as_the_operator(cluster_client, namespace, "latency")
+
+    assert api.post(f"analyses/{namespace}/latency/resume/").status_code == 200
+
+    target = kubectl_json(api_cluster, "deployment", "checkout", "-n", namespace)
+    assert target["spec"].get("paused") in (None, False)
+    assert target["metadata"]["annotations"][Annotation.PAUSED_BY.value] == theirs
+
+
+def test_resume_touches_only_the_analysis_namespace(
+    api: Api, namespace: str, api_cluster: DevCluster, cluster_client: kube.KubeClient
+) -> None:
+    other = f"{namespace}-other"
+    api_cluster.kubectl("create", "namespace", other)
+    try:
+        # A paused Deployment of the target's name, but in another namespace.
+        _apply(
+            api_cluster,
+            deployment(
+                "checkout", other, paused=True, annotations=_paused_by(f"{namespace}/guard")
+            ),
+        )
+        _create(api, namespace, "guard")
+        _pause_as_the_operator(cluster_client, namespace, "guard")
+
+        response = api.post(f"analyses/{namespace}/guard/resume/")
+
+        assert response.status_code == 200, response.text
+        elsewhere = kubectl_json(api_cluster, "deployment", "checkout", "-n", other)
+        assert elsewhere["spec"]["paused"] is True
+        assert Annotation.PAUSED_BY.value in elsewhere["metadata"]["annotations"]
+        # The status is still reset: a person asked to resume.
+        assert response.json()["status"]["failures"] == 0
+    finally:
+        api_cluster.kubectl("delete", "namespace", other, "--wait=false")
+
+
+def test_resume_leaves_a_pause_it_did_not_make(
+    api: Api, namespace: str, api_cluster: DevCluster
+) -> None:
+    # A person paused the rollout with kubectl; this analysis never did.
+    _apply(api_cluster, deployment("checkout", namespace, paused=True))
+    _create(api, namespace, "guard")
+
+    response = api.post(f"analyses/{namespace}/guard/resume/")
+
+    assert response.status_code == 200, response.text
+    assert kubectl_json(api_cluster, "deployment", "checkout", "-n", namespace)["spec"]["paused"]
+    paused = next(
+        c for c in response.json()["status"]["conditions"] if c["type"] == "RolloutPaused"
+    )
+    assert paused["reason"] == "ResumedByUser"
+
+
+def test_resume_of_an_unknown_analysis_is_404(api: Api, namespace: str) -> None:
+    response = api.post(f"analyses/{namespace}/nothing/resume/")
+    assert response.status_code == 404
+
+
+def test_evaluate_makes_the_analysis_due_now(api: Api, namespace: str) -> None:
+    _create(api, namespace, "guard")
+    later = timezone.now() + timedelta(hours=1)
+    Analysis.objects.filter(name="guard").update(next_due_at=later)
+
+    before = timezone.now()
+    response = api.post(f"analyses/{namespace}/guard/evaluate/")
+    after = timezone.now()
+
+    assert response.status_code == 202, response.text
+    due = Analysis.objects.get(name="guard").next_due_at
+    assert due is not None and before <= due <= after
+    body = response.json()
+    assert body["namespace"] == namespace and body["name"] == "guard"
+    assert body["nextDueAt"].startswith(due.strftime("%Y-%m-%dT%H:%M:%S"))
+
+
+def test_evaluate_of_a_deleted_analysis_is_404(api: Api, namespace: str) -> None:
+    _create(api, namespace, "guard")
+    assert api.delete(f"analyses/{namespace}/guard/").status_code == 204
+    assert api.post(f"analyses/{namespace}/guard/evaluate/").status_code == 404
+    assert Analysis.objects.get(name="guard").next_due_at is None

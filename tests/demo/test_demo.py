@@ -1,0 +1,256 @@
+"""``python -m demo`` end to end: banner, UI login, status, a real pause, and a clean Ctrl-C.
+
+The demo runs as a subprocess with its story shortened through its environment knobs
+(regression after 5 s, a 5 s interval over a 20 s rate window), on free ports and in a
+scratch directory, against real devcluster, Prometheus, operator, runserver and kubectl.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+KUBECTL = str(Path(sys.executable).parent / "kubectl")
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _descendants(root: int) -> set[int]:
+    """Return the pids of every live process below ``root`` (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # The command name may hold spaces and parentheses: split after its last ")".
+        fields = stat.rsplit(")", 1)[1].split()
+        parents[int(entry.name)] = int(fields[1])
+    found: set[int] = set()
+    frontier = {root}
+    while frontier:
+        children = {pid for pid, ppid in parents.items() if ppid in frontier}
+        frontier = children - found
+        found |= children
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+class DemoProcess:
+    """The demo subprocess with its output collected line by line."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "demo"],
+            cwd=PROJECT_DIR,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip("\n"))
+            self._queue.put(line)
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_for_line(self, pattern: str, timeout: float) -> re.Match[str]:
+        """Return the first match of ``pattern`` in the output, waiting up to ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for line in list(self.lines):
+                match = re.search(pattern, line)
+                if match:
+                    return match
+            if self.process.poll() is not None and self._queue.empty():
+                self._reader.join(timeout=2)
+                raise AssertionError(f"the demo exited before {pattern!r}:\n{self.output}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {pattern!r} within {timeout} s:\n{self.output}")
+            with contextlib.suppress(queue.Empty):
+                self._queue.get(timeout=0.2)
+
+
+@pytest.fixture
+def demo_env(tmp_path: Path) -> dict[str, str]:
+    return dict(
+        os.environ,
+        SENTINEL_DEMO_DIR=str(tmp_path / "demo"),
+        SENTINEL_DEMO_PORT=str(_free_port()),
+        SENTINEL_DEMO_CLUSTER_PORT="0",
+        SENTINEL_DEMO_REGRESSION_AFTER="5",
+        SENTINEL_DEMO_INTERVAL="5s",
+        SENTINEL_DEMO_RATE_WINDOW="20s",
+    )
+
+
+@pytest.fixture
+def demo(demo_env: dict[str, str]) -> Iterator[DemoProcess]:
+    running = DemoProcess(demo_env)
+    yield running
+    if running.process.poll() is None:  # the test failed before its own Ctrl-C
+        running.process.send_signal(signal.SIGINT)
+        try:
+            running.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            running.process.kill()
+            running.process.wait()
+
+
+def _kubectl_json(kubeconfig: str, *args: str) -> dict[str, Any]:
+    result = subprocess.run(
+        [KUBECTL, f"--kubeconfig={kubeconfig}", *args, "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    return json.loads(result.stdout)
+
+
+def _poll(check: Callable[[], object], timeout: float, what: str) -> object:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} within {timeout} s")
+        time.sleep(0.5)
+
+
+def test_demo_tells_the_story_and_stops_cleanly(
+    demo: DemoProcess, demo_env: dict[str, str]
+) -> None:
+    started = time.monotonic()
+    demo.wait_for_line(r"Rollout Sentinel demo is up", timeout=60)
+    password = demo.wait_for_line(r"user admin, password (\S+)", timeout=1)[1]
+    kubeconfig = demo.wait_for_line(r"export KUBECONFIG=(\S+)", timeout=1)[1]
+    assert kubeconfig == str(Path(demo_env["SENTINEL_DEMO_DIR"]) / "kubeconfig")
+    for command in ("kubectl get ra -w", "kubectl describe ra checkout", "rollout resume"):
+        assert command in demo.output
+
+    # The UI answers, serves its static files, and the printed password logs admin in.
+    base = f"http://127.0.0.1:{demo_env['SENTINEL_DEMO_PORT']}"
+    with requests.Session() as session:
+        login = session.get(f"{base}/admin/login/", timeout=10)
+        assert login.status_code == 200
+        assert session.get(f"{base}/static/admin/css/base.css", timeout=10).status_code == 200
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text)
+        assert token is not None
+        answer = session.post(
+            f"{base}/admin/login/?next=/admin/",
+            data={"username": "admin", "password": password, "csrfmiddlewaretoken": token[1]},
+            headers={"Referer": f"{base}/admin/login/"},
+            timeout=10,
+        )
+        assert answer.status_code == 200
+        assert answer.url == f"{base}/admin/", answer.url
+
+    # kubectl sees the analysis, and the operator gives it a status.
+    def verdict() -> object:
+        analysis = _kubectl_json(kubeconfig, "get", "ra", "checkout")
+        return (analysis.get("status") or {}).get("lastVerdict")
+
+    assert _poll(verdict, timeout=30, what="no status") in {"Pass", "Fail", "Inconclusive"}
+
+    # After the regression the operator pauses the Deployment, and the log says so.
+    def paused() -> object:
+        deployment = _kubectl_json(kubeconfig, "get", "deployment", "checkout")
+        return (deployment.get("spec") or {}).get("paused")
+
+    _poll(paused, timeout=max(10.0, 75 - (time.monotonic() - started)), what="not paused")
+    demo.wait_for_line(r"latency regresses now", timeout=1)
+    demo.wait_for_line(r"verdict=Fail\s+failures=3/3 .*deployment=PAUSED", timeout=10)
+
+    # Ctrl-C: everything it started exits within a few seconds, without a traceback.
+    children = _descendants(demo.process.pid)
+    assert len(children) >= 4, children  # devcluster, Prometheus, operator (+workers), web
+    demo.process.send_signal(signal.SIGINT)
+    assert demo.process.wait(timeout=15) == 0
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in children if _alive(pid)]
+    demo.wait_for_line(r"demo: stopped\.", timeout=2)
+    assert "Traceback" not in demo.output
+
+
+def test_a_busy_web_port_is_one_clear_line(demo_env: dict[str, str]) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "demo"],
+            cwd=PROJECT_DIR,
+            env=dict(demo_env, SENTINEL_DEMO_PORT=str(port)),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert result.returncode == 1
+    [line] = result.stdout.splitlines()
+    assert line.startswith(f"demo: port {port} is already in use"), line
+    assert "Traceback" not in result.stdout + result.stderr
+    assert not Path(demo_env["SENTINEL_DEMO_DIR"]).exists()  # nothing started, nothing made
+
+
+def test_a_child_dying_early_stops_the_demo_with_its_log(demo: DemoProcess) -> None:
+    demo.wait_for_line(r"Rollout Sentinel demo is up", timeout=60)
+    children = _descendants(demo.process.pid)
+    operator = [
+        pid
+        for pid in children
+        if "runoperator" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+        and int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        == demo.process.pid
+    ]
+    assert len(operator) == 1, operator
+    os.kill(operator[0], signal.SIGKILL)  # no clean-up of its own: the demo must sweep
+    assert demo.process.wait(timeout=20) == 1
+    demo.wait_for_line(r"demo: operator exited with code -9; last lines of", timeout=2)
+    demo.wait_for_line(r"demo: stopped\.", timeout=2)
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in children if _alive(pid)]

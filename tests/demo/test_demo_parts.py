@@ -1,0 +1,104 @@
+"""The demo's parts on their own: traffic profile, status log, settings, child clean-up."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from demo import manifests
+from demo.app import sample_latency
+from demo.children import Child
+from demo.settings import DemoError, DemoSettings
+from demo.status import Snapshot, describe_change, snapshot_of
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[int(q * (len(ordered) - 1))]
+
+
+def test_healthy_traffic_stays_under_the_threshold_and_the_regression_exceeds_it() -> None:
+    rng = random.Random(7)
+    healthy = [sample_latency(rng, regressed=False) for _ in range(20_000)]
+    regressed = [sample_latency(rng, regressed=True) for _ in range(20_000)]
+    assert max(healthy) <= 0.2
+    assert _quantile(healthy, 0.99) < 0.12
+    slow_share = sum(1 for value in regressed if value > manifests.MAX_VALUE) / len(regressed)
+    assert 0.02 < slow_share < 0.04
+    assert 0.3 <= _quantile(regressed, 0.99) <= 0.45
+
+
+def test_the_status_log_prints_state_changes_not_new_values() -> None:
+    analysis = {
+        "spec": {"failureLimit": 3},
+        "status": {
+            "lastVerdict": "Fail",
+            "failures": 1,
+            "metricResults": [{"name": "p99-latency", "value": "0.41234"}],
+            "conditions": [{"type": "Ready", "status": "True", "reason": "Evaluating"}],
+        },
+    }
+    first = snapshot_of(analysis, deployment_paused=False)
+    assert first == Snapshot(True, "Fail", 1, 3, "0.412", "True/Evaluating", False)
+    line = describe_change(None, first)
+    assert line is not None and "failures=1/3" in line and "p99=0.412" in line
+
+    analysis["status"]["metricResults"][0]["value"] = "0.5"  # type: ignore[index]
+    assert describe_change(first, snapshot_of(analysis, deployment_paused=False)) is None
+    paused = describe_change(first, snapshot_of(analysis, deployment_paused=True))
+    assert paused is not None and "deployment=PAUSED" in paused
+    assert describe_change(first, snapshot_of(None, False)) == "analysis not found"
+
+
+def test_settings_default_to_the_story_and_reject_malformed_values(tmp_path: Path) -> None:
+    settings = DemoSettings.from_env({}, tmp_path)
+    assert settings.work_dir == tmp_path / "var" / "demo"
+    assert (settings.web_port, settings.cluster_port) == (8000, None)
+    assert (settings.regression_after, settings.interval, settings.rate_window) == (
+        120.0,
+        "10s",
+        "1m",
+    )
+    for name, raw in [
+        ("SENTINEL_DEMO_PORT", "eighty"),
+        ("SENTINEL_DEMO_REGRESSION_AFTER", "-3"),
+        ("SENTINEL_DEMO_INTERVAL", "10"),
+    ]:
+        with pytest.raises(DemoError, match=name):
+            DemoSettings.from_env({name: raw}, tmp_path)
+
+
+def test_stopping_a_child_also_stops_what_it_left_behind(tmp_path: Path) -> None:
+    # sh forks a background sleep (same process group), then becomes the other sleep.
+    child = Child(
+        "sleeper",
+        ["sh", "-c", "sleep 300 & echo $! > grandchild; exec sleep 300"],
+        env=dict(os.environ),
+        cwd=tmp_path,
+        log=tmp_path / "sleeper.log",
+    )
+    child.start()
+    pid_file = tmp_path / "grandchild"
+    deadline = time.monotonic() + 10
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        assert time.monotonic() < deadline, "the grandchild never started"
+        time.sleep(0.05)
+    grandchild = int(pid_file.read_text())
+    child.stop(timeout=5)
+    assert not child.running
+    deadline = time.monotonic() + 5
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(grandchild)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

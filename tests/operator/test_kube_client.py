@@ -1,0 +1,170 @@
+"""``sentinel_operator.kube.KubeClient`` against devcluster over HTTPS: answers and typed errors."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devcluster.testing import DevCluster
+from sentinel_operator import kube
+from tests.operator.conftest import analysis_manifest, apply_crd, gauge_metric
+
+
+def _configmaps(namespace: str) -> str:
+    return f"/api/v1/namespaces/{namespace}/configmaps"
+
+
+def _configmap(name: str, **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+
+
+def test_create_get_and_typed_errors(kube_client: kube.KubeClient, namespace: str) -> None:
+    created = kube_client.request("POST", _configmaps(namespace), body=_configmap("a", k="1"))
+    assert created["metadata"]["uid"]
+    fetched = kube_client.request("GET", f"{_configmaps(namespace)}/a")
+    assert fetched["data"] == {"k": "1"}
+
+    with pytest.raises(kube.NotFound) as missing:
+        kube_client.request("GET", f"{_configmaps(namespace)}/nope")
+    assert missing.value.status == 404
+    assert missing.value.reason == "NotFound"
+
+    with pytest.raises(kube.Conflict) as exists:
+        kube_client.request("POST", _configmaps(namespace), body=_configmap("a"))
+    assert exists.value.status == 409
+
+
+def test_stale_resource_version_is_a_conflict(kube_client: kube.KubeClient, namespace: str) -> None:
+    created = kube_client.request("POST", _configmaps(namespace), body=_configmap("b", k="1"))
+    first = dict(created, data={"k": "2"})
+    kube_client.request("PUT", f"{_configmaps(namespace)}/b", body=first)
+    stale = dict(created, data={"k": "3"})
+    with pytest.raises(kube.Conflict):
+        kube_client.request("PUT", f"{_configmaps(namespace)}/b", body=stale)
+    assert kube_client.request("GET", f"{_configmaps(namespace)}/b")["data"] == {"k": "2"}
+
+
+def test_invalid_resource_lists_field_causes(kube_client: kube.KubeClient, namespace: str) -> None:
+    body = analysis_manifest("bad", namespace, metrics=[gauge_metric("x", 1.0)], failure_limit=0)
+    with pytest.raises(kube.Invalid) as invalid:
+        kube_client.request("POST", kube.analyses_path(namespace), body=body)
+    assert invalid.value.status == 422
+    assert any("failureLimit" in cause.get("field", "") for cause in invalid.value.causes)
+
+
+def test_list_pages_with_limit_and_continue(kube_client: kube.KubeClient, namespace: str) -> None:
+    for index in range(5):
+        kube_client.request("POST", _configmaps(namespace), body=_configmap(f"cm-{index}"))
+    first = kube_client.request("GET", _configmaps(namespace), query={"limit": 3})
+    assert len(first["items"]) == 3
+    token = first["metadata"]["continue"]
+    rest = kube_client.request("GET", _configmaps(namespace), query={"limit": 3, "continue": token})
+    names = [item["metadata"]["name"] for item in first["items"] + rest["items"]]
+    assert sorted(names) == [f"cm-{index}" for index in range(5)]
+
+
+def test_watch_from_a_resource_version(kube_client: kube.KubeClient, namespace: str) -> None:
+    listed = kube_client.request("GET", _configmaps(namespace))
+    version = listed["metadata"]["resourceVersion"]
+    created = kube_client.request("POST", _configmaps(namespace), body=_configmap("w", k="1"))
+    kube_client.request(
+        "PATCH",
+        f"{_configmaps(namespace)}/w",
+        body={"data": {"k": "2"}},
+        content_type=kube.MERGE_PATCH,
+    )
+    kube_client.request("DELETE", f"{_configmaps(namespace)}/w")
+
+    seen: list[tuple[str, str]] = []
+    for event in kube_client.watch(
+        _configmaps(namespace), resource_version=version, timeout_seconds=1
+    ):
+        if event.type != "BOOKMARK":
+            seen.append((event.type, event.object["data"]["k"]))
+        if len(seen) == 3:
+            break
+    assert seen == [("ADDED", "1"), ("MODIFIED", "2"), ("DELETED", "2")]
+    assert created["metadata"]["uid"]
+
+
+def test_watch_delivers_changes_made_while_it_waits(
+    kube_client: kube.KubeClient, namespace: str
+) -> None:
+    version = kube_client.request("GET", _configmaps(namespace))["metadata"]["resourceVersion"]
+    timer = threading.Timer(
+        0.3,
+        lambda: kube_client.request("POST", _configmaps(namespace), body=_configmap("later")),
+    )
+    timer.start()
+    started = time.monotonic()
+    events = kube_client.watch(_configmaps(namespace), resource_version=version, timeout_seconds=5)
+    first = next(event for event in events if event.type != "BOOKMARK")
+    events.close()  # type: ignore[attr-defined]
+    assert first.type == "ADDED" and first.object["metadata"]["name"] == "later"
+    assert time.monotonic() - started < 3
+
+
+def test_injected_unavailable_and_conflict(
+    kube_client: kube.KubeClient, namespace: str, api_faults: DevCluster
+) -> None:
+    path = _configmaps(namespace)
+    api_faults.inject_fault(path_regex=f"/namespaces/{namespace}/configmaps", status=503, times=1)
+    with pytest.raises(kube.Unavailable) as unavailable:
+        kube_client.request("GET", path)
+    assert unavailable.value.status == 503
+    assert kube_client.request("GET", path)["items"] == []  # one time only
+
+    api_faults.inject_fault(path_regex=f"/namespaces/{namespace}/configmaps", status=409, times=1)
+    with pytest.raises(kube.Conflict):
+        kube_client.request("POST", path, body=_configmap("c"))
+
+
+def test_bad_credentials_are_forbidden(devcluster: DevCluster) -> None:
+    client = kube.KubeClient(devcluster.api_client(token="not-a-token"))
+    with pytest.raises(kube.Forbidden) as refused:
+        client.request("GET", kube.analyses_path())
+    assert refused.value.status == 401
+
+
+def test_unloadable_kubeconfig_is_a_kube_error(tmp_path: Path) -> None:
+    with pytest.raises(kube.KubeError, match="cannot load Kubernetes configuration"):
+        kube.load_api_client(str(tmp_path / "missing-kubeconfig"))
+
+
+@pytest.fixture
+def own_cluster(tmp_path: Path) -> Iterator[DevCluster]:
+    """A devcluster of this test's own that keeps its objects across restarts."""
+    cluster = DevCluster(tmp_path / "work", data_dir=tmp_path / "data")
+    cluster.start()
+    try:
+        apply_crd(cluster)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_stopped_server_is_unavailable_and_an_old_version_is_gone(own_cluster: DevCluster) -> None:
+    client = kube.KubeClient(kube.load_api_client(str(own_cluster.kubeconfig)), timeout=3)
+    path = _configmaps("default")
+    version = client.request("GET", path)["metadata"]["resourceVersion"]
+    client.request("POST", path, body=_configmap("kept"))
+
+    own_cluster.stop()
+    started = time.monotonic()
+    with pytest.raises(kube.Unavailable, match="cannot reach the API server"):
+        client.request("GET", path)
+    assert time.monotonic() - started < 3  # refused at once, no hidden retries
+    with pytest.raises(kube.Unavailable):
+        next(iter(client.watch(path, resource_version=version, timeout_seconds=1)))
+
+    own_cluster.start()
+    # The object survived, but the watch history did not: resuming from before is 410 Gone.
+    assert client.request("GET", f"{path}/kept")["metadata"]["name"] == "kept"
+    with pytest.raises(kube.Gone):
+        for _ in client.watch(path, resource_version=version, timeout_seconds=1):
+            pass

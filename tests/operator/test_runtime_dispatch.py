@@ -1,0 +1,237 @@
+"""The due-time dispatcher's claims and the watch that keeps the mirror (and due times) current."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analyses.models import Analysis, Evaluation
+from devcluster.testing import DevCluster
+from sentinel_operator import kube, tasks
+from sentinel_operator.dispatcher import Dispatcher
+from sentinel_operator.watch import AnalysisWatch
+from tests.operator.conftest import analysis_manifest, apply_crd, gauge_metric, wait_until
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+def _row(name: str, due: datetime | None, *, deleted: bool = False) -> Analysis:
+    return Analysis.objects.create(
+        namespace="ns",
+        name=name,
+        uid=str(uuid.uuid4()),
+        created_at=NOW - timedelta(hours=1),
+        next_due_at=due,
+        deleted_at=NOW if deleted else None,
+    )
+
+
+class Queue:
+    """Collects what the dispatcher hands over, in place of django-q2's broker."""
+
+    def __init__(self, *, fail: bool = False) -> None:
+        self.items: list[tuple[str, str, datetime]] = []
+        self.fail = fail
+
+    def __call__(self, namespace: str, name: str, due_at: datetime) -> None:
+        if self.fail:
+            raise ConnectionError("broker down")
+        self.items.append((namespace, name, due_at))
+
+
+@pytest.mark.django_db
+def test_due_rows_are_claimed_and_queued_once() -> None:
+    early, late = (
+        _row("early", NOW - timedelta(seconds=2)),
+        _row("late", NOW - timedelta(seconds=1)),
+    )
+    _row("future", NOW + timedelta(seconds=5))
+    _row("unscheduled", None)
+    _row("deleted", NOW - timedelta(seconds=3), deleted=True)
+    queue = Queue()
+    dispatcher = Dispatcher(now=lambda: NOW, is_leader=lambda: True, enqueue=queue)
+    assert dispatcher.dispatch_due() == 2
+    assert queue.items == [
+        ("ns", "early", early.next_due_at),
+        ("ns", "late", late.next_due_at),
+    ]
+    claimed = Analysis.objects.get(pk=early.pk).next_due_at
+    assert claimed == NOW + dispatcher.claim_timeout
+    # A second pass (or a second replica) finds nothing left to queue.
+    assert dispatcher.dispatch_due() == 0
+    assert len(queue.items) == 2
+
+
+@pytest.mark.django_db
+def test_a_lost_claim_makes_the_analysis_due_again() -> None:
+    row = _row("lost", NOW - timedelta(seconds=1))
+    queue = Queue()
+    clock = [NOW]
+    dispatcher = Dispatcher(now=lambda: clock[0], is_leader=lambda: True, enqueue=queue)
+    assert dispatcher.dispatch_due() == 1
+    clock[0] = NOW + dispatcher.claim_timeout + timedelta(seconds=1)
+    assert dispatcher.dispatch_due() == 1  # the worker never rescheduled it
+    assert [item[1] for item in queue.items] == ["lost", "lost"]
+    assert Analysis.objects.get(pk=row.pk).next_due_at == clock[0] + dispatcher.claim_timeout
+
+
+@pytest.mark.django_db
+def test_a_broker_failure_leaves_the_analysis_due() -> None:
+    due = NOW - timedelta(seconds=1)
+    row = _row("unlucky", due)
+    dispatcher = Dispatcher(now=lambda: NOW, is_leader=lambda: True, enqueue=Queue(fail=True))
+    assert dispatcher.dispatch_due() == 0
+    assert Analysis.objects.get(pk=row.pk).next_due_at == due
+
+
+@pytest.mark.django_db(transaction=True)
+def test_only_the_leader_dispatches() -> None:
+    _row("due", NOW - timedelta(seconds=1))
+    queue = Queue()
+    leading = threading.Event()
+    dispatcher = Dispatcher(
+        now=lambda: NOW, is_leader=leading.is_set, enqueue=queue, poll_interval=0.02
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=dispatcher.run, args=(stop,))
+    thread.start()
+    try:
+        stop.wait(0.3)
+        assert queue.items == []
+        leading.set()
+        wait_until(lambda: len(queue.items) == 1, timeout=5)
+    finally:
+        stop.set()
+        thread.join(5)
+
+
+def _create(client: kube.KubeClient, namespace: str, name: str) -> dict[str, object]:
+    body = analysis_manifest(name, namespace, metrics=[gauge_metric("x", 1.0)])
+    return client.request("POST", kube.analyses_path(namespace), body=body)
+
+
+@pytest.mark.django_db
+def test_watch_mirrors_new_edited_and_deleted_analyses(
+    kube_client: kube.KubeClient, namespace: str
+) -> None:
+    _create(kube_client, namespace, "listed")
+    watch = AnalysisWatch(
+        kube_client, namespace=namespace, now=lambda: datetime.now(UTC), watch_timeout=1
+    )
+    watch.relist()
+    listed = Analysis.objects.get(namespace=namespace, name="listed")
+    assert listed.next_due_at is not None  # new: due at once
+
+    Analysis.objects.filter(pk=listed.pk).update(next_due_at=None)
+    _create(kube_client, namespace, "watched")
+    kube_client.request(
+        "PATCH",
+        kube.analysis_path(namespace, "listed"),
+        body={"spec": {"failureLimit": 5}},
+        content_type=kube.MERGE_PATCH,
+    )
+    kube_client.request("DELETE", kube.analysis_path(namespace, "watched"))
+    before = datetime.now(UTC)
+    watch.watch_once(threading.Event())
+    assert watch.events >= 3  # ADDED, MODIFIED, DELETED (and maybe bookmarks)
+
+    edited = Analysis.objects.get(pk=listed.pk)
+    assert edited.failure_limit == 5 and edited.generation == 2
+    assert edited.next_due_at is not None and edited.next_due_at >= before - timedelta(seconds=1)
+    gone = Analysis.objects.get(namespace=namespace, name="watched")
+    assert gone.deleted_at is not None and gone.next_due_at is None
+
+
+@pytest.fixture
+def own_cluster(tmp_path: Path) -> Iterator[DevCluster]:
+    cluster = DevCluster(tmp_path / "work", data_dir=tmp_path / "data")
+    cluster.start()
+    try:
+        apply_crd(cluster)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_watch_relists_after_gone_and_survives_an_outage(own_cluster: DevCluster) -> None:
+    client = kube.KubeClient(kube.load_api_client(str(own_cluster.kubeconfig)), timeout=3)
+    client.request(
+        "POST",
+        "/api/v1/namespaces",
+        body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
+    )
+    _create(client, "team", "listed")
+    watch = AnalysisWatch(client, namespace=None, now=lambda: datetime.now(UTC), watch_timeout=2)
+    watch.relist()
+    # Changed while nobody watched, then the restart drops the watch history: resuming from
+    # the old resourceVersion is 410 Gone, and only a relist can find "missed".
+    _create(client, "team", "missed")
+    own_cluster.restart()
+    with pytest.raises(kube.Gone):
+        watch.watch_once(threading.Event())
+
+    # The test thread stays off the database while the watch runs: the in-memory test
+    # database's shared cache reports "table is locked" instead of waiting.
+    stop = threading.Event()
+    thread = threading.Thread(target=watch.run, args=(stop,))
+    thread.start()
+    try:
+        wait_until(lambda: watch.lists == 2, timeout=10)
+        seen = watch.events
+        # An outage while watching: the watch backs off, resumes, and loses nothing.
+        own_cluster.restart()
+        _create(client, "team", "after")
+        wait_until(lambda: watch.events > seen, timeout=15)
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not thread.is_alive()
+    assert watch.lists == 2
+    live = Analysis.objects.filter(deleted_at__isnull=True)
+    assert sorted(live.values_list("name", flat=True)) == ["after", "listed", "missed"]
+
+
+@pytest.mark.django_db
+def test_full_resync_repairs_what_the_watch_missed(
+    kube_client: kube.KubeClient, namespace: str, settings: Any
+) -> None:
+    settings.SENTINEL = dataclasses.replace(settings.SENTINEL, namespaces=(namespace,))
+    _create(kube_client, namespace, "kept")
+    _create(kube_client, namespace, "removed")
+    tasks.resync_task(kube_client)
+    kube_client.request("DELETE", kube.analysis_path(namespace, "removed"))
+    _create(kube_client, namespace, "added")
+    tasks.resync_task(kube_client)
+    live = Analysis.objects.filter(namespace=namespace, deleted_at__isnull=True)
+    assert sorted(live.values_list("name", flat=True)) == ["added", "kept"]
+    assert Analysis.objects.get(namespace=namespace, name="removed").next_due_at is None
+
+
+@pytest.mark.django_db
+def test_pruning_keeps_the_retention(settings: Any) -> None:
+    settings.SENTINEL = dataclasses.replace(settings.SENTINEL, history_retention_seconds=3600)
+    row = _row("pruned", None)
+    for age in (timedelta(hours=2), timedelta(minutes=30)):
+        Evaluation.objects.create(
+            analysis=row, started_at=NOW - age, finished_at=NOW - age, outcome="Pass"
+        )
+    assert tasks.prune_task(now=NOW) == 1
+    assert [e.started_at for e in Evaluation.objects.all()] == [NOW - timedelta(minutes=30)]
+
+
+@pytest.mark.django_db
+def test_schedules_are_created_once() -> None:
+    from django_q.models import Schedule
+
+    tasks.ensure_schedules()
+    tasks.ensure_schedules()
+    funcs = sorted(Schedule.objects.values_list("func", flat=True))
+    assert funcs == ["sentinel_operator.tasks.prune_task", "sentinel_operator.tasks.resync_task"]

@@ -1,0 +1,252 @@
+"""The reconciler in this process against devcluster and the real Prometheus (via the proxy).
+
+Each test drives ``Reconciler.reconcile`` by hand, so it can look at one attempt at a time:
+what it wrote to the cluster, to the history and to the dispatch schedule.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from analyses.models import Analysis, Evaluation
+from devcluster.testing import DevCluster
+from sentinel_operator import kube
+from sentinel_operator.prometheus import PrometheusClient
+from sentinel_operator.reconcile import Reconciler, Result
+from tests.operator.conftest import (
+    GaugeSetter,
+    analysis_manifest,
+    condition,
+    deployment_manifest,
+    events_for,
+    gauge_metric,
+    wait_until,
+)
+from tests.support.fault_proxy import FaultProxy
+
+pytestmark = pytest.mark.django_db
+PAUSED_BY = "sentinel.example.com/paused-by"
+
+
+@pytest.fixture
+def reconciler(kube_client: kube.KubeClient, fault_proxy: FaultProxy) -> Reconciler:
+    prometheus = PrometheusClient(fault_proxy.url, timeout=2.0)
+    return Reconciler(kube_client, prometheus, rng=random.Random(7), instance="test")
+
+
+def _create(client: kube.KubeClient, namespace: str, name: str, **spec: object) -> None:
+    client.request(
+        "POST", kube.analyses_path(namespace), body=analysis_manifest(name, namespace, **spec)
+    )  # type: ignore[arg-type]
+
+
+def _deploy(client: kube.KubeClient, namespace: str, name: str = "checkout") -> None:
+    client.request(
+        "POST",
+        f"/apis/apps/v1/namespaces/{namespace}/deployments",
+        body=deployment_manifest(name, namespace),
+    )
+
+
+def test_a_conflicting_status_write_is_reapplied_without_measuring_again(
+    reconciler: Reconciler,
+    kube_client: kube.KubeClient,
+    api_faults: DevCluster,
+    fault_proxy: FaultProxy,
+    namespace: str,
+    gauge: GaugeSetter,
+    case: str,
+) -> None:
+    gauge(0.9)
+    _deploy(kube_client, namespace)
+    _create(kube_client, namespace, "ra", metrics=[gauge_metric(case, 0.5)], failure_limit=3)
+    api_faults.inject_fault(
+        path_regex=f"/namespaces/{namespace}/rolloutanalyses/ra/status$",
+        methods=["PUT"],
+        status=409,
+        times=2,
+    )
+    fault_proxy.reset()
+    result = reconciler.reconcile(namespace, "ra")
+    assert result.result == Result.EVALUATED
+    assert fault_proxy.query_count == 1
+    status = kube_client.request("GET", kube.analysis_path(namespace, "ra"))["status"]
+    assert status["failures"] == 1  # counted once, not once per write
+    assert status["lastVerdict"] == "Fail"
+    row = Analysis.objects.get(namespace=namespace, name="ra")
+    assert row.failures == 1  # the mirror holds the written status
+    assert Evaluation.objects.filter(analysis=row).count() == 1
+    assert row.backoff_attempt == 0
+    assert row.next_due_at is not None
+    due_in = (row.next_due_at - datetime.now(UTC)).total_seconds()
+    assert 3.5 < due_in <= 5.0
+
+
+def test_the_target_is_looked_up_in_the_analysis_namespace_only(
+    reconciler: Reconciler,
+    kube_client: kube.KubeClient,
+    namespace: str,
+    gauge: GaugeSetter,
+    case: str,
+) -> None:
+    gauge(0.1)
+    # A Deployment of that name exists, but in another namespace.
+    target = f"elsewhere-{uuid.uuid4().hex[:8]}"
+    _deploy(kube_client, "default", target)
+    _create(kube_client, namespace, "ra", target=target, metrics=[gauge_metric(case, 0.5)])
+    result = reconciler.reconcile(namespace, "ra")
+    assert result.result == Result.EVALUATED
+    resource = kube_client.request("GET", kube.analysis_path(namespace, "ra"))
+    assert condition(resource, "Ready")["reason"] == "TargetNotFound"
+    assert resource["status"]["lastVerdict"] == "Pass"  # metrics are still evaluated
+    reasons = [event["reason"] for event in events_for(kube_client, namespace, "ra")]
+    assert reasons == ["TargetNotFound"]
+    evaluation = Evaluation.objects.get(analysis__namespace=namespace)
+    assert evaluation.outcome == "Pass"
+    assert [r.value_text for r in evaluation.metric_results.all()] == ["0.1"]
+
+
+def test_prometheus_outage_backs_off_and_recovery_resets(
+    reconciler: Reconciler,
+    kube_client: kube.KubeClient,
+    fault_proxy: FaultProxy,
+    namespace: str,
+    gauge: GaugeSetter,
+    case: str,
+) -> None:
+    gauge(0.9)
+    _deploy(kube_client, namespace)
+    _create(kube_client, namespace, "ra", metrics=[gauge_metric(case, 0.5)], interval="10s")
+    assert reconciler.reconcile(namespace, "ra").result == Result.EVALUATED
+
+    fault_proxy.fail(502)
+    delays = []
+    for attempt in (1, 2, 3):
+        result = reconciler.reconcile(namespace, "ra")
+        assert result.result == Result.TRANSIENT
+        assert result.requeue_after is not None
+        delays.append(result.requeue_after)
+        row = Analysis.objects.get(namespace=namespace, name="ra")
+        assert row.backoff_attempt == attempt
+    # 5 s, 10 s, 20 s with +-10% jitter: each wait longer than the last, then above interval.
+    assert 4.5 <= delays[0] <= 5.5 and 9 <= delays[1] <= 11 and 18 <= delays[2] <= 22
+    resource = kube_client.request("GET", kube.analysis_path(namespace, "ra"))
+    assert condition(resource, "Ready")["reason"] == "MetricsUnavailable"
+    assert resource["status"]["failures"] == 1  # errors leave the count alone
+    errors = Evaluation.objects.filter(analysis__namespace=namespace, outcome="Error")
+    assert errors.count() == 3
+    assert {e.error_reason for e in errors} == {"MetricsUnavailable"}
+    assert {r.verdict for e in errors for r in e.metric_results.all()} == {"Error"}
+    reasons = [event["reason"] for event in events_for(kube_client, namespace, "ra")]
+    assert reasons.count("MetricsUnavailable") == 1
+
+    fault_proxy.pass_through()
+    result = reconciler.reconcile(namespace, "ra")
+    assert result.result == Result.EVALUATED
+    assert result.requeue_after == 10.0
+    assert Analysis.objects.get(namespace=namespace, name="ra").backoff_attempt == 0
+    wait_until(
+        lambda: (
+            "MetricsRecovered"
+            in [event["reason"] for event in events_for(kube_client, namespace, "ra")]
+        ),
+        timeout=5,
+    )
+
+
+def test_forbidden_is_reported_and_backed_off(
+    reconciler: Reconciler,
+    devcluster: DevCluster,
+    kube_client: kube.KubeClient,
+    fault_proxy: FaultProxy,
+    namespace: str,
+    case: str,
+) -> None:
+    _create(kube_client, namespace, "ra", metrics=[gauge_metric(case, 0.5)])
+    assert reconciler.reconcile(namespace, "ra").result == Result.EVALUATED
+    refused = Reconciler(
+        kube.KubeClient(devcluster.api_client(token="revoked")),
+        reconciler.prometheus,
+        rng=random.Random(1),
+    )
+    for attempt in (1, 2):
+        result = refused.reconcile(namespace, "ra")
+        assert result.result == Result.FORBIDDEN
+        assert result.requeue_after is not None and result.requeue_after >= 4.5
+        row = Analysis.objects.get(namespace=namespace, name="ra")
+        assert row.backoff_attempt == attempt
+        assert row.next_due_at is not None and row.next_due_at > datetime.now(UTC)
+    errors = Evaluation.objects.filter(analysis__namespace=namespace, outcome="Error")
+    assert {e.error_reason for e in errors} == {"KubernetesForbidden"}
+
+
+def test_a_deleted_analysis_leaves_the_queue_and_keeps_its_history(
+    reconciler: Reconciler,
+    kube_client: kube.KubeClient,
+    namespace: str,
+    case: str,
+) -> None:
+    _create(kube_client, namespace, "ra", metrics=[gauge_metric(case, 0.5)])
+    reconciler.reconcile(namespace, "ra")
+    kube_client.request("DELETE", kube.analysis_path(namespace, "ra"))
+    result = reconciler.reconcile(namespace, "ra")
+    assert result.result == Result.DELETED
+    assert result.requeue_after is None
+    row = Analysis.objects.get(namespace=namespace, name="ra")
+    assert row.deleted_at is not None and row.next_due_at is None
+    assert Evaluation.objects.filter(analysis=row).count() == 1
+
+
+def test_two_analyses_on_one_target_both_name_themselves(
+    reconciler: Reconciler,
+    kube_client: kube.KubeClient,
+    api_faults: DevCluster,
+    namespace: str,
+    gauge: GaugeSetter,
+    case: str,
+) -> None:
+    gauge(0.9)
+    _deploy(kube_client, namespace)
+    for name in ("first", "second"):
+        _create(kube_client, namespace, name, metrics=[gauge_metric(case, 0.5)], failure_limit=1)
+    assert reconciler.reconcile(namespace, "first").decision.pause is not None  # type: ignore[union-attr]
+    # The second pause races a change to the Deployment: it re-reads and keeps the union.
+    api_faults.inject_fault(
+        path_regex=f"/namespaces/{namespace}/deployments/checkout$",
+        methods=["PATCH"],
+        status=409,
+        times=1,
+    )
+    assert reconciler.reconcile(namespace, "second").result == Result.EVALUATED
+    deployment = kube_client.request("GET", kube.deployment_path(namespace, "checkout"))
+    assert deployment["spec"]["paused"] is True
+    assert deployment["metadata"]["annotations"][PAUSED_BY] == (
+        f"{namespace}/first,{namespace}/second"
+    )
+    for name in ("first", "second"):
+        resource = kube_client.request("GET", kube.analysis_path(namespace, name))
+        assert condition(resource, "RolloutPaused")["reason"] == "FailureLimitReached"
+    # Idempotent: evaluating again neither re-pauses nor re-announces.
+    again = reconciler.reconcile(namespace, "first")
+    assert again.decision is not None and again.decision.pause is None
+    assert again.decision.events == ()
+
+
+def test_an_edited_spec_during_an_attempt_keeps_its_immediate_due_time(
+    reconciler: Reconciler, kube_client: kube.KubeClient, namespace: str, case: str
+) -> None:
+    from sentinel_operator import history
+
+    _create(kube_client, namespace, "ra", metrics=[gauge_metric(case, 0.5)])
+    reconciler.reconcile(namespace, "ra")
+    row = Analysis.objects.get(namespace=namespace, name="ra")
+    soon = datetime.now(UTC)
+    # The watch saw generation 2 and made the row due now; a late attempt on generation 1 ends.
+    Analysis.objects.filter(pk=row.pk).update(generation=2, next_due_at=soon)
+    later = soon + timedelta(seconds=30)
+    assert not history.reschedule(row.pk, generation=1, due_at=later, backoff_attempt=0)
+    assert Analysis.objects.get(pk=row.pk).next_due_at == soon

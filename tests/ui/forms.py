@@ -1,0 +1,65 @@
+"""Build the POST body of the admin's analysis form, as a browser would send it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from analyses.models import Analysis
+
+
+def change_form(
+    analysis: Analysis | None,
+    *,
+    namespace: str = "",
+    name: str = "",
+    target: str = "checkout",
+    interval: str = "30s",
+    failure_limit: int = 3,
+    dry_run: bool = False,
+    metrics: Sequence[tuple[str, str, float]] = (("p99-latency", "up", 0.25),),
+) -> dict[str, Any]:
+    """Return the form data; existing metric rows are reused in order, extra ones are added."""
+    existing = list(analysis.metrics.all()) if analysis is not None else []
+    data: dict[str, Any] = {
+        "target_name": target,
+        "interval": interval,
+        "failure_limit": str(failure_limit),
+        "metrics-TOTAL_FORMS": str(max(len(metrics), len(existing))),
+        "metrics-INITIAL_FORMS": str(len(existing)),
+        "metrics-MIN_NUM_FORMS": "1",
+        "metrics-MAX_NUM_FORMS": "1000",
+        "_save": "Save",
+    }
+    if analysis is None:
+        data.update(namespace=namespace, name=name)
+    else:
+        data["seen_generation"] = str(analysis.generation)
+    if dry_run:
+        data["dry_run"] = "on"
+    for index in range(max(len(metrics), len(existing))):
+        prefix = f"metrics-{index}"
+        if index < len(existing):
+            data[f"{prefix}-id"] = str(existing[index].pk)
+            data[f"{prefix}-analysis"] = str(analysis.pk if analysis else "")
+        if index < len(metrics):
+            metric_name, query, max_value = metrics[index]
+            data.update(
+                {
+                    f"{prefix}-name": metric_name,
+                    f"{prefix}-query": query,
+                    f"{prefix}-max_value": str(max_value),
+                }
+            )
+        else:
+            # An existing row beyond the wanted metrics: keep its values, tick delete.
+            metric = existing[index]
+            data.update(
+                {
+                    f"{prefix}-name": metric.name,
+                    f"{prefix}-query": metric.query,
+                    f"{prefix}-max_value": str(metric.max_value),
+                    f"{prefix}-DELETE": "on",
+                }
+            )
+    return data

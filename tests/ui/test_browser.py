@@ -1,0 +1,170 @@
+"""One real browser (Debian's chromium through Playwright) against the live admin and a devcluster.
+
+It logs in, opens a paused analysis, sees the metric graph with its maxValue line, clicks
+"Resume rollout", and checks with kubectl that the Deployment runs again. The screenshot of the
+detail page is kept in docs/screenshots/analysis-detail.png.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+import yaml
+from django.contrib.auth.models import User
+from django.utils import timezone
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+from pytest_django.fixtures import Settings
+from pytest_django.live_server_helper import LiveServer
+
+from analyses import mirror
+from analyses.models import Analysis
+from devcluster.testing import DevCluster
+from tests.ui import factories
+from tests.ui.conftest import PASSWORD, REPO_ROOT
+
+SCREENSHOT = REPO_ROOT / "docs" / "screenshots" / "analysis-detail.png"
+NAMESPACE = "ui-browser"
+PAUSED_BY = "sentinel.example.com/paused-by"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+# The latency of a rollout that regresses: fine, then over 0.25 s for three evaluations.
+LATENCY = [0.12, 0.13, 0.11, 0.14, 0.12, 0.13, 0.15, 0.14, 0.12, 0.16, 0.15, 0.17, 0.16, 0.18]
+LATENCY += [0.2, 0.22, None, 0.19, 0.24, 0.31, 0.36, 0.41]
+
+
+@contextmanager
+def _browser() -> Iterator[Browser]:
+    """Start chromium. Playwright's sync API runs an event loop in this thread, during which
+    Django refuses ORM calls, so tests touch the database only before or after this block."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def _kubectl_json(cluster: DevCluster, *args: str) -> dict[str, Any]:
+    return json.loads(cluster.kubectl(*args, "-n", NAMESPACE, "-o", "json").stdout)
+
+
+def _paused_rollout(cluster: DevCluster) -> Analysis:
+    """Create a Deployment paused by the analysis, as the operator leaves it, and mirror it."""
+    cluster.kubectl("create", "namespace", NAMESPACE)
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "checkout", "namespace": NAMESPACE, "labels": {"app": "checkout"}},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "checkout"}},
+            "template": {
+                "metadata": {"labels": {"app": "checkout"}},
+                "spec": {"containers": [{"name": "app", "image": "checkout:1.4.0"}]},
+            },
+        },
+    }
+    analysis = factories.resource(
+        "checkout", namespace=NAMESPACE, metrics=(factories.LATENCY, factories.ERRORS)
+    )
+    del analysis["metadata"]["uid"], analysis["metadata"]["resourceVersion"]
+    del analysis["metadata"]["generation"], analysis["metadata"]["creationTimestamp"]
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([deployment, analysis]))
+    cluster.kubectl(
+        "patch", "deployment", "checkout", "-n", NAMESPACE, "--type=merge",
+        "-p", json.dumps({
+            "metadata": {"annotations": {PAUSED_BY: f"{NAMESPACE}/checkout"}},
+            "spec": {"paused": True},
+        }),
+    )  # fmt: skip
+    status = factories.status(
+        verdict="Fail",
+        failures=3,
+        paused=True,
+        values=[("p99-latency", "0.41", 0.25, "Fail"), ("error-rate", "0.004", 0.05, "Pass")],
+    )
+    # Times that agree with the seeded history, so the screenshot tells one consistent story.
+    now = timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+    status["lastEvaluationTime"] = status["pausedAt"] = now
+    for condition in status["conditions"]:
+        condition["lastTransitionTime"] = now
+    cluster.kubectl(
+        "patch", "rolloutanalysis", "checkout", "-n", NAMESPACE, "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+    row, _ = mirror.upsert_from_resource(
+        _kubectl_json(cluster, "get", "rolloutanalysis", "checkout")
+    )
+    return row
+
+
+def _seed_history(row: Analysis) -> None:
+    start = timezone.now().replace(microsecond=0) - timedelta(seconds=30 * len(LATENCY))
+    # The error rate stayed low; only the latency regressed, and its third failure paused.
+    factories.history(
+        row, LATENCY, start=start, paused_at=len(LATENCY) - 1, steady={"error-rate": 0.004}
+    )
+
+
+def _log_in(page: Page, live_server: LiveServer) -> None:
+    page.goto(f"{live_server.url}/admin/login/")
+    page.fill("#id_username", "platform")
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    expect(page.locator("#sentinel-index")).to_be_visible()
+
+
+def test_a_platform_engineer_resumes_a_paused_rollout(
+    live_server: LiveServer,
+    ui_cluster: DevCluster,
+    settings: Settings,
+) -> None:
+    settings.SENTINEL_KUBECONFIG = str(ui_cluster.kubeconfig)
+    User.objects.create_superuser("platform", "platform@example.com", PASSWORD)
+    row = _paused_rollout(ui_cluster)
+    _seed_history(row)
+    factories.analysis("search", namespace="web", status_=factories.status())
+
+    with _browser() as browser:
+        page = browser.new_page(viewport={"width": 1360, "height": 900})
+        _log_in(page, live_server)
+        page.click("text=Overview of all analyses")
+        expect(page.locator("#paused-targets")).to_contain_text(f"{NAMESPACE}/checkout")
+        page.click(f"#paused-targets >> text={NAMESPACE}/checkout")
+        page.click("#result_list >> text=checkout")
+
+        expect(page.locator("#sentinel-verdict")).to_contain_text("Fail")
+        chart = page.locator('.sentinel-chart[data-metric="p99-latency"] svg.metric-chart')
+        expect(chart).to_be_visible()
+        expect(chart.locator("line.chart-max")).to_have_attribute("data-max-value", "0.25")
+        expect(chart.locator(".chart-pause")).to_have_count(1)
+        expect(page.locator("#conditions")).to_contain_text("FailureLimitReached")
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+        page.click("#resume-rollout")
+        expect(page.locator("ul.messagelist")).to_contain_text("is rolling out again")
+        expect(page.locator("#resume-rollout")).to_have_count(0)
+
+    deployment = _kubectl_json(ui_cluster, "get", "deployment", "checkout")
+    assert not deployment["spec"].get("paused")
+    assert PAUSED_BY not in (deployment["metadata"].get("annotations") or {})
+    resource = _kubectl_json(ui_cluster, "get", "rolloutanalysis", "checkout")
+    paused = next(c for c in resource["status"]["conditions"] if c["type"] == "RolloutPaused")
+    assert (paused["status"], paused["reason"]) == ("False", "ResumedByUser")
+    assert resource["status"]["failures"] == 0
+    mirrored = Analysis.objects.get(pk=row.pk)
+    assert not mirrored.paused and mirrored.failures == 0
