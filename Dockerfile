@@ -9,4 +9,4 @@ RUN pip install --no-cache-dir . \
     && rm -rf var/*.sqlite3*
 USER 10001
 EXPOSE 8000 9100
-CMD ["gunicorn", "sentinel_site.wsgi", "--bind", "0.0.0.0:8000", "--workers", "2"]
+CMD ["gunicorn", "-c", "python:sentinel_site.gunicorn_conf", "sentinel_site.wsgi", "--bind", "0.0.0.0:8000", "--workers", "2"]

@@ -40,7 +40,7 @@ run: venv
 	$(BIN)/python manage.py migrate --no-input
 	@trap 'kill 0' INT TERM EXIT; \
 	$(BIN)/python manage.py runoperator & \
-	$(BIN)/gunicorn sentinel_site.wsgi --bind 127.0.0.1:8000 --workers 2
+	$(BIN)/gunicorn -c python:sentinel_site.gunicorn_conf sentinel_site.wsgi --bind 127.0.0.1:8000 --workers 2
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -14,31 +14,17 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
-from types import TracebackType
-from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Histogram
+
+from demo.lifecycle import StartStop
+from demo.serving import DEFAULT_BUCKETS, RunningServer, serve_metrics
 
 APP_LABEL = "checkout"
 
 # prometheus-client's default buckets: 0.25 s, the threshold, is a bucket bound, so the
 # quantile interpolation puts the healthy p99 below it and the regressed p99 well above it.
-BUCKETS: tuple[float, ...] = (
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.075,
-    0.1,
-    0.25,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-)
+BUCKETS: tuple[float, ...] = DEFAULT_BUCKETS
 
 # Share of requests that are slow during the regression. With 3 % in (0.25, 0.5] the 99th
 # percentile lands 2/3 into that bucket: 0.25 + (0.99 - 0.97) / 0.03 * 0.25 ≈ 0.42 s.
@@ -57,7 +43,7 @@ def sample_latency(rng: random.Random, *, regressed: bool) -> float:
     return rng.uniform(0.1, 0.2)
 
 
-class CheckoutApp:
+class CheckoutApp(StartStop):
     """Serve the checkout histogram and feed it; use as a context manager."""
 
     def __init__(
@@ -85,8 +71,7 @@ class CheckoutApp:
         self._on_regression = on_regression
         self._stop = threading.Event()
         self._feeder: threading.Thread | None = None
-        self._server: WSGIServer | None = None
-        self._server_thread: threading.Thread | None = None
+        self._server: RunningServer | None = None
         self._started_at = 0.0
         self.regressed = False
         self.port = 0
@@ -98,9 +83,8 @@ class CheckoutApp:
 
     def start(self) -> None:
         """Serve /metrics on a free port and start the synthetic traffic."""
-        server, thread = start_http_server(0, addr="127.0.0.1", registry=self.registry)
-        self._server, self._server_thread = server, thread
-        self.port = int(server.server_port)
+        self._server = serve_metrics(self.registry)
+        self.port = self._server.port
         # Create the series at once so rate() has a first sample before traffic counts.
         self._latency.labels(app=APP_LABEL)
         self._started_at = self._clock()
@@ -113,23 +97,8 @@ class CheckoutApp:
         if self._feeder is not None:
             self._feeder.join(timeout=5)
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._server_thread is not None:
-            self._server_thread.join(timeout=5)
-        self._feeder = self._server = self._server_thread = None
-
-    def __enter__(self) -> CheckoutApp:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+            self._server.stop()
+        self._feeder = self._server = None
 
     def _feed(self) -> None:
         tick = 0.1

@@ -21,10 +21,11 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 
 import requests
 import yaml
+
+from demo.lifecycle import StartStop
 
 PROMETHEUS_BINARY = "/usr/bin/prometheus"
 
@@ -47,7 +48,7 @@ def die_with_parent() -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
-class PrometheusServer:
+class PrometheusServer(StartStop):
     """One Prometheus process owned by the caller; use as a context manager."""
 
     def __init__(
@@ -142,17 +143,9 @@ class PrometheusServer:
         self.stop()
         self.start(timeout=timeout)
 
-    def __enter__(self) -> PrometheusServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+    def _release(self) -> None:
+        # The HTTP session outlives stop() so that restart() reuses it; only leaving the
+        # with-block ends it.
         self._session.close()
 
     # -- queries ---------------------------------------------------------------------------

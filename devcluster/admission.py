@@ -15,6 +15,7 @@ from typing import Any
 
 from devcluster import builtins
 from devcluster import schema as schema_module
+from devcluster.crd_validation import crd_causes
 from devcluster.resources import ResourceType
 from devcluster.status import ApiError, bad_request, invalid
 
@@ -254,9 +255,8 @@ def admit(
         causes += list(schema_module.validate(rtype.schema, new))
     if rtype.group == "apps" and rtype.kind == "Deployment" and subresource != "status":
         causes += [Cause(*problem) for problem in builtins.deployment_problems(new)]
-    crd_causes = getattr(schema_module, "crd_causes", None)
-    if rtype.kind == "CustomResourceDefinition" and crd_causes is not None:
-        causes += list(crd_causes(new))
+    if rtype.kind == "CustomResourceDefinition":
+        causes += crd_causes(new)
     if causes:
         raise invalid(rtype.kind, rtype.group, metadata.get("name", ""), causes)
     return Admitted(new, tuple(warnings))

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from devcluster.durations import human_duration
+
 __all__ = ["JSONPathError", "cell", "evaluate"]
 
 
@@ -273,36 +275,6 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _human_age(since: datetime, now: datetime) -> str:
-    """Format an age like k8s.io/apimachinery duration.HumanDuration."""
-    seconds = int((now - since).total_seconds())
-    if seconds < -1:
-        return "<invalid>"
-    seconds = max(seconds, 0)
-    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
-    if seconds < 60 * 2:
-        return f"{seconds}s"
-    if minutes < 10:
-        rest = seconds % 60
-        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
-    if minutes < 60 * 3:
-        return f"{minutes}m"
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h{rest}m" if rest else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{days}d{rest}h" if rest else f"{days}d"
-    if hours < 24 * 365 * 2:
-        return f"{days}d"
-    if hours < 24 * 365 * 8:
-        years, rest = days // 365, (days % 365)
-        return f"{years}y{rest}d" if rest else f"{years}y"
-    return f"{days // 365}y"
-
-
 def cell(expression: str, obj: Any, column_type: str, *, now: datetime | None = None) -> Any:
     """Return a printer-column cell for ``obj`` as the API server's table convertor does.
 
@@ -338,5 +310,6 @@ def cell(expression: str, obj: Any, column_type: str, *, now: datetime | None = 
             return "<invalid>"
         if stamp.tzinfo is None:
             stamp = stamp.replace(tzinfo=UTC)
-        return _human_age(stamp, now)
+        # HumanDuration truncates to whole seconds before it tells a clock skew from "0s".
+        return human_duration(int((now - stamp).total_seconds()))
     return None

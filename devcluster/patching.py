@@ -1,4 +1,4 @@
-"""Dispatch a PATCH body by Content-Type to the algorithms in devcluster/patch.py.
+"""Dispatch a PATCH body by Content-Type to the algorithms in devcluster/patch.py and strategic.py.
 
 Called by handlers.Cluster.patch; answers 415 for types the real server refuses.
 """
@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from devcluster import patch as patch_module
+from devcluster import strategic
 from devcluster.resources import ResourceType
 from devcluster.status import ApiError, bad_request
 
@@ -46,7 +47,7 @@ def apply_patch(rtype: ResourceType, current: Any, raw: bytes, content_type: str
         if media == STRATEGIC:
             if rtype.custom:
                 raise _unsupported(media, custom=True)
-            return patch_module.strategic_merge_patch(current, document, rtype.group, rtype.kind)
+            return strategic.strategic_merge_patch(current, document, rtype.group, rtype.kind)
         if media == APPLY:
             # Server-side apply approximated as a merge of the applied configuration.
             return patch_module.json_merge_patch(current, document)

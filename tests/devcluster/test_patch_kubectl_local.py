@@ -1,4 +1,4 @@
-"""devcluster.patch against the real Go implementation: ``kubectl patch --local``.
+"""devcluster.patch and .strategic against the real Go implementation: ``kubectl patch --local``.
 
 ``kubectl patch --local -f FILE --type strategic|merge|json -p PATCH -o json`` runs the same
 k8s.io/apimachinery strategicpatch and evanphx/json-patch code the API server runs, without a
@@ -17,13 +17,8 @@ from typing import Any
 
 import pytest
 
-from devcluster.patch import (
-    PatchError,
-    _as_typed,
-    json_merge_patch,
-    json_patch,
-    strategic_merge_patch,
-)
+from devcluster.patch import PatchError, json_merge_patch, json_patch
+from devcluster.strategic import _as_typed, strategic_merge_patch
 
 KUBECTL = Path(sys.executable).with_name("kubectl")
 

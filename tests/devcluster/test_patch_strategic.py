@@ -1,4 +1,4 @@
-"""Strategic merge patch in devcluster.patch, driven by the bodies kubectl 1.37 really sends.
+"""Strategic merge patch in devcluster.strategic, driven by the bodies kubectl 1.37 really sends.
 
 The request bodies below were captured with ``kubectl -v=9`` against devcluster (apply, rollout
 pause/resume/restart, set image, edit); the expected results follow
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from devcluster.patch import (
+from devcluster.patch import PatchError
+from devcluster.strategic import (
     STRATEGIC_PATCH_FIELDS,
-    PatchError,
     strategic_merge_patch,
     supports_strategic,
 )

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from devcluster import builtin_schemas, schema
+from devcluster import builtin_schemas, crd_validation, schema
 
 KINDS = [
     ("", "v1", "Namespace"),
@@ -38,7 +38,7 @@ def test_every_builtin_schema_is_structural(group: str, version: str, kind: str)
     assert generated is not None
     assert generated["type"] == "object"
     assert {"apiVersion", "kind", "metadata"} <= set(generated["properties"])
-    assert schema.structural_causes(generated, "openAPIV3Schema") == []
+    assert crd_validation.structural_causes(generated, "openAPIV3Schema") == []
 
 
 def test_unknown_kinds_have_no_schema() -> None:

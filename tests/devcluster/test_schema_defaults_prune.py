@@ -1,4 +1,4 @@
-"""schema.apply_defaults, schema.prune and schema.crd_causes over the real RolloutAnalysis CRD."""
+"""schema.apply_defaults/prune and crd_validation.crd_causes over the real RolloutAnalysis CRD."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from devcluster import schema
+from devcluster import crd_validation, schema
 
 CRD_PATH = Path(__file__).resolve().parents[2] / "crds" / "rolloutanalysis.yaml"
 
@@ -170,11 +170,11 @@ def test_prune_honours_preserve_unknown_fields_and_embedded_resources() -> None:
 
 
 def test_the_project_crd_is_a_valid_structural_crd(crd: dict[str, Any]) -> None:
-    assert schema.crd_causes(crd) == []
+    assert crd_validation.crd_causes(crd) == []
 
 
 def _lines(crd: dict[str, Any]) -> list[str]:
-    return [str(cause) for cause in schema.crd_causes(crd)]
+    return [str(cause) for cause in crd_validation.crd_causes(crd)]
 
 
 def test_crd_names_group_and_scope_are_checked(crd: dict[str, Any]) -> None:
@@ -197,7 +197,7 @@ def test_crd_names_group_and_scope_are_checked(crd: dict[str, Any]) -> None:
 
 def test_crd_needs_exactly_one_storage_version(crd: dict[str, Any]) -> None:
     crd["spec"]["versions"].append(copy.deepcopy(crd["spec"]["versions"][0]))
-    causes = schema.crd_causes(crd)
+    causes = crd_validation.crd_causes(crd)
     assert [(c.field, c.message.rsplit(": ", 1)[-1]) for c in causes] == [
         ("spec.versions", "must have exactly one version marked as storage version"),
         ("spec.versions", "must contain unique version names"),

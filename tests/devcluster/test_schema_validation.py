@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from devcluster import schema
+from devcluster import gofmt, schema
 from devcluster.schema import Cause
 
 CRD_PATH = Path(__file__).resolve().parents[2] / "crds" / "rolloutanalysis.yaml"
@@ -321,4 +321,4 @@ def test_causes_keep_the_input_unchanged(ra_schema: dict[str, Any]) -> None:
     ],
 )  # fmt: skip
 def test_bad_values_print_like_go(value: Any, printed: str) -> None:
-    assert schema.go_value(value) == printed
+    assert gofmt.go_value(value) == printed

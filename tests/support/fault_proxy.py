@@ -14,9 +14,11 @@ import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
+
+from demo.lifecycle import StartStop
+from demo.serving import RunningServer, serve
 
 QUERY_PATH = "/api/v1/query"
 
@@ -60,7 +62,7 @@ class SeenRequest:
     authorization: str | None = None
 
 
-class FaultProxy:
+class FaultProxy(StartStop):
     """A threaded proxy on a free local port in front of ``upstream``; a context manager."""
 
     def __init__(self, upstream: str) -> None:
@@ -73,8 +75,7 @@ class FaultProxy:
         self._lock = threading.Lock()
         # Set on stop() so that handlers sleeping in "slow" mode give up at once.
         self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: RunningServer | None = None
         self.port = 0
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -85,34 +86,15 @@ class FaultProxy:
         self._stopping.clear()
         server = _Server(("127.0.0.1", 0), _Handler)
         server.proxy = self
-        self._server = server
-        self.port = int(server.server_address[1])
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._server = serve(server, poll_interval=0.05)
+        self.port = self._server.port
 
     def stop(self) -> None:
         if self._server is None:
             return
         self._stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server, self._thread = None, None
-
-    def __enter__(self) -> FaultProxy:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        self._server.stop()
+        self._server = None
 
     @property
     def url(self) -> str:

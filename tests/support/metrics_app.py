@@ -9,33 +9,17 @@ observations so that ``histogram_quantile(0.99, rate(..._bucket[...]))`` is eval
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Sequence
-from types import TracebackType
-from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Gauge, Histogram
 
-# Prometheus client's defaults; 0.25 s is a bucket bound, as the section-3 example threshold.
-DEFAULT_BUCKETS: tuple[float, ...] = (
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.075,
-    0.1,
-    0.25,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-)
+# DEFAULT_BUCKETS are prometheus-client's defaults; 0.25 s is a bucket bound, as the section-3
+# example threshold.
+from demo.lifecycle import StartStop
+from demo.serving import DEFAULT_BUCKETS, RunningServer, serve_metrics
 
 
-class MetricsApp:
+class MetricsApp(StartStop):
     """An HTTP ``/metrics`` endpoint on a free local port; use as a context manager."""
 
     def __init__(self, *, buckets: Sequence[float] = DEFAULT_BUCKETS) -> None:
@@ -54,8 +38,7 @@ class MetricsApp:
             buckets=tuple(buckets),
             registry=self.registry,
         )
-        self._server: WSGIServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: RunningServer | None = None
         self.port = 0
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -64,31 +47,15 @@ class MetricsApp:
         """Serve /metrics on 127.0.0.1 on a free port, in a daemon thread."""
         if self._server is not None:
             raise RuntimeError("MetricsApp is already running.")
-        server, thread = start_http_server(0, addr="127.0.0.1", registry=self.registry)
-        self._server, self._thread = server, thread
-        self.port = int(server.server_port)
+        self._server = serve_metrics(self.registry)
+        self.port = self._server.port
 
     def stop(self) -> None:
         """Stop serving; the recorded series are kept for a later start()."""
         if self._server is None:
             return
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server, self._thread = None, None
-
-    def __enter__(self) -> MetricsApp:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        self._server.stop()
+        self._server = None
 
     @property
     def target(self) -> str:
