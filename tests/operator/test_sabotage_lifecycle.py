@@ -216,9 +216,11 @@ def test_two_replicas_one_leader_and_takeover(
     during = queries_for(fault_proxy, case, mark)
     rows = leader.evaluations(namespace, "checkout")
     print(f"two replicas: {during} queries in {window:.0f} s (one every {INTERVAL:.0f} s)")
-    # Each evaluation done once: one query per interval, one row per query.
-    assert during == 2
-    assert len(rows) - first_rows == during
+    # Each evaluation done once: one query per interval (two or three in the window, depending on
+    # its phase), where two replicas dispatching would make four to six. A history row may trail
+    # its query by a moment, hence the tolerance of one.
+    assert 2 <= during <= 3
+    assert abs((len(rows) - first_rows) - during) <= 1
     assert leaders() == [leader_index]
 
     killed_rows = len(rows)
@@ -246,8 +248,13 @@ def test_two_replicas_one_leader_and_takeover(
     )
     # The follower waits for the record to stay unchanged for a lease duration, renewing every
     # 2 s: a little more than the lease duration at worst.
-    assert takeover <= lease_duration + 3
+    assert takeover <= lease_duration + 4  # plus one 2 s election tick and the dispatch
     assert after[-1]["outcome"] == "Pass"
-    assert queries_for(fault_proxy, case) == len(after)
+    # Every query has its history row (written just after the query's evaluation).
+    wait_until(
+        lambda: queries_for(fault_proxy, case) == len(follower.evaluations(namespace, "checkout")),
+        timeout=3,
+        what="one history row per query",
+    )
     resource = get_analysis(kube_client, namespace, "checkout")
     assert condition(resource, "Ready")["reason"] == "Evaluating"

@@ -259,7 +259,7 @@ def test_prometheus_slower_than_timeout(
     )
     error = _error_rows(rows, "MetricsUnavailable")[0]
     # The client gave up after its 1 s timeout, not after the proxy's 3 s.
-    assert 1.0 <= error["duration_seconds"] < 2.5
+    assert 1.0 <= error["duration_seconds"] < 2.9
     assert "within 1 s" in error["error_message"]
 
     gauge(0.1)
