@@ -17,12 +17,11 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import requests
 from prometheus_client import CollectorRegistry
@@ -32,24 +31,11 @@ from demo.prometheus import PrometheusServer, die_with_parent, free_port
 from devcluster.testing import DevCluster
 from sentinel_operator import kube
 from tests.support.metrics_app import MetricsApp
+from tests.support.waiting import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MANAGE = REPO_ROOT / "manage.py"
 CRD_PATH = REPO_ROOT / "crds" / "rolloutanalysis.yaml"
-
-T = TypeVar("T")
-
-
-def wait_until(predicate: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:
-    """Poll ``predicate`` until it returns something truthy; raise TimeoutError otherwise."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"not within {timeout} s: {what}")
-        time.sleep(interval)
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -25,6 +24,7 @@ from django.utils import timezone
 from analyses import tokens
 from devcluster.testing import DevCluster
 from sentinel_operator import kube
+from tests.support.waiting import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_PATH = REPO_ROOT / "crds" / "rolloutanalysis.yaml"
@@ -81,16 +81,6 @@ class Api:
 
 
 MakeApi = Callable[..., Api]
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
-    """Poll ``predicate`` until it returns something truthy and return that; else fail."""
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what or predicate}")
-        time.sleep(0.05)
-    return value
 
 
 def start_cluster(workdir: Path) -> DevCluster:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import copy
 import subprocess
-import time
 import uuid
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import pytest
 import yaml
 
 from devcluster.testing import DevCluster
+from tests.support.waiting import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_PATH = REPO_ROOT / "crds" / "rolloutanalysis.yaml"
@@ -78,16 +78,6 @@ def deployment_manifest(
 def to_yaml(*objects: dict[str, Any]) -> str:
     """Render objects as a multi-document YAML stream for ``kubectl apply -f -``."""
     return yaml.safe_dump_all(list(objects), sort_keys=False)
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll ``predicate`` until it holds; fail the test with a clear message otherwise."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 @pytest.hookimpl(wrapper=True)

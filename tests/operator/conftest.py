@@ -24,12 +24,11 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import yaml
@@ -39,26 +38,11 @@ from sentinel_operator import kube
 from tests.support.fault_proxy import FaultProxy
 from tests.support.metrics_app import MetricsApp
 from tests.support.prometheus import PrometheusServer, _die_with_parent, free_port
+from tests.support.waiting import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_PATH = REPO_ROOT / "crds" / "rolloutanalysis.yaml"
 MANAGE = REPO_ROOT / "manage.py"
-
-T = TypeVar("T")
-
-
-def wait_until(
-    predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.05, what: str = ""
-) -> T:
-    """Poll ``predicate`` until it returns something truthy and return that; else fail."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what or predicate}")
-        time.sleep(interval)
 
 
 # -- resources -----------------------------------------------------------------------------

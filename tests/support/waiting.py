@@ -1,0 +1,23 @@
+"""Poll until something holds: the one waiting helper of the test suite (and the benchmarks)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def wait_until(
+    predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.05, what: str = ""
+) -> T:
+    """Poll ``predicate`` until it returns something truthy and return that; else fail."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what or predicate}")
+        time.sleep(interval)
