@@ -37,7 +37,7 @@ from analyses.admin_forms import (
     spec_from_forms,
 )
 from analyses.models import Analysis, AnalysisMetric
-from sentinel_operator.spec import InvalidSpecError
+from sentinel_core.spec import InvalidSpecError
 
 # The admin index gets a link to the overview (see templates/admin/analyses/index.html).
 admin.site.index_template = "admin/analyses/index.html"

@@ -3,7 +3,7 @@
 ``analyses.admin.AnalysisAdmin`` uses ``AnalysisForm`` and ``MetricInlineFormSet``, then calls
 ``spec_from_forms`` to turn the validated forms into the custom resource's ``spec``, which goes
 to the cluster through ``analyses.services``. The forms never save rows themselves: the mirror is
-written from the API server's answer. The rules are ``sentinel_operator.spec.parse_spec``'s (the
+written from the API server's answer. The rules are ``sentinel_core.spec.parse_spec``'s (the
 one source of them); the field checks here only give earlier, per-field messages.
 """
 
@@ -17,7 +17,7 @@ from django import forms
 from django.core.validators import MinValueValidator, RegexValidator
 
 from analyses.models import Analysis, AnalysisMetric
-from sentinel_operator.spec import (
+from sentinel_core.spec import (
     DEFAULT_INTERVAL,
     DEFAULT_TARGET_KIND,
     MIN_INTERVAL_SECONDS,

@@ -26,8 +26,8 @@ from django.utils.safestring import SafeString, mark_safe
 from analyses import services
 from analyses.charts import ChartPoint, render_metric_chart
 from analyses.models import Analysis, Evaluation, MetricResult
-from sentinel_operator.conditions import ConditionStatus, ConditionType, Verdict
-from sentinel_operator.status import AnalysisStatus, Condition
+from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
+from sentinel_core.status import AnalysisStatus, Condition
 
 if TYPE_CHECKING:
     from analyses.admin import AnalysisAdmin

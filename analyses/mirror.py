@@ -25,8 +25,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from analyses.models import Analysis, AnalysisMetric, Evaluation
-from sentinel_operator.conditions import ConditionStatus, ConditionType, Verdict
-from sentinel_operator.spec import DEFAULT_FAILURE_LIMIT, DEFAULT_INTERVAL, parse_duration
+from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
+from sentinel_core.spec import DEFAULT_FAILURE_LIMIT, DEFAULT_INTERVAL, parse_duration
 
 # Defaults the CRD applies; used only for objects that bypassed it (never in practice).
 _DEFAULT_INTERVAL_SECONDS = parse_duration(DEFAULT_INTERVAL)

@@ -14,14 +14,14 @@ from enum import StrEnum
 from django.db import models
 from django.db.models import Q
 
-from sentinel_operator.conditions import Outcome, Verdict
+from sentinel_core.conditions import Outcome, Verdict
 
 
 def _choices(values: type[StrEnum]) -> list[tuple[str, str]]:
     return [(member.value, member.value) for member in values]
 
 
-# The strings are an API owned by sentinel_operator.conditions (SPEC §4); never spell them here.
+# The strings are an API owned by sentinel_core.conditions (SPEC §4); never spell them here.
 VERDICT_CHOICES = _choices(Verdict)
 OUTCOME_CHOICES = _choices(Outcome)
 

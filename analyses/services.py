@@ -6,7 +6,7 @@ the API server's answer reaches the database (through ``analyses.mirror``): when
 cannot be reached or refuses, a ``ServiceError`` subclass is raised and nothing has been
 written to the database. The one database-only action is ``evaluate_now``.
 
-Callers pass a validated ``AnalysisSpec`` (from ``sentinel_operator.spec.parse_spec``), so an
+Callers pass a validated ``AnalysisSpec`` (from ``sentinel_core.spec.parse_spec``), so an
 unvalidated dict cannot reach the cluster by accident. The target Deployment is always looked up
 in the analysis's own namespace; a spec has no field that could name another.
 
@@ -30,12 +30,12 @@ from django.utils import timezone
 
 from analyses import mirror
 from analyses.models import Analysis
-from sentinel_operator import kube
-from sentinel_operator.conditions import Annotation, ConditionType
-from sentinel_operator.decision import parse_paused_by, resume
-from sentinel_operator.events import record_events
-from sentinel_operator.spec import AnalysisSpec, InvalidSpecError, parse_spec
-from sentinel_operator.status import AnalysisStatus
+from sentinel_cluster import kube
+from sentinel_cluster.events import record_events
+from sentinel_core.conditions import Annotation, ConditionType
+from sentinel_core.decision import parse_paused_by, resume
+from sentinel_core.spec import AnalysisSpec, InvalidSpecError, parse_spec
+from sentinel_core.status import AnalysisStatus
 
 # A person is waiting for the answer: give up sooner than the operator's 10 s.
 REQUEST_TIMEOUT = 5.0

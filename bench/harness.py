@@ -29,7 +29,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from demo.prometheus import PrometheusServer, die_with_parent, free_port
 from devcluster.testing import DevCluster
-from sentinel_operator import kube
+from sentinel_cluster import kube
 from tests.support.metrics_app import MetricsApp
 from tests.support.waiting import wait_until
 

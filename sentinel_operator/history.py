@@ -16,11 +16,11 @@ from datetime import datetime
 from django.db import transaction
 
 from analyses.models import Analysis, Evaluation, MetricResult
-from sentinel_operator.conditions import Outcome, Verdict
-from sentinel_operator.decision import HistoryEntry
-from sentinel_operator.measurement import Measurement
-from sentinel_operator.spec import AnalysisSpec
-from sentinel_operator.status import MetricResult as JudgedResult
+from sentinel_core.conditions import Outcome, Verdict
+from sentinel_core.decision import HistoryEntry
+from sentinel_core.measurement import Measurement
+from sentinel_core.spec import AnalysisSpec
+from sentinel_core.status import MetricResult as JudgedResult
 
 # Error reasons of attempts that never reached a decision; Prometheus-side reasons come from
 # ``conditions.Reason`` through the decision.

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sentinel_operator import kube
+from sentinel_cluster import kube
 
 log = logging.getLogger(__name__)
 

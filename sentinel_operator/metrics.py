@@ -39,7 +39,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from sentinel_operator.conditions import Verdict
+from sentinel_core.conditions import Verdict
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import requests
 import urllib3
 
-from sentinel_operator.measurement import Measurement, MeasurementError
+from sentinel_core.measurement import Measurement, MeasurementError
 
 # Prometheus refuses these because of the query itself; every other errorType (timeout,
 # canceled, internal, unavailable, ...) is about the server's state and worth retrying.

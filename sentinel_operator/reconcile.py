@@ -40,9 +40,11 @@ from typing import Any
 
 from analyses import mirror
 from analyses.models import Analysis
-from sentinel_operator import backoff, history, kube
-from sentinel_operator.conditions import Annotation
-from sentinel_operator.decision import (
+from sentinel_cluster import kube
+from sentinel_cluster.events import record_events
+from sentinel_core import backoff
+from sentinel_core.conditions import Annotation
+from sentinel_core.decision import (
     Decision,
     Observation,
     PauseTarget,
@@ -51,12 +53,12 @@ from sentinel_operator.decision import (
     decide,
     parse_paused_by,
 )
-from sentinel_operator.events import record_events
-from sentinel_operator.measurement import Measurement
+from sentinel_core.measurement import Measurement
+from sentinel_core.spec import AnalysisSpec, InvalidSpecError, parse_spec
+from sentinel_core.status import AnalysisStatus
+from sentinel_operator import history
 from sentinel_operator.metrics import operator_metrics
 from sentinel_operator.prometheus import PrometheusClient
-from sentinel_operator.spec import AnalysisSpec, InvalidSpecError, parse_spec
-from sentinel_operator.status import AnalysisStatus
 
 log = logging.getLogger(__name__)
 

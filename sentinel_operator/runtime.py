@@ -40,7 +40,8 @@ from django.db import DatabaseError
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import MetricsHandler
 
-from sentinel_operator import kube, metrics, tasks
+from sentinel_cluster import kube
+from sentinel_operator import metrics, tasks
 from sentinel_operator.dispatcher import Dispatcher
 from sentinel_operator.leader import LeaderElector
 from sentinel_operator.watch import AnalysisWatch

@@ -19,8 +19,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from analyses import mirror
-from sentinel_operator import kube
-from sentinel_operator.measurement import Measurement
+from sentinel_cluster import kube
+from sentinel_core.measurement import Measurement
 from sentinel_operator.metrics import operator_metrics
 from sentinel_operator.prometheus import PrometheusClient
 from sentinel_operator.reconcile import Reconciler, ReconcileResult

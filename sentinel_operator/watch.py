@@ -24,7 +24,8 @@ from datetime import datetime
 from django.db import close_old_connections
 
 from analyses import mirror
-from sentinel_operator import backoff, kube
+from sentinel_cluster import kube
+from sentinel_core import backoff
 from sentinel_operator.tasks import list_all
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.filters import BaseFilterBackend
 from rest_framework.request import Request
 
-from sentinel_operator.conditions import Verdict
+from sentinel_core.conditions import Verdict
 
 _TRUE = frozenset({"true", "1", "yes"})
 _FALSE = frozenset({"false", "0", "no"})

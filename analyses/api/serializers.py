@@ -1,7 +1,7 @@
 """The REST shapes: an analysis as the custom resource looks, and its evaluation history.
 
 ``AnalysisSerializer`` reads from the mirror row and validates writes: ``spec`` goes through
-``sentinel_operator.spec.parse_spec(strict=True)`` — the one home of the CRD's rules — and its
+``sentinel_core.spec.parse_spec(strict=True)`` — the one home of the CRD's rules — and its
 errors are reported under their field paths (``spec.metrics[0].maxValue``), all at once. The
 OpenAPI description of ``spec`` and ``status`` is the CRD's own schema, read from
 ``crds/rolloutanalysis.yaml``, so the document cannot drift from the resource.
@@ -20,7 +20,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from analyses.models import Analysis, Evaluation, MetricResult
-from sentinel_operator.spec import InvalidSpecError, parse_spec
+from sentinel_core.spec import InvalidSpecError, parse_spec
 
 _CRD = Path(__file__).resolve().parents[2] / "crds" / "rolloutanalysis.yaml"
 # Kubernetes object names (not CRD rules): namespaces are DNS-1123 labels, custom resource

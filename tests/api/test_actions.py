@@ -12,8 +12,8 @@ from django.utils import timezone
 from analyses import mirror
 from analyses.models import Analysis
 from devcluster.testing import DevCluster
-from sentinel_operator import kube
-from sentinel_operator.conditions import Annotation
+from sentinel_cluster import kube
+from sentinel_core.conditions import Annotation
 from tests.analyses.resources import paused_status
 from tests.api.conftest import Api, deployment, kubectl_json, spec
 

@@ -10,7 +10,7 @@ import yaml
 from analyses import mirror
 from analyses.models import Analysis
 from devcluster.testing import DevCluster
-from sentinel_operator import kube
+from sentinel_cluster import kube
 from tests.api.conftest import Api, MakeApi, kubectl_json, spec
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,6 +1,6 @@
 """Invalid input: 400 with field errors under their paths, nothing in the cluster or database.
 
-The rules are ``sentinel_operator.spec.parse_spec``'s (the CRD's); these cases check that the
+The rules are ``sentinel_core.spec.parse_spec``'s (the CRD's); these cases check that the
 API applies them, reports every error at once under the field path, and stops before the
 cluster (SPEC §13 item 16).
 """

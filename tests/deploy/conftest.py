@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from devcluster.testing import DevCluster
-from sentinel_operator import kube
+from sentinel_cluster import kube
 from tests.operator.conftest import MANAGE, OperatorProcess, wait_until
 
 __all__ = ["MANAGE", "wait_until"]  # re-exported for this package's tests

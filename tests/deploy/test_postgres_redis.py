@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from sentinel_operator import kube
+from sentinel_cluster import kube
 from tests.deploy.conftest import MANAGE, REPO_ROOT, Deployed, StartOperator, wait_until
 from tests.deploy.servers import PostgresServer, RedisServer
 from tests.operator.conftest import (

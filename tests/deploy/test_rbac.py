@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from sentinel_operator import kube
+from sentinel_cluster import kube
 from tests.deploy.conftest import (
     HOME,
     Deployed,

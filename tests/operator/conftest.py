@@ -34,7 +34,7 @@ import pytest
 import yaml
 
 from devcluster.testing import DevCluster
-from sentinel_operator import kube
+from sentinel_cluster import kube
 from tests.support.fault_proxy import FaultProxy
 from tests.support.metrics_app import MetricsApp
 from tests.support.prometheus import PrometheusServer, _die_with_parent, free_port

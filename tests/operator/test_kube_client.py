@@ -1,4 +1,4 @@
-"""``sentinel_operator.kube.KubeClient`` against devcluster over HTTPS: answers and typed errors."""
+"""``sentinel_cluster.kube.KubeClient`` against devcluster over HTTPS: answers and typed errors."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from devcluster.testing import DevCluster
-from sentinel_operator import kube
+from sentinel_cluster import kube
 from tests.operator.conftest import analysis_manifest, apply_crd, gauge_metric
 
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from sentinel_operator.measurement import Measurement, MeasurementError
+from sentinel_core.measurement import Measurement, MeasurementError
 from sentinel_operator.prometheus import PrometheusClient
 from tests.support.fault_proxy import FaultProxy
 from tests.support.metrics_app import MetricsApp

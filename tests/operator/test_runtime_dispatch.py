@@ -14,7 +14,8 @@ import pytest
 
 from analyses.models import Analysis, Evaluation
 from devcluster.testing import DevCluster
-from sentinel_operator import kube, tasks
+from sentinel_cluster import kube
+from sentinel_operator import tasks
 from sentinel_operator.dispatcher import Dispatcher
 from sentinel_operator.watch import AnalysisWatch
 from tests.operator.conftest import analysis_manifest, apply_crd, gauge_metric, wait_until

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from devcluster.testing import DevCluster
-from sentinel_operator import kube
+from sentinel_cluster import kube
 from tests.operator.conftest import (
     GaugeSetter,
     OperatorProcess,

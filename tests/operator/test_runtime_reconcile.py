@@ -14,7 +14,7 @@ import pytest
 
 from analyses.models import Analysis, Evaluation
 from devcluster.testing import DevCluster
-from sentinel_operator import kube
+from sentinel_cluster import kube
 from sentinel_operator.prometheus import PrometheusClient
 from sentinel_operator.reconcile import Reconciler, Result
 from tests.operator.conftest import (

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from devcluster.testing import DevCluster
-from sentinel_operator import kube
+from sentinel_cluster import kube
 from tests.operator.conftest import (
     GaugeSetter,
     OperatorProcess,

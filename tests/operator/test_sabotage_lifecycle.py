@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from devcluster.testing import DevCluster
-from sentinel_operator import kube
+from sentinel_cluster import kube
 from tests.operator.conftest import (
     GaugeSetter,
     StartOperator,

@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sentinel_operator.spec import (
+from sentinel_core.spec import (
     AnalysisSpec,
     FieldError,
     InvalidSpecError,

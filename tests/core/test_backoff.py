@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sentinel_operator.backoff import next_delay
+from sentinel_core.backoff import next_delay
 
 
 class FixedRandom(random.Random):

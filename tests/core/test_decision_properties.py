@@ -21,7 +21,7 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sentinel_operator.conditions import (
+from sentinel_core.conditions import (
     EVENT_TYPES,
     ConditionStatus,
     ConditionType,
@@ -29,11 +29,11 @@ from sentinel_operator.conditions import (
     Outcome,
     Reason,
 )
-from sentinel_operator.decision import Decision, TargetState, resume
-from sentinel_operator.measurement import Measurement
-from sentinel_operator.spec import InvalidSpecError
-from sentinel_operator.status import AnalysisStatus
-from tests.operator.test_decision import (
+from sentinel_core.decision import Decision, TargetState, resume
+from sentinel_core.measurement import Measurement
+from sentinel_core.spec import InvalidSpecError
+from sentinel_core.status import AnalysisStatus
+from tests.core.test_decision import (
     KEY,
     World,
     invalid,
@@ -42,7 +42,7 @@ from tests.operator.test_decision import (
     unavailable,
     value,
 )
-from tests.operator.test_status_api import check_status
+from tests.core.test_status_api import check_status
 
 METRICS = ("p99-latency", "error-rate")
 MAX = {"p99-latency": 0.25, "error-rate": 0.01}

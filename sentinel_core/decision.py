@@ -22,7 +22,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-from sentinel_operator.conditions import (
+from sentinel_core.conditions import (
     EVENT_TYPES,
     Annotation,
     ConditionStatus,
@@ -33,10 +33,10 @@ from sentinel_operator.conditions import (
     Reason,
     Verdict,
 )
-from sentinel_operator.measurement import Measurement, MeasurementError
-from sentinel_operator.spec import DEFAULT_INTERVAL, AnalysisSpec, InvalidSpecError, MetricSpec
-from sentinel_operator.spec import parse_duration as _parse_duration
-from sentinel_operator.status import (
+from sentinel_core.measurement import Measurement, MeasurementError
+from sentinel_core.spec import DEFAULT_INTERVAL, AnalysisSpec, InvalidSpecError, MetricSpec
+from sentinel_core.spec import parse_duration as _parse_duration
+from sentinel_core.status import (
     AnalysisStatus,
     Condition,
     MetricResult,

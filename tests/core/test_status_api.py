@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sentinel_operator.conditions import (
+from sentinel_core.conditions import (
     EVENT_TYPES,
     REASONS,
     Annotation,
@@ -24,7 +24,7 @@ from sentinel_operator.conditions import (
     Reason,
     Verdict,
 )
-from sentinel_operator.status import (
+from sentinel_core.status import (
     AnalysisStatus,
     Condition,
     MetricResult,

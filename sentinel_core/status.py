@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from sentinel_operator.conditions import ConditionStatus, ConditionType, Verdict
+from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
 
 
 def format_time(moment: datetime) -> str:

@@ -12,11 +12,11 @@ import random
 
 import pytest
 
-from sentinel_operator.backoff import next_delay
-from sentinel_operator.conditions import ConditionType, EventReason, Outcome, Reason, Verdict
-from sentinel_operator.decision import Decision, Requeue, TargetState
-from sentinel_operator.measurement import Measurement, MeasurementError
-from tests.operator.test_decision import (
+from sentinel_core.backoff import next_delay
+from sentinel_core.conditions import ConditionType, EventReason, Outcome, Reason, Verdict
+from sentinel_core.decision import Decision, Requeue, TargetState
+from sentinel_core.measurement import Measurement, MeasurementError
+from tests.core.test_decision import (
     KEY,
     World,
     failing,

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from sentinel_operator import kube
-from sentinel_operator.decision import Event
-from sentinel_operator.status import format_time
+from sentinel_cluster import kube
+from sentinel_core.decision import Event
+from sentinel_core.status import format_time
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from sentinel_operator.conditions import (
+from sentinel_core.conditions import (
     Annotation,
     ConditionStatus,
     ConditionType,
@@ -22,7 +22,7 @@ from sentinel_operator.conditions import (
     Reason,
     Verdict,
 )
-from sentinel_operator.decision import (
+from sentinel_core.decision import (
     Decision,
     Observation,
     Requeue,
@@ -31,9 +31,9 @@ from sentinel_operator.decision import (
     parse_paused_by,
     resume,
 )
-from sentinel_operator.measurement import Measurement, MeasurementError
-from sentinel_operator.spec import AnalysisSpec, InvalidSpecError, parse_spec
-from sentinel_operator.status import AnalysisStatus, format_value
+from sentinel_core.measurement import Measurement, MeasurementError
+from sentinel_core.spec import AnalysisSpec, InvalidSpecError, parse_spec
+from sentinel_core.status import AnalysisStatus, format_value
 
 NOW = datetime(2026, 11, 29, 10, 0, 0, tzinfo=UTC)
 KEY = "shop/checkout"
