@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
 
-from sentinel_core.status import format_value
+from sentinel_core.values import format_value
 
 # Room around the plot for the tick labels (left, bottom) and the max label (top).
 _LEFT, _RIGHT, _TOP, _BOTTOM = 58.0, 18.0, 18.0, 30.0

@@ -13,10 +13,9 @@ nothing to do run outside any transaction, and long jobs (pruning) commit in bat
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import Enum
 from typing import Any
 
@@ -25,18 +24,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from analyses.models import Analysis, AnalysisMetric, Evaluation
-from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
-from sentinel_core.spec import DEFAULT_FAILURE_LIMIT, DEFAULT_INTERVAL, parse_duration
+from sentinel_core.conditions import ConditionType
+from sentinel_core.resource import AnalysisResource
+from sentinel_core.spec import MetricSpec
 
-# Defaults the CRD applies; used only for objects that bypassed it (never in practice).
-_DEFAULT_INTERVAL_SECONDS = parse_duration(DEFAULT_INTERVAL)
 # Rows per pruning transaction: small enough that other writers wait milliseconds, not seconds.
 _PRUNE_BATCH = 500
-_VERDICTS = frozenset(Verdict)
-
-
-class MalformedResource(ValueError):
-    """The object lacks the metadata a mirror row needs (namespace, name or uid)."""
 
 
 @dataclass(frozen=True)
@@ -58,51 +51,29 @@ class _Change(Enum):
     STALE = "stale"
 
 
-@dataclass(frozen=True)
-class _Resource:
-    """The columns of an ``Analysis`` row, read from one object."""
-
-    namespace: str
-    name: str
-    uid: str
-    resource_version: str
-    generation: int
-    created_at: datetime | None
-    spec: dict[str, Any]
-    status: dict[str, Any]
-    target_name: str
-    interval_seconds: float
-    failure_limit: int
-    dry_run: bool
-    last_verdict: str
-    failures: int
-    paused: bool
-    ready: bool
-    ready_reason: str
-    last_evaluation_at: datetime | None
-    observed_generation: int | None
-
-    def columns(self) -> dict[str, Any]:
-        """Return the values to store on the row (uid and created_at excluded)."""
-        return {
-            "namespace": self.namespace,
-            "name": self.name,
-            "resource_version": self.resource_version,
-            "generation": self.generation,
-            "spec": self.spec,
-            "status": self.status,
-            "target_name": self.target_name,
-            "interval_seconds": self.interval_seconds,
-            "failure_limit": self.failure_limit,
-            "dry_run": self.dry_run,
-            "last_verdict": self.last_verdict,
-            "failures": self.failures,
-            "paused": self.paused,
-            "ready": self.ready,
-            "ready_reason": self.ready_reason,
-            "last_evaluation_at": self.last_evaluation_at,
-            "observed_generation": self.observed_generation,
-        }
+def _columns(resource: AnalysisResource) -> dict[str, Any]:
+    """Return the values to store on the row (uid and created_at excluded)."""
+    summary, status = resource.summary, resource.status
+    ready = status.condition(ConditionType.READY)
+    return {
+        "namespace": resource.namespace,
+        "name": resource.name,
+        "resource_version": resource.resource_version,
+        "generation": resource.generation,
+        "spec": resource.raw_spec,
+        "status": resource.raw_status,
+        "target_name": summary.target_name,
+        "interval_seconds": summary.interval_seconds,
+        "failure_limit": summary.failure_limit,
+        "dry_run": summary.dry_run,
+        "last_verdict": str(status.last_verdict or ""),
+        "failures": status.failures,
+        "paused": resource.paused,
+        "ready": status.is_true(ConditionType.READY),
+        "ready_reason": str(ready.reason) if ready is not None else "",
+        "last_evaluation_at": status.last_evaluation_time,
+        "observed_generation": status.observed_generation,
+    }
 
 
 def upsert_from_resource(
@@ -117,7 +88,7 @@ def upsert_from_resource(
     incarnation whose DELETED event was missed: it is marked deleted and keeps its history.
     Raise ``MalformedResource`` when metadata is missing.
     """
-    row, change = _upsert(_read(obj), now=now or timezone.now(), listed_at=None)
+    row, change = _upsert(AnalysisResource.read(obj), now=now or timezone.now(), listed_at=None)
     assert row is not None  # only a resync with ``listed_at`` can skip a row
     return row, change in (_Change.CREATED, _Change.UPDATED)
 
@@ -153,7 +124,7 @@ def sync_all(
     counts = dict.fromkeys(_Change, 0)
     seen: set[str] = set()
     for obj in objects:
-        resource = _read(obj)
+        resource = AnalysisResource.read(obj)
         seen.add(resource.uid)
         _, change = _upsert(resource, now=at, listed_at=listed_at)
         counts[change] += 1
@@ -213,7 +184,7 @@ def prune_history(older_than: datetime) -> int:
 
 
 def _upsert(
-    resource: _Resource, *, now: datetime, listed_at: datetime | None
+    resource: AnalysisResource, *, now: datetime, listed_at: datetime | None
 ) -> tuple[Analysis | None, _Change]:
     existing = Analysis.objects.filter(uid=resource.uid).first()
     if _unchanged(existing, resource):
@@ -241,22 +212,22 @@ def _upsert(
             change = _Change.CREATED
             row = Analysis(uid=resource.uid, next_due_at=now)
         else:
-            spec_changed = row.spec != resource.spec
+            spec_changed = row.spec != resource.raw_spec
             if row.deleted_at is not None or row.generation != resource.generation:
                 due = row.next_due_at if row.deleted_at is None else None
                 row.next_due_at = min(due, now) if due else now
-        for column, value in resource.columns().items():
+        for column, value in _columns(resource).items():
             setattr(row, column, value)
         row.created_at = resource.created_at or row.created_at or now
         row.deleted_at = None
         row.mirrored_at = now
         row.save()
         if spec_changed:
-            _sync_metrics(row, resource.spec)
+            _sync_metrics(row, resource.summary.metrics)
     return row, change
 
 
-def _unchanged(row: Analysis | None, resource: _Resource) -> bool:
+def _unchanged(row: Analysis | None, resource: AnalysisResource) -> bool:
     return (
         row is not None
         and row.deleted_at is None
@@ -269,8 +240,8 @@ def _touched_after(row: Analysis, moment: datetime) -> bool:
     return any(stamp > moment for stamp in stamps)
 
 
-def _sync_metrics(row: Analysis, spec: Mapping[str, Any]) -> None:
-    wanted = _metrics(spec)
+def _sync_metrics(row: Analysis, metrics: tuple[MetricSpec, ...]) -> None:
+    wanted = {metric.name: (metric.query, metric.max_value) for metric in metrics}
     existing = {metric.name: metric for metric in row.metrics.all()}
     stale = [metric.pk for name, metric in existing.items() if name not in wanted]
     if stale:
@@ -284,101 +255,3 @@ def _sync_metrics(row: Analysis, spec: Mapping[str, Any]) -> None:
         elif (metric.position, metric.query, metric.max_value) != (position, query, max_value):
             metric.position, metric.query, metric.max_value = position, query, max_value
             metric.save(update_fields=["position", "query", "max_value"])
-
-
-def _metrics(spec: Mapping[str, Any]) -> dict[str, tuple[str, float]]:
-    """Return ``{name: (query, maxValue)}`` in spec order, skipping entries without a name."""
-    wanted: dict[str, tuple[str, float]] = {}
-    for item in spec.get("metrics") or []:
-        if not isinstance(item, Mapping) or not item.get("name"):
-            continue
-        max_value = _number(item.get("maxValue"))
-        # The CRD requires a numeric maxValue; anything else cannot have come from the cluster.
-        if max_value is None:
-            continue
-        wanted.setdefault(str(item["name"]), (str(item.get("query") or ""), max_value))
-    return wanted
-
-
-def _read(obj: Mapping[str, Any]) -> _Resource:
-    metadata = _mapping(obj.get("metadata"))
-    namespace, name, uid = (str(metadata.get(key) or "") for key in ("namespace", "name", "uid"))
-    if not (namespace and name and uid):
-        raise MalformedResource(
-            f"RolloutAnalysis object lacks metadata.namespace, name or uid: {dict(metadata)!r}"
-        )
-    spec = dict(_mapping(obj.get("spec")))
-    status = dict(_mapping(obj.get("status")))
-    conditions = {
-        condition.get("type"): condition
-        for condition in status.get("conditions") or []
-        if isinstance(condition, Mapping)
-    }
-    ready = _mapping(conditions.get(ConditionType.READY))
-    paused = _mapping(conditions.get(ConditionType.ROLLOUT_PAUSED))
-    verdict = str(status.get("lastVerdict") or "")
-    failure_limit = _integer(spec.get("failureLimit")) or 0
-    return _Resource(
-        namespace=namespace,
-        name=name,
-        uid=uid,
-        resource_version=str(metadata.get("resourceVersion") or ""),
-        generation=_integer(metadata.get("generation")) or 0,
-        created_at=_timestamp(metadata.get("creationTimestamp")),
-        spec=spec,
-        status=status,
-        target_name=str(_mapping(spec.get("target")).get("name") or ""),
-        interval_seconds=_interval_seconds(spec.get("interval")),
-        failure_limit=failure_limit if failure_limit > 0 else DEFAULT_FAILURE_LIMIT,
-        dry_run=spec.get("dryRun") is True,
-        last_verdict=verdict if verdict in _VERDICTS else "",
-        failures=max(_integer(status.get("failures")) or 0, 0),
-        paused=paused.get("status") == ConditionStatus.TRUE,
-        ready=ready.get("status") == ConditionStatus.TRUE,
-        ready_reason=str(ready.get("reason") or ""),
-        last_evaluation_at=_timestamp(status.get("lastEvaluationTime")),
-        observed_generation=_integer(status.get("observedGeneration")),
-    )
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _integer(value: object) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        return None
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def _timestamp(value: object) -> datetime | None:
-    """Return an aware datetime for an RFC 3339 string (or a datetime), None otherwise."""
-    if isinstance(value, datetime):
-        moment = value
-    elif isinstance(value, str) and value:
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-    else:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _interval_seconds(value: object) -> float:
-    """Return the seconds of ``spec.interval``, the CRD's default when it is absent or bad."""
-    try:
-        return parse_duration(value) if isinstance(value, str) else _DEFAULT_INTERVAL_SECONDS
-    except ValueError:
-        # The operator reports the spec as InvalidSpec; the mirror only needs a sortable number.
-        return _DEFAULT_INTERVAL_SECONDS

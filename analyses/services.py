@@ -30,17 +30,15 @@ from django.utils import timezone
 
 from analyses import mirror
 from analyses.models import Analysis
-from sentinel_cluster import kube
+from sentinel_cluster import kube, writes
 from sentinel_cluster.events import record_events
-from sentinel_core.conditions import Annotation, ConditionType
-from sentinel_core.decision import parse_paused_by, resume
-from sentinel_core.spec import AnalysisSpec, InvalidSpecError, parse_spec
+from sentinel_core.decision import Resumption, resume
+from sentinel_core.resource import AnalysisResource
+from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus
 
 # A person is waiting for the answer: give up sooner than the operator's 10 s.
 REQUEST_TIMEOUT = 5.0
-# Re-reads after a 409 on writes the service may safely recompute (resume, target unpause).
-_RETRIES = 3
 
 
 class ServiceError(Exception):
@@ -222,8 +220,8 @@ def resume_analysis(
     """Resume the rollout this analysis guards, as a person asked (SPEC §5, "never auto-resume").
 
     Take this analysis out of the ``paused-by`` annotation of the target Deployment in the
-    analysis's namespace and unpause it if this analysis had paused it (see
-    ``_unpause_target``), then write ``decision.resume``'s status (failures reset,
+    analysis's namespace and unpause it if this analysis had paused it
+    (``sentinel_cluster.writes.release``), then write ``decision.resume``'s status (failures reset,
     ``RolloutPaused=False/ResumedByUser``) through the status subresource, record the event,
     and mirror the answer. The Deployment goes first: a status saying this analysis let go of
     a target that still carries its pause would be a lie, whereas a running target under a
@@ -233,34 +231,39 @@ def resume_analysis(
     moment = now or timezone.now()
     path = kube.analysis_path(analysis.namespace, analysis.name)
     key = f"{analysis.namespace}/{analysis.name}"
+    resumption: Resumption | None = None
+
+    def resumed(fresh: Mapping[str, Any]) -> dict[str, Any]:
+        # On a 409 the operator wrote meanwhile: resume from its fresh status instead.
+        nonlocal resumption
+        resumption = resume(
+            AnalysisStatus.from_dict(fresh.get("status")), now=moment, actor=actor, via=via
+        )
+        return resumption.status.to_dict()
+
     with _translated(analysis.namespace, analysis.name):
-        resource = _current(client, analysis, path)
-        target = _target_name(resource.get("spec"))
-        claimed = AnalysisStatus.from_dict(resource.get("status")).is_true(
-            ConditionType.ROLLOUT_PAUSED
-        )
-        found, unpaused = (
-            _unpause_target(client, analysis.namespace, target, key, claimed=claimed)
-            if target
-            else (False, False)
-        )
-        for _ in range(_RETRIES):
-            resumption = resume(
-                AnalysisStatus.from_dict(resource.get("status")), now=moment, actor=actor, via=via
+        raw = _current(client, analysis, path)
+        resource = AnalysisResource.read(raw)
+        target = resource.summary.target_name if resource.valid_spec is not None else ""
+        try:
+            found, unpaused = (
+                writes.release(client, analysis.namespace, target, key, claimed=resource.paused)
+                if target
+                else (False, False)
             )
-            body = {**resource, "status": resumption.status.to_dict()}
-            try:
-                written = client.request("PUT", f"{path}/status", body=body)
-                break
-            except kube.NotFound as exc:
-                raise _changed(analysis, analysis.resource_version, exc) from exc
-            except kube.Conflict:
-                # The operator wrote meanwhile: resume from its fresh status instead.
-                resource = _current(client, analysis, path)
-        else:
+        except kube.Conflict as exc:
+            raise ResourceConflict(
+                f"Deployment {analysis.namespace}/{target} kept changing; try resuming again."
+            ) from exc
+        try:
+            written = writes.write_status(client, raw, resumed)
+        except writes.AnalysisGone as exc:
+            raise ResourceConflict(f"The analysis {key} was deleted in the cluster.") from exc
+        except kube.Conflict as exc:
             raise ResourceConflict(
                 f"The status of {key} kept changing in the cluster; try resuming again."
-            )
+            ) from exc
+    assert resumption is not None  # set by the write that succeeded
     # Advisory: a missing event never undoes the resume (record_events logs failures).
     record_events(client, written, resumption.events, now=moment)
     row, _ = mirror.upsert_from_resource(written, now=now)
@@ -387,54 +390,3 @@ def _current(client: kube.KubeClient, analysis: Analysis, path: str) -> dict[str
             "in the cluster; reload it."
         )
     return resource
-
-
-def _target_name(raw_spec: object) -> str:
-    """Return the target's name from a spec as stored (empty when the spec is unusable)."""
-    try:
-        return parse_spec(raw_spec).target.name
-    except InvalidSpecError:
-        return ""
-
-
-def _unpause_target(
-    client: kube.KubeClient, namespace: str, name: str, key: str, *, claimed: bool
-) -> tuple[bool, bool]:
-    """Take ``key`` out of the target's pause; return (found, unpaused).
-
-    The Deployment is unpaused only when this analysis had a hand in the pause: it is listed in
-    ``paused-by`` or its status says it paused the target (``claimed``). A pause that only a
-    person or other analyses made is theirs to lift.
-    """
-    path = kube.deployment_path(namespace, name)
-    for _ in range(_RETRIES):
-        try:
-            deployment = client.request("GET", path)
-        except kube.NotFound:
-            return False, False
-        meta = deployment.get("metadata") or {}
-        annotations = meta.get("annotations") or {}
-        paused_by = parse_paused_by(annotations.get(Annotation.PAUSED_BY.value, ""))
-        remaining = tuple(entry for entry in paused_by if entry != key)
-        unpause = (deployment.get("spec") or {}).get("paused") is True and (
-            claimed or remaining != paused_by
-        )
-        if not unpause and remaining == paused_by:
-            return True, False
-        # The precondition keeps a concurrent pause by another analysis from being lost.
-        patch: dict[str, Any] = {"metadata": {"resourceVersion": meta.get("resourceVersion")}}
-        if unpause:
-            patch["spec"] = {"paused": False}
-        if remaining != paused_by:
-            patch["metadata"]["annotations"] = (
-                {Annotation.PAUSED_BY.value: ",".join(remaining)}
-                if remaining
-                # Nobody holds the target any more: the whole pause record goes.
-                else dict.fromkeys(a.value for a in Annotation)
-            )
-        try:
-            client.request("PATCH", path, body=patch, content_type=kube.MERGE_PATCH)
-        except kube.Conflict:
-            continue
-        return True, unpause
-    raise ResourceConflict(f"Deployment {namespace}/{name} kept changing; try resuming again.")

@@ -14,7 +14,7 @@ from typing import Any
 
 from sentinel_cluster import kube
 from sentinel_core.decision import Event
-from sentinel_core.status import format_time
+from sentinel_core.values import format_time
 
 log = logging.getLogger(__name__)
 

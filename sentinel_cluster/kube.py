@@ -28,7 +28,6 @@ VERSION = "v1alpha1"
 PLURAL = "rolloutanalyses"
 
 MERGE_PATCH = "application/merge-patch+json"
-STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 
 
 class KubeError(Exception):
@@ -126,6 +125,18 @@ class KubeClient:
             return json.loads(response.data or b"{}")
         except ValueError as exc:
             raise Unavailable(f"{method} {path}: the API server sent invalid JSON") from exc
+
+    def list_all(self, path: str, *, page: int = 500) -> tuple[list[dict[str, Any]], str]:
+        """Return every item of a collection (following ``continue``) and the list's version."""
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            answer = self.request("GET", path, query={"limit": page, "continue": token})
+            items.extend(answer.get("items") or [])
+            meta = answer.get("metadata") or {}
+            token = meta.get("continue") or None
+            if not token:
+                return items, str(meta.get("resourceVersion") or "")
 
     def watch(
         self, path: str, *, resource_version: str, timeout_seconds: int = 300

@@ -1,6 +1,6 @@
 """Delay before the next attempt after a transient error (SPEC §5, "requeue is not retry").
 
-The dispatcher calls ``next_delay`` when a reconcile ends in ``Requeue.TRANSIENT``; randomness is
+The reconciler calls ``next_delay`` when an attempt ends in a transient error; randomness is
 passed in so tests need no patching.
 """
 

@@ -86,6 +86,16 @@ REASONS: MappingProxyType[ConditionType, MappingProxyType[ConditionStatus, froze
 )
 
 
+class ErrorReason(StrEnum):
+    """Why an attempt the Kubernetes API cut short is an ``Error`` row in the history.
+
+    History-only reasons, never a condition reason: the status was not written.
+    """
+
+    KUBERNETES_UNAVAILABLE = "KubernetesUnavailable"
+    KUBERNETES_FORBIDDEN = "KubernetesForbidden"
+
+
 class EventType(StrEnum):
     """``core/v1 Event.type``."""
 

@@ -16,17 +16,15 @@ re-read resource without measuring or counting again.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from sentinel_core.conditions import (
     EVENT_TYPES,
-    Annotation,
     ConditionStatus,
     ConditionType,
+    ErrorReason,
     EventReason,
     EventType,
     Outcome,
@@ -34,63 +32,18 @@ from sentinel_core.conditions import (
     Verdict,
 )
 from sentinel_core.measurement import Measurement, MeasurementError
-from sentinel_core.spec import DEFAULT_INTERVAL, AnalysisSpec, InvalidSpecError, MetricSpec
-from sentinel_core.spec import parse_duration as _parse_duration
-from sentinel_core.status import (
-    AnalysisStatus,
-    Condition,
-    MetricResult,
-    format_time,
-    format_value,
-    transition,
-    utc_seconds,
+from sentinel_core.spec import (
+    DEFAULT_INTERVAL_SECONDS,
+    AnalysisSpec,
+    InvalidSpecError,
+    MetricSpec,
 )
+from sentinel_core.status import AnalysisStatus, Condition, MetricResult, transition
+from sentinel_core.target import PauseTarget, TargetState
+from sentinel_core.values import format_value, utc_seconds
 
-_DEFAULT_INTERVAL_SECONDS = _parse_duration(DEFAULT_INTERVAL)
 # Annotation values and condition messages stay readable; the full detail is in the history.
 _MAX_MESSAGE = 1024
-
-
-class Requeue(StrEnum):
-    """When the reconciler looks at the analysis again.
-
-    ``AfterInterval``: the evaluation got answers (any verdict, also an invalid query); run again
-    at ``+interval``. ``Transient``: Prometheus could not be asked; back off with
-    ``backoff.next_delay`` and reset the attempt count on the next ``AfterInterval``.
-    """
-
-    AFTER_INTERVAL = "AfterInterval"
-    TRANSIENT = "Transient"
-
-
-@dataclass(frozen=True)
-class TargetState:
-    """What the reconciler found of the target Deployment."""
-
-    exists: bool
-    paused: bool = False
-    # ``namespace/name`` of every analysis in the paused-by annotation.
-    paused_by: tuple[str, ...] = ()
-
-    @classmethod
-    def from_deployment(cls, deployment: Mapping[str, Any] | None) -> TargetState:
-        """Return the state of a Deployment object as the API returned it (None: not found)."""
-        if deployment is None:
-            return cls(exists=False)
-        spec = deployment.get("spec") or {}
-        annotations = (deployment.get("metadata") or {}).get("annotations") or {}
-        return cls(
-            exists=True,
-            paused=spec.get("paused") is True,
-            paused_by=parse_paused_by(annotations.get(Annotation.PAUSED_BY, "")),
-        )
-
-
-def parse_paused_by(text: object) -> tuple[str, ...]:
-    """Return the ``namespace/name`` entries of a paused-by annotation, without blanks."""
-    if not isinstance(text, str):
-        return ()
-    return tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
 
 
 @dataclass(frozen=True)
@@ -123,36 +76,13 @@ class Event(NamedTuple):
 
 
 @dataclass(frozen=True)
-class PauseTarget:
-    """Pause the target Deployment and record who paused it, when and why."""
-
-    namespace: str
-    kind: str
-    name: str
-    # The complete new paused-by list, this analysis included.
-    paused_by: tuple[str, ...]
-    paused_at: datetime
-    reason: str
-
-    def annotations(self) -> dict[str, str]:
-        return {
-            Annotation.PAUSED_BY.value: ",".join(self.paused_by),
-            Annotation.PAUSED_AT.value: format_time(self.paused_at),
-            Annotation.PAUSE_REASON.value: self.reason,
-        }
-
-    def patch(self) -> dict[str, Any]:
-        """Return the merge patch that carries the pause out."""
-        return {"metadata": {"annotations": self.annotations()}, "spec": {"paused": True}}
-
-
-@dataclass(frozen=True)
 class HistoryEntry:
     """What the history row of this attempt records (the status gives failures after it)."""
 
     outcome: Outcome
-    # Why the attempt is an Error: MetricsUnavailable, InvalidQuery or InvalidSpec.
-    error_reason: Reason | None = None
+    # Why the attempt is an Error: MetricsUnavailable, InvalidQuery or InvalidSpec from the
+    # decision, KubernetesUnavailable or KubernetesForbidden from ``interrupted``.
+    error_reason: Reason | ErrorReason | None = None
     error_message: str = ""
     # The metrics that got an answer, judged; empty when nothing did.
     metric_results: tuple[MetricResult, ...] = ()
@@ -166,7 +96,8 @@ class Decision:
     # Only on transitions; at most one of each reason.
     events: tuple[Event, ...]
     history: HistoryEntry
-    requeue: Requeue
+    # Prometheus could not be asked: retry with backoff instead of requeueing at the interval.
+    transient: bool
     interval_seconds: float
 
 
@@ -236,7 +167,6 @@ def decide(obs: Observation) -> Decision:
             if not already:
                 pause = PauseTarget(
                     namespace=obs.namespace,
-                    kind=spec.target.kind,
                     name=spec.target.name,
                     paused_by=target.paused_by if ours else (*target.paused_by, obs.key),
                     paused_at=now,
@@ -277,7 +207,7 @@ def decide(obs: Observation) -> Decision:
         pause=pause,
         events=tuple(events),
         history=history,
-        requeue=Requeue.TRANSIENT if unavailable else Requeue.AFTER_INTERVAL,
+        transient=bool(unavailable),
         interval_seconds=spec.interval_seconds,
     )
 
@@ -304,6 +234,29 @@ def resume(
     if previous.is_true(ConditionType.ROLLOUT_PAUSED):
         events = (_event(EventReason.ROLLOUT_RESUMED, paused.message),)
     return Resumption(status=status, events=events)
+
+
+def interrupted(
+    spec: AnalysisSpec | None,
+    measurements: tuple[Measurement, ...],
+    *,
+    reason: ErrorReason,
+    message: str,
+) -> HistoryEntry:
+    """Return the history entry of an attempt the Kubernetes API cut short.
+
+    Metrics measured before the failure are judged as ``decide`` judges them and kept: the
+    values are real, only the act failed. Nothing is counted: the status was not written.
+    """
+    by_name = {m.metric: m for m in measurements}
+    judged = tuple(
+        _judge(metric, by_name[metric.name])
+        for metric in (spec.metrics if spec is not None else ())
+        if metric.name in by_name and by_name[metric.name].error is None
+    )
+    return HistoryEntry(
+        outcome=Outcome.ERROR, error_reason=reason, error_message=message, metric_results=judged
+    )
 
 
 _TRUE, _FALSE, _UNKNOWN = ConditionStatus.TRUE, ConditionStatus.FALSE, ConditionStatus.UNKNOWN
@@ -411,8 +364,8 @@ def _decide_invalid_spec(error: InvalidSpecError, conds: _Conditions, failures: 
         pause=None,
         events=(),
         history=HistoryEntry(Outcome.ERROR, Reason.INVALID_SPEC, _clip(message)),
-        requeue=Requeue.AFTER_INTERVAL,
-        interval_seconds=_DEFAULT_INTERVAL_SECONDS,
+        transient=False,
+        interval_seconds=DEFAULT_INTERVAL_SECONDS,
     )
 
 

@@ -37,11 +37,3 @@ class Measurement:
     error: MeasurementError | None = None
     # Human detail: the Prometheus error text, or "worst of 3 series".
     message: str = ""
-
-    @property
-    def has_data(self) -> bool:
-        return self.error is None and self.value is not None
-
-    @property
-    def no_data(self) -> bool:
-        return self.error is None and self.value is None

@@ -11,15 +11,17 @@ instead (useful for a REST client's typo such as ``maxvalue``).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from sentinel_core.values import integer, number
+
 DEFAULT_TARGET_KIND = "Deployment"
 DEFAULT_INTERVAL = "30s"
+DEFAULT_INTERVAL_SECONDS = 30.0
 DEFAULT_FAILURE_LIMIT = 3
 MIN_INTERVAL_SECONDS = 5
 # The CRD declares failureLimit as int32.
@@ -59,10 +61,18 @@ class FieldError:
 
 
 class InvalidSpecError(ValueError):
-    """A spec broke one or more rules; ``errors`` lists every one of them, in field order."""
+    """A spec broke one or more rules; ``errors`` lists every one of them, in field order.
 
-    def __init__(self, errors: list[FieldError] | tuple[FieldError, ...]) -> None:
+    ``summary`` holds what could be read of it all the same, for the mirror and the UI.
+    """
+
+    def __init__(
+        self,
+        errors: list[FieldError] | tuple[FieldError, ...],
+        summary: SpecSummary | None = None,
+    ) -> None:
         self.errors: tuple[FieldError, ...] = tuple(errors)
+        self.summary = summary or SpecSummary()
         super().__init__("; ".join(str(error) for error in self.errors) or "invalid spec")
 
     def by_field(self) -> dict[str, list[str]]:
@@ -71,6 +81,21 @@ class InvalidSpecError(ValueError):
         for error in self.errors:
             grouped.setdefault(error.field, []).append(error.message)
         return grouped
+
+
+@dataclass(frozen=True)
+class SpecSummary:
+    """The columns the mirror keeps of a spec, also of an invalid one.
+
+    Parts that parsed are as written (an interval under the 5 s minimum included); the rest are
+    the CRD's defaults, so a broken spec still lists and sorts sensibly.
+    """
+
+    target_name: str = ""
+    metrics: tuple[MetricSpec, ...] = ()
+    interval_seconds: float = DEFAULT_INTERVAL_SECONDS
+    failure_limit: int = DEFAULT_FAILURE_LIMIT
+    dry_run: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,9 +123,19 @@ class AnalysisSpec:
     metrics: tuple[MetricSpec, ...]
     # The duration as written (``1m30s``), kept so the spec round-trips unchanged.
     interval: str = DEFAULT_INTERVAL
-    interval_seconds: float = 30.0
+    interval_seconds: float = DEFAULT_INTERVAL_SECONDS
     failure_limit: int = DEFAULT_FAILURE_LIMIT
     dry_run: bool = False
+
+    @property
+    def summary(self) -> SpecSummary:
+        return SpecSummary(
+            target_name=self.target.name,
+            metrics=self.metrics,
+            interval_seconds=self.interval_seconds,
+            failure_limit=self.failure_limit,
+            dry_run=self.dry_run,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Return the spec in the custom resource's shape, defaults written out."""
@@ -151,7 +186,7 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
     metrics = _parse_metrics(raw.get("metrics"), f"{path}.metrics", strict, errors)
 
     interval = raw.get("interval", DEFAULT_INTERVAL)
-    interval_seconds = 0.0
+    interval_seconds = DEFAULT_INTERVAL_SECONDS
     if not isinstance(interval, str):
         errors.append(FieldError(f"{path}.interval", "must be a duration string such as 30s"))
     else:
@@ -168,7 +203,7 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
                     )
                 )
 
-    failure_limit = _integer(raw.get("failureLimit", DEFAULT_FAILURE_LIMIT))
+    failure_limit = integer(raw.get("failureLimit", DEFAULT_FAILURE_LIMIT))
     if failure_limit is None:
         errors.append(FieldError(f"{path}.failureLimit", "must be an integer"))
     elif not 1 <= failure_limit <= _MAX_FAILURE_LIMIT:
@@ -181,7 +216,18 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
         errors.append(FieldError(f"{path}.dryRun", "must be true or false"))
 
     if errors:
-        raise InvalidSpecError(errors)
+        raw_target = raw.get("target")
+        target_name = raw_target.get("name") if isinstance(raw_target, Mapping) else None
+        summary = SpecSummary(
+            target_name=target_name if isinstance(target_name, str) else "",
+            metrics=tuple(metrics),
+            interval_seconds=interval_seconds,
+            failure_limit=failure_limit
+            if failure_limit is not None and 1 <= failure_limit <= _MAX_FAILURE_LIMIT
+            else DEFAULT_FAILURE_LIMIT,
+            dry_run=dry_run is True,
+        )
+        raise InvalidSpecError(errors, summary)
     assert target is not None and failure_limit is not None  # guaranteed when no errors
     return AnalysisSpec(
         target=target,
@@ -273,7 +319,7 @@ def _parse_metrics(
         elif not isinstance(query, str) or not query.strip():
             errors.append(FieldError(f"{item_path}.query", "must be a non-empty PromQL string"))
         raw_max = item.get("maxValue")
-        max_value = _number(raw_max)
+        max_value = number(raw_max)
         if raw_max is None:
             errors.append(FieldError(f"{item_path}.maxValue", "is required"))
         elif max_value is None:
@@ -281,27 +327,6 @@ def _parse_metrics(
         if len(errors) == before:
             metrics.append(MetricSpec(name=name, query=query, max_value=max_value))
     return metrics
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _integer(value: object) -> int | None:
-    # JSON decoders may hand over 3.0 for 3; a bool is an int to Python but not to the schema.
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
 
 
 def _unknown_fields(

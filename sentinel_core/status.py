@@ -9,54 +9,13 @@ REST API and the admin render it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from decimal import Decimal
+from datetime import datetime
 from typing import Any
 
 from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
-
-
-def format_time(moment: datetime) -> str:
-    """Return ``moment`` as metav1.Time does: RFC 3339 in UTC, whole seconds, ``Z`` suffix."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: object) -> datetime | None:
-    """Return the UTC datetime of an RFC 3339 string, or None when it is not one."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        moment = datetime.fromisoformat(text.replace("z", "Z"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        return None
-    return moment.astimezone(UTC)
-
-
-def utc_seconds(moment: datetime) -> datetime:
-    """Return ``moment`` in UTC truncated to whole seconds, the precision status keeps.
-
-    Raise ``ValueError`` for a naive datetime: a clock without a zone is a programming error.
-    """
-    if moment.tzinfo is None:
-        raise ValueError("A naive datetime was passed as the clock; pass an aware UTC datetime.")
-    return moment.astimezone(UTC).replace(microsecond=0)
-
-
-def format_value(value: float) -> str:
-    """Return ``value`` as Prometheus prints a sample: shortest round-trip, no exponent."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    text = format(Decimal(repr(value)), "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
+from sentinel_core.values import format_time, non_negative_integer, parse_time
 
 
 @dataclass(frozen=True)
@@ -91,7 +50,7 @@ class Condition:
             reason=reason if isinstance(reason, str) else "",
             message=message if isinstance(message, str) else "",
             last_transition_time=moment,
-            observed_generation=_non_negative_int(raw.get("observedGeneration")),
+            observed_generation=non_negative_integer(raw.get("observedGeneration")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -215,9 +174,9 @@ class AnalysisStatus:
             if condition is not None and condition.type not in parsed_conditions:
                 parsed_conditions[condition.type] = condition
         return cls(
-            observed_generation=_non_negative_int(raw.get("observedGeneration")),
+            observed_generation=non_negative_integer(raw.get("observedGeneration")),
             last_verdict=verdict,
-            failures=_non_negative_int(raw.get("failures")) or 0,
+            failures=non_negative_integer(raw.get("failures")) or 0,
             last_evaluation_time=parse_time(raw.get("lastEvaluationTime")),
             metric_results=tuple(r for r in parsed_results if r is not None),
             paused_at=parse_time(raw.get("pausedAt")),
@@ -264,14 +223,6 @@ class AnalysisStatus:
 
 def _list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
-
-
-def _non_negative_int(value: object) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and not value.is_integer():
-        return None
-    return int(value) if value >= 0 else None
 
 
 def _known(value: str, enum: type[ConditionType]) -> str:

@@ -119,3 +119,21 @@ class Dispatcher:
                     stop.wait(1.0)
             if not busy:
                 stop.wait(self.poll_interval)
+
+
+def reschedule(
+    analysis_pk: int,
+    *,
+    generation: int,
+    due_at: datetime,
+    backoff_attempt: int,
+) -> bool:
+    """Set the next due time unless the row moved on; return whether it was set.
+
+    The reconciler's outcome replaces the dispatch claim with this. A row marked deleted stays
+    out of the queue. A row whose spec changed while the attempt ran (the watch saw a newer
+    ``generation`` and made it due at once) keeps that earlier due time, so the new spec is
+    evaluated without waiting a whole interval.
+    """
+    rows = Analysis.objects.filter(pk=analysis_pk, deleted_at__isnull=True, generation=generation)
+    return rows.update(next_due_at=due_at, backoff_attempt=backoff_attempt) == 1

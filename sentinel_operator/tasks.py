@@ -83,7 +83,7 @@ def resync_task(client: kube.KubeClient | None = None) -> str:
     listed_at = timezone.now()
     items: list[dict[str, object]] = []
     for namespace in namespaces or (None,):
-        items.extend(list_all(client, kube.analyses_path(namespace))[0])
+        items.extend(client.list_all(kube.analyses_path(namespace))[0])
     result = mirror.sync_all(items, listed_at=listed_at, namespaces=namespaces or None)
     log.info("full resync: %s", result)
     return str(result)
@@ -95,21 +95,6 @@ def prune_task(now: datetime | None = None) -> int:
     removed = mirror.prune_history((now or datetime.now(UTC)) - retention)
     log.info("pruned %d history rows older than %s", removed, retention)
     return removed
-
-
-def list_all(
-    client: kube.KubeClient, path: str, *, page: int = 500
-) -> tuple[list[dict[str, object]], str]:
-    """Return every item of a collection (following ``continue``) and the list's resourceVersion."""
-    items: list[dict[str, object]] = []
-    token: str | None = None
-    while True:
-        answer = client.request("GET", path, query={"limit": page, "continue": token})
-        items.extend(answer.get("items") or [])
-        meta = answer.get("metadata") or {}
-        token = meta.get("continue") or None
-        if not token:
-            return items, str(meta.get("resourceVersion") or "")
 
 
 def ensure_schedules() -> None:

@@ -26,7 +26,6 @@ from django.db import close_old_connections
 from analyses import mirror
 from sentinel_cluster import kube
 from sentinel_core import backoff
-from sentinel_operator.tasks import list_all
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +63,7 @@ class AnalysisWatch:
     def relist(self) -> mirror.SyncResult:
         """List the scope, repair the mirror and remember the list's resourceVersion."""
         listed_at = self._now()
-        items, version = list_all(self.client, self.path)
+        items, version = self.client.list_all(self.path)
         scope = [self.namespace] if self.namespace else None
         result = mirror.sync_all(items, listed_at=listed_at, namespaces=scope, now=self._now())
         self.resource_version = version

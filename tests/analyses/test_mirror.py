@@ -8,6 +8,7 @@ import pytest
 
 from analyses import mirror
 from analyses.models import Analysis, AnalysisMetric, Evaluation, MetricResult
+from sentinel_core.resource import MalformedResource
 from tests.analyses.history import record_evaluation
 from tests.analyses.resources import paused_status, resource
 
@@ -250,6 +251,6 @@ def test_interval_is_stored_in_seconds(interval: str, seconds: float) -> None:
 def test_object_without_uid_is_refused() -> None:
     obj = resource()
     del obj["metadata"]["uid"]
-    with pytest.raises(mirror.MalformedResource, match="uid"):
+    with pytest.raises(MalformedResource, match="uid"):
         mirror.upsert_from_resource(obj, now=NOW)
     assert not Analysis.objects.exists()

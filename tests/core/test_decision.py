@@ -25,15 +25,14 @@ from sentinel_core.conditions import (
 from sentinel_core.decision import (
     Decision,
     Observation,
-    Requeue,
-    TargetState,
     decide,
-    parse_paused_by,
     resume,
 )
 from sentinel_core.measurement import Measurement, MeasurementError
 from sentinel_core.spec import AnalysisSpec, InvalidSpecError, parse_spec
-from sentinel_core.status import AnalysisStatus, format_value
+from sentinel_core.status import AnalysisStatus
+from sentinel_core.target import TargetState, parse_paused_by, pause_patch
+from sentinel_core.values import format_value
 
 NOW = datetime(2026, 11, 29, 10, 0, 0, tzinfo=UTC)
 KEY = "shop/checkout"
@@ -164,7 +163,7 @@ def test_all_metrics_within_max_value_pass() -> None:
     assert all(c.observed_generation == 1 for c in status.conditions)
     assert decision.pause is None
     assert decision.events == ()
-    assert decision.requeue == Requeue.AFTER_INTERVAL
+    assert not decision.transient
     assert decision.interval_seconds == 30.0
     assert decision.history.outcome == Outcome.PASS
     assert decision.history.error_reason is None
@@ -280,7 +279,7 @@ def test_pauses_after_exactly_failure_limit_consecutive_failures() -> None:
     decision = world.evaluate(*failing())
     pause = decision.pause
     assert pause is not None
-    assert (pause.namespace, pause.kind, pause.name) == ("shop", "Deployment", "checkout")
+    assert (pause.namespace, pause.name) == ("shop", "checkout")
     assert pause.paused_by == (KEY,)
     assert pause.paused_at == NOW + timedelta(seconds=60)
     annotations = pause.annotations()
@@ -288,7 +287,11 @@ def test_pauses_after_exactly_failure_limit_consecutive_failures() -> None:
     assert annotations[Annotation.PAUSED_AT] == "2026-11-29T10:01:00Z"
     assert "p99-latency" in annotations[Annotation.PAUSE_REASON]
     assert "3 consecutive failed evaluations" in annotations[Annotation.PAUSE_REASON]
-    assert pause.patch() == {"metadata": {"annotations": annotations}, "spec": {"paused": True}}
+    deployment = {"metadata": {"resourceVersion": "7"}}
+    assert pause_patch(pause, deployment) == {
+        "metadata": {"annotations": annotations, "resourceVersion": "7"},
+        "spec": {"paused": True},
+    }
     assert decision.events[0].type == EventType.WARNING
     assert reasons(decision) == [EventReason.ROLLOUT_PAUSED]
     assert decision.status.paused_at == NOW + timedelta(seconds=60)
@@ -519,7 +522,7 @@ def test_unavailable_keeps_verdict_failures_and_healthy_and_backs_off() -> None:
     assert status.metric_results == before.metric_results
     assert status.last_evaluation_time == before.last_evaluation_time
     assert status.condition(ConditionType.HEALTHY) == before.condition(ConditionType.HEALTHY)
-    assert decision.requeue == Requeue.TRANSIENT
+    assert decision.transient
     assert decision.pause is None
     assert reasons(decision) == [EventReason.METRICS_UNAVAILABLE]
     assert decision.events[0].type == EventType.WARNING
@@ -554,7 +557,7 @@ def test_one_unavailable_metric_makes_the_whole_attempt_transient() -> None:
     decision = world.evaluate(value("p99-latency", 9.0), unavailable("error-rate"))
     assert decision.status.failures == 0
     assert decision.status.last_verdict is None
-    assert decision.requeue == Requeue.TRANSIENT
+    assert decision.transient
     assert [r.name for r in decision.history.metric_results] == ["p99-latency"]
 
 
@@ -577,7 +580,7 @@ def test_invalid_query_is_reported_and_requeued_at_the_interval() -> None:
     assert condition(decision.status, ConditionType.HEALTHY)[:2] == ("Unknown", "NotEvaluated")
     assert decision.status.failures == 1
     assert decision.status.last_verdict == Verdict.FAIL  # from the last evaluation with data
-    assert decision.requeue == Requeue.AFTER_INTERVAL
+    assert not decision.transient
     assert reasons(decision) == [EventReason.INVALID_QUERY]
     assert decision.events[0].type == EventType.WARNING
     assert (decision.history.outcome, decision.history.error_reason) == (
@@ -608,7 +611,7 @@ def test_a_spec_edit_that_leaves_the_query_broken_warns_again() -> None:
 def test_unavailable_takes_precedence_over_invalid_query() -> None:
     decision = World().evaluate(invalid("p99-latency"), unavailable("error-rate"))
     assert condition(decision.status, ConditionType.READY)[1] == "MetricsUnavailable"
-    assert decision.requeue == Requeue.TRANSIENT
+    assert decision.transient
 
 
 def test_missing_target_is_reported_but_metrics_are_judged_and_counted() -> None:
@@ -620,7 +623,7 @@ def test_missing_target_is_reported_but_metrics_are_judged_and_counted() -> None
     assert world.status.failures == 4
     assert world.status.last_verdict == Verdict.FAIL
     assert all(d.pause is None for d in decisions)
-    assert all(d.requeue == Requeue.AFTER_INTERVAL for d in decisions)
+    assert all(not d.transient for d in decisions)
     assert [reasons(d) for d in decisions] == [[EventReason.TARGET_NOT_FOUND], [], [], []]
     assert decisions[0].events[0].type == EventType.WARNING
     assert decisions[-1].history.outcome == Outcome.FAIL
@@ -670,7 +673,7 @@ def test_invalid_spec_reports_field_paths_and_measures_nothing() -> None:
     assert decision.status.observed_generation == 2
     assert decision.pause is None
     assert decision.events == ()
-    assert decision.requeue == Requeue.AFTER_INTERVAL
+    assert not decision.transient
     assert decision.interval_seconds == 30.0
     assert (decision.history.outcome, decision.history.error_reason) == (
         Outcome.ERROR,

@@ -29,10 +29,11 @@ from sentinel_core.conditions import (
     Outcome,
     Reason,
 )
-from sentinel_core.decision import Decision, TargetState, resume
+from sentinel_core.decision import Decision, resume
 from sentinel_core.measurement import Measurement
 from sentinel_core.spec import InvalidSpecError
 from sentinel_core.status import AnalysisStatus
+from sentinel_core.target import TargetState, pause_patch
 from tests.core.test_decision import (
     KEY,
     World,
@@ -108,7 +109,7 @@ def check_decision(world: World, before: AnalysisStatus, target: TargetState, d:
         assert target.exists
         assert d.history.outcome != Outcome.ERROR
         assert d.history.paused
-        assert d.pause.patch()["spec"] == {"paused": True}
+        assert pause_patch(d.pause, {})["spec"] == {"paused": True}
         assert KEY in d.pause.paused_by
         assert set(target.paused_by) <= set(d.pause.paused_by)
         assert status.is_true(ConditionType.ROLLOUT_PAUSED)

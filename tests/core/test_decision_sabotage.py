@@ -14,8 +14,9 @@ import pytest
 
 from sentinel_core.backoff import next_delay
 from sentinel_core.conditions import ConditionType, EventReason, Outcome, Reason, Verdict
-from sentinel_core.decision import Decision, Requeue, TargetState
+from sentinel_core.decision import Decision
 from sentinel_core.measurement import Measurement, MeasurementError
+from sentinel_core.target import TargetState
 from tests.core.test_decision import (
     KEY,
     World,
@@ -47,7 +48,7 @@ def run_outage(world: World, message: str, seconds: float) -> list[Decision]:
     while elapsed < seconds:
         decision = world.evaluate(*outage(message))
         decisions.append(decision)
-        assert decision.requeue == Requeue.TRANSIENT
+        assert decision.transient
         attempt += 1
         elapsed += next_delay(attempt, interval, rng)
     return decisions
@@ -75,7 +76,7 @@ def test_items_1_to_4_transient_prometheus_failures(message: str) -> None:
     recovered = world.evaluate(*passing())
     assert reasons(recovered) == [EventReason.METRICS_RECOVERED]
     assert world.cond(ConditionType.READY) == ("True", "Evaluating")
-    assert recovered.requeue == Requeue.AFTER_INTERVAL
+    assert not recovered.transient
     assert world.status.failures == 0
 
 
@@ -101,7 +102,7 @@ def test_item_5_invalid_promql_fixed_by_editing_the_spec() -> None:
     assert world.cond(ConditionType.READY) == ("False", "InvalidQuery")
     assert reasons(first) == [EventReason.INVALID_QUERY]
     assert all(d.events == () for d in later)
-    assert all(d.requeue == Requeue.AFTER_INTERVAL for d in [first, *later])
+    assert all(not d.transient for d in [first, *later])
     assert all(d.pause is None for d in [first, *later])
     assert world.status.failures == 0
     world.edit(spec_with(failureLimit=3))

@@ -24,15 +24,8 @@ from sentinel_core.conditions import (
     Reason,
     Verdict,
 )
-from sentinel_core.status import (
-    AnalysisStatus,
-    Condition,
-    MetricResult,
-    format_time,
-    format_value,
-    parse_time,
-    transition,
-)
+from sentinel_core.status import AnalysisStatus, Condition, MetricResult, transition
+from sentinel_core.values import format_time, format_value, parse_time
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "status.md"

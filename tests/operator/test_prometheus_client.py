@@ -43,7 +43,7 @@ def test_single_series_gives_its_value_and_prometheus_text(
     result = PrometheusClient(prometheus.url).measure("p99", gauge(case))
 
     assert result == Measurement(metric="p99", value=0.412, text="0.412", series=1)
-    assert result.has_data
+    assert result.error is None and result.value is not None
 
 
 def test_several_series_give_the_worst_and_say_how_many(
@@ -87,7 +87,7 @@ def test_positive_infinity_is_a_value(
 
     result = PrometheusClient(prometheus.url).measure("m", f"{gauge(case)} / 0")
 
-    assert result.has_data
+    assert result.error is None and result.value is not None
     assert (result.value, result.text) == (math.inf, "+Inf")
 
 
@@ -117,7 +117,7 @@ def test_histogram_quantile_over_the_latency_histogram(
 def test_empty_vector_is_no_data(prometheus: PrometheusServer, case: str) -> None:
     result = PrometheusClient(prometheus.url).measure("m", gauge(case))
 
-    assert result.no_data
+    assert result.error is None and result.value is None
     assert (result.value, result.text, result.series) == (None, None, 0)
     assert result.message == "the query returned no series"
 
@@ -130,7 +130,7 @@ def test_nan_gauge_is_no_data(
 
     result = PrometheusClient(prometheus.url).measure("m", gauge(case))
 
-    assert result.no_data
+    assert result.error is None and result.value is None
     assert result.series == 1
     assert result.message == "the query returned NaN"
 
@@ -138,7 +138,7 @@ def test_nan_gauge_is_no_data(
 def test_nan_scalar_is_no_data(prometheus: PrometheusServer) -> None:
     result = PrometheusClient(prometheus.url).measure("m", "0/0")
 
-    assert result.no_data
+    assert result.error is None and result.value is None
     assert result.value is None
 
 
@@ -153,7 +153,7 @@ def test_invalid_promql_is_invalid_query_with_prometheus_message(
     assert result.error is MeasurementError.INVALID_QUERY
     assert "parse error" in result.message
     assert "unclosed left parenthesis" in result.message
-    assert not result.has_data and not result.no_data
+    assert result.value is None
 
 
 def test_execution_error_is_invalid_query(

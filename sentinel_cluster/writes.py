@@ -1,0 +1,105 @@
+"""The one implementation of each write to the cluster that the operator and the web app share.
+
+- ``write_status``: PUT the status subresource with the resource's resourceVersion; on a 409
+  re-read the resource and re-apply a status computed from the fresh copy (the operator
+  re-applies the same decided status, the web app's resume recomputes it from the fresh one).
+- ``pause``: merge-patch the target Deployment paused, ``paused-by`` kept a union.
+- ``release``: take one analysis out of the target's pause, unpausing it if it had a hand in it.
+
+Each re-reads on a conflict at most ``CONFLICT_RETRIES`` times and then raises ``kube.Conflict``;
+callers decide what that means to them (backoff for the operator, a 409 for a person). The
+patches themselves are computed by the pure ``sentinel_core.target``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sentinel_cluster import kube
+from sentinel_core.target import PauseTarget, pause_patch, release_patch
+
+# Re-reads after a 409 before giving up: enough for a busy resource, short enough for a person.
+CONFLICT_RETRIES = 5
+
+# Status to write, given the resource as freshly read.
+StatusFor = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+
+
+class AnalysisGone(Exception):
+    """The analysis was deleted, or deleted and created again under a new uid, meanwhile."""
+
+
+def write_status(
+    client: kube.KubeClient, resource: Mapping[str, Any], status_for: StatusFor
+) -> dict[str, Any]:
+    """Write ``status_for(resource)`` through ``/status``; return the API server's answer.
+
+    The write carries ``resource``'s resourceVersion. On a 409 the resource is read again and
+    ``status_for`` called with the fresh copy; raise ``AnalysisGone`` when the resource is gone
+    or is another incarnation, ``kube.Conflict`` when it kept changing.
+    """
+    meta = resource.get("metadata") or {}
+    path = kube.analysis_path(str(meta.get("namespace")), str(meta.get("name")))
+    uid = meta.get("uid")
+    current: Mapping[str, Any] = resource
+    for _ in range(CONFLICT_RETRIES):
+        body = {**current, "status": dict(status_for(current))}
+        try:
+            return client.request("PUT", f"{path}/status", body=body)
+        except kube.NotFound as exc:
+            raise AnalysisGone(path) from exc
+        except kube.Conflict:
+            try:
+                current = client.request("GET", path)
+            except kube.NotFound as exc:
+                raise AnalysisGone(path) from exc
+            if (current.get("metadata") or {}).get("uid") != uid:
+                raise AnalysisGone(path) from None
+    raise kube.Conflict(f"status write of {path} conflicted {CONFLICT_RETRIES} times", status=409)
+
+
+def pause(client: kube.KubeClient, order: PauseTarget, deployment: Mapping[str, Any]) -> None:
+    """Pause the target as ``order`` says; ``deployment`` is the target as last read.
+
+    A 409 (another analysis paused it meanwhile, or a person edited it) re-reads the Deployment
+    and merges its ``paused-by`` with ours, so no analysis's entry is lost.
+    """
+    path = kube.deployment_path(order.namespace, order.name)
+    current = deployment
+    for _ in range(CONFLICT_RETRIES):
+        try:
+            client.request(
+                "PATCH", path, body=pause_patch(order, current), content_type=kube.MERGE_PATCH
+            )
+        except kube.Conflict:
+            current = client.request("GET", path)
+            continue
+        return
+    raise kube.Conflict(f"pausing {path} conflicted {CONFLICT_RETRIES} times", status=409)
+
+
+def release(
+    client: kube.KubeClient, namespace: str, name: str, key: str, *, claimed: bool
+) -> tuple[bool, bool]:
+    """Take the analysis ``key`` out of the pause of Deployment ``namespace/name``.
+
+    Return (found, unpaused): whether the Deployment exists, and whether this call unpaused it
+    (``sentinel_core.target.release_patch`` says when it may). Raise ``kube.Conflict`` when it
+    kept changing.
+    """
+    path = kube.deployment_path(namespace, name)
+    for _ in range(CONFLICT_RETRIES):
+        try:
+            deployment = client.request("GET", path)
+        except kube.NotFound:
+            return False, False
+        change = release_patch(deployment, key, claimed=claimed)
+        if change.patch is None:
+            return True, False
+        try:
+            client.request("PATCH", path, body=change.patch, content_type=kube.MERGE_PATCH)
+        except kube.Conflict:
+            continue
+        return True, change.unpauses
+    raise kube.Conflict(f"releasing {path} conflicted {CONFLICT_RETRIES} times", status=409)

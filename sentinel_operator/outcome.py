@@ -1,0 +1,103 @@
+"""How one reconcile attempt ended, and the one function that records it.
+
+``reconcile.Reconciler`` ends every attempt in exactly one ``ReconcileOutcome`` and hands it to
+``record``, which carries out everything that follows from an ending, always in the same order:
+
+1. a deleted analysis leaves the mirror (``mark_deleted``, which drops it from the queue);
+2. after a status write, the decision's events and the mirror refresh from the API server's
+   answer;
+3. the history row of the attempt (SPEC §6), when the analysis has a mirror row;
+4. the next due time and backoff count for the dispatcher;
+5. ``sentinel_reconciles_total`` by result.
+
+So whether an attempt was evaluated, cut short by the Kubernetes API, could not even read the
+analysis, or failed unexpectedly, the bookkeeping is written once, here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from analyses import mirror
+from analyses.models import Analysis
+from sentinel_cluster import kube
+from sentinel_cluster.events import record_events
+from sentinel_core.decision import Decision, HistoryEntry
+from sentinel_core.measurement import Measurement
+from sentinel_core.spec import AnalysisSpec
+from sentinel_operator import dispatcher, history
+from sentinel_operator.metrics import operator_metrics
+
+
+class Result(StrEnum):
+    """How one reconcile ended; also the ``result`` label of ``sentinel_reconciles_total``."""
+
+    # Got answers (any verdict, also an invalid query or spec): requeued at +interval.
+    EVALUATED = "evaluated"
+    # Prometheus or the Kubernetes API failed for now: retried with backoff.
+    TRANSIENT = "transient"
+    # The Kubernetes API refused (RBAC): retried with backoff, logged as an error.
+    FORBIDDEN = "forbidden"
+    # The analysis is gone: nothing is requeued (a missing object is success).
+    DELETED = "deleted"
+    # An unexpected exception (a bug, the database): backed off, logged, re-raised.
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class ReconcileOutcome:
+    """Everything one reconcile attempt leaves to be recorded."""
+
+    namespace: str
+    name: str
+    result: Result
+    # Seconds until the analysis is due again; None when it is not requeued (deleted).
+    requeue_after: float | None = None
+    # Retries so far: 0 after an evaluation, counting up through transient errors.
+    backoff_attempt: int = 0
+    # The mirror row the attempt is recorded on; None when the analysis was never mirrored.
+    row: Analysis | None = None
+    # The history row's facts and entry; None when the attempt leaves no row.
+    attempt: history.Attempt | None = None
+    history: HistoryEntry | None = None
+    spec: AnalysisSpec | None = None
+    measurements: tuple[Measurement, ...] = ()
+    # The decision carried out, and the API server's answer to its status write.
+    decision: Decision | None = None
+    written: Mapping[str, Any] | None = None
+    # Of a deleted analysis: its uid ("" matches whichever live row holds the name).
+    uid: str = ""
+    error: str = ""
+
+
+def record(
+    outcome: ReconcileOutcome, *, client: kube.KubeClient, now: datetime, instance: str = ""
+) -> None:
+    """Write down what ``outcome`` says, in the order the module docstring gives."""
+    if outcome.result == Result.DELETED:
+        mirror.mark_deleted(outcome.namespace, outcome.name, outcome.uid, now=now)
+    if outcome.written is not None and outcome.decision is not None:
+        record_events(client, outcome.written, outcome.decision.events, now=now, instance=instance)
+        mirror.upsert_from_resource(outcome.written, now=now)
+    row = outcome.row
+    if row is not None and outcome.attempt is not None and outcome.history is not None:
+        history.record_attempt(
+            row,
+            outcome.attempt,
+            outcome.history,
+            spec=outcome.spec,
+            measurements=outcome.measurements,
+        )
+    if row is not None and outcome.requeue_after is not None:
+        generation = outcome.attempt.generation if outcome.attempt else row.generation
+        dispatcher.reschedule(
+            row.pk,
+            generation=generation,
+            due_at=now + timedelta(seconds=outcome.requeue_after),
+            backoff_attempt=outcome.backoff_attempt,
+        )
+    operator_metrics().reconciles.labels(outcome.result.value).inc()
