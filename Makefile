@@ -25,9 +25,11 @@ debs:
 demo-debs:
 	@sh scripts/ensure-debian-packages.sh $(DEMO_DEBS)
 
+# ruff, then SPEC §2's dependency rules as import-linter contracts (pyproject.toml).
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 pytest: venv debs
 	$(BIN)/pytest $(PYTEST_ARGS)

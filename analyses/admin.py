@@ -28,7 +28,7 @@ from django.utils.timesince import timesince
 from django.views.decorators.http import require_POST
 
 # Imported for its side effect: it registers the REST API tokens with the same admin site.
-from analyses import admin_views, services, token_admin  # noqa: F401
+from analyses import admin_compat, admin_views, services, token_admin  # noqa: F401
 from analyses.admin_forms import (
     AnalysisForm,
     MetricForm,
@@ -250,17 +250,18 @@ class AnalysisAdmin(admin.ModelAdmin):
             obj = self.get_object(request, object_id)
             if obj is not None and self.has_view_or_change_permission(request, obj):
                 context.update(admin_views.detail_context(self, request, obj))
-        # Django runs a POST in one transaction. With SQLite's IMMEDIATE transactions that would
-        # hold the database's write lock while the API server answers, stalling the operator.
-        # None is needed: saves write only through the services, each write a short transaction
-        # of its own made after the cluster accepted, so a refused save has written nothing.
+        # Outside Django's wrapping transaction: see analyses.admin_compat for why.
         try:
-            return self._changeform_view(request, object_id, form_url, context)
+            return admin_compat.changeform_without_transaction(
+                self, request, object_id, form_url, context
+            )
         except _ClusterRefusedSave as refused:
             # Render the user's input again with the cluster's answer as the form's error
             # (see AnalysisForm.clean).
             setattr(request, _REFUSAL, refused.lines)
-            return self._changeform_view(request, object_id, form_url, context)
+            return admin_compat.changeform_without_transaction(
+                self, request, object_id, form_url, context
+            )
 
     # -- writes: to the cluster, never straight to the mirror ------------------------------
 
@@ -295,7 +296,7 @@ class AnalysisAdmin(admin.ModelAdmin):
             raise _ClusterRefusedSave([exc.message, *details]) from exc
         except services.ServiceError as exc:
             raise _ClusterRefusedSave([admin_views.describe_failure(exc)]) from exc
-        _become(obj, row)
+        admin_compat.adopt_row(obj, row)
 
     def construct_change_message(
         self, request: HttpRequest, form: forms.ModelForm, formsets: Any, add: bool = False
@@ -336,7 +337,7 @@ class AnalysisAdmin(admin.ModelAdmin):
     ) -> HttpResponse:
         # Outside a transaction for the same reason as changeform_view.
         try:
-            return self._delete_view(request, object_id, extra_context)
+            return admin_compat.delete_without_transaction(self, request, object_id, extra_context)
         except _ClusterRefusedSave as refused:
             for line in refused.lines:
                 messages.error(request, f"Not deleted. {line}")
@@ -357,11 +358,3 @@ def verdict_badge(obj: Analysis) -> str:
             obj.ready_reason,
         )
     return badge
-
-
-def _become(obj: Analysis, row: Analysis) -> None:
-    """Make the admin's in-memory object the mirror row the services wrote, for its redirect."""
-    for field in Analysis._meta.concrete_fields:
-        setattr(obj, field.attname, getattr(row, field.attname))
-    obj._state.adding = False
-    obj._state.db = row._state.db

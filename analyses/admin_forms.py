@@ -9,7 +9,6 @@ one source of them); the field checks here only give earlier, per-field messages
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -20,20 +19,22 @@ from analyses.models import Analysis, AnalysisMetric
 from sentinel_core.spec import (
     DEFAULT_INTERVAL,
     DEFAULT_TARGET_KIND,
-    MIN_INTERVAL_SECONDS,
+    DNS1123_LABEL,
+    DNS1123_SUBDOMAIN,
     AnalysisSpec,
     InvalidSpecError,
+    check_interval,
     parse_duration,
     parse_spec,
 )
 
 _DNS1123_LABEL = RegexValidator(
-    re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"),
+    DNS1123_LABEL,
     "Use at most 63 lower-case letters, digits and '-', starting and ending with a letter or "
     "digit.",
 )
 _DNS1123_SUBDOMAIN = RegexValidator(
-    re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"),
+    DNS1123_SUBDOMAIN,
     "Use lower-case letters, digits, '-' and '.', starting and ending with a letter or digit.",
 )
 
@@ -88,11 +89,9 @@ class AnalysisForm(forms.ModelForm):
     def clean_interval(self) -> str:
         interval: str = self.cleaned_data["interval"].strip()
         try:
-            seconds = parse_duration(interval)
+            check_interval(parse_duration(interval), interval)
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from exc
-        if seconds < MIN_INTERVAL_SECONDS:
-            raise forms.ValidationError(f"Must be at least {MIN_INTERVAL_SECONDS}s.")
         return interval
 
     def clean(self) -> dict[str, Any]:

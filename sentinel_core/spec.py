@@ -30,9 +30,10 @@ _MAX_FAILURE_LIMIT = 2**31 - 1
 _MAX_DURATION_SECONDS = Fraction(2**63 - 1, 10**9)
 
 _TARGET_KINDS = ("Deployment",)
-# Patterns copied from crds/rolloutanalysis.yaml so that both sides agree on every string.
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+# Patterns copied from crds/rolloutanalysis.yaml so that both sides agree on every string; the
+# REST API's and the admin's field validators use them too (anchored, for regex validators).
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DURATION = re.compile(r"([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+")
 _DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {
@@ -170,6 +171,15 @@ def parse_duration(text: str) -> float:
     return float(total)
 
 
+def check_interval(seconds: float, text: str) -> None:
+    """Raise ``ValueError`` when an interval of ``seconds`` (written ``text``) is too short.
+
+    The CRD's schema cannot say this without CEL; the operator, the REST API and the admin do.
+    """
+    if seconds < MIN_INTERVAL_SECONDS:
+        raise ValueError(f"must be at least {MIN_INTERVAL_SECONDS}s, got {text}")
+
+
 def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> AnalysisSpec:
     """Return the ``AnalysisSpec`` of a raw spec dict, or raise ``InvalidSpecError``.
 
@@ -192,16 +202,9 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
     else:
         try:
             interval_seconds = parse_duration(interval)
+            check_interval(interval_seconds, interval)
         except ValueError as exc:
             errors.append(FieldError(f"{path}.interval", str(exc)))
-        else:
-            if interval_seconds < MIN_INTERVAL_SECONDS:
-                errors.append(
-                    FieldError(
-                        f"{path}.interval",
-                        f"must be at least {MIN_INTERVAL_SECONDS}s, got {interval}",
-                    )
-                )
 
     failure_limit = integer(raw.get("failureLimit", DEFAULT_FAILURE_LIMIT))
     if failure_limit is None:
@@ -259,7 +262,7 @@ def _parse_target(raw: object, path: str, strict: bool, errors: list[FieldError]
     if name is None or name == "":
         errors.append(FieldError(f"{path}.name", "is required"))
         ok = False
-    elif not isinstance(name, str) or len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
+    elif not isinstance(name, str) or len(name) > 253 or not DNS1123_SUBDOMAIN.fullmatch(name):
         errors.append(
             FieldError(
                 f"{path}.name",
@@ -296,7 +299,7 @@ def _parse_metrics(
         name = item.get("name")
         if name is None or name == "":
             errors.append(FieldError(f"{item_path}.name", "is required"))
-        elif not isinstance(name, str) or len(name) > 63 or not _DNS1123_LABEL.fullmatch(name):
+        elif not isinstance(name, str) or len(name) > 63 or not DNS1123_LABEL.fullmatch(name):
             errors.append(
                 FieldError(
                     f"{item_path}.name",

@@ -20,13 +20,11 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from analyses.models import Analysis, Evaluation, MetricResult
-from sentinel_core.spec import InvalidSpecError, parse_spec
+from sentinel_core.spec import DNS1123_LABEL, DNS1123_SUBDOMAIN, InvalidSpecError, parse_spec
 
 _CRD = Path(__file__).resolve().parents[2] / "crds" / "rolloutanalysis.yaml"
 # Kubernetes object names (not CRD rules): namespaces are DNS-1123 labels, custom resource
 # names DNS-1123 subdomains. Checked here so a name never reaches a URL path unchecked.
-_DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-_DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
 
 @functools.cache
@@ -64,12 +62,12 @@ class AnalysisSerializer(serializers.Serializer):
     """A RolloutAnalysis: where it lives, its resourceVersion, spec and status."""
 
     namespace = serializers.RegexField(
-        _DNS1123_LABEL,
+        DNS1123_LABEL,
         max_length=63,
         help_text="Namespace of the analysis and of its target. Set on create only.",
     )
     name = serializers.RegexField(
-        _DNS1123_SUBDOMAIN, max_length=253, help_text="Name of the analysis. Set on create only."
+        DNS1123_SUBDOMAIN, max_length=253, help_text="Name of the analysis. Set on create only."
     )
     resourceVersion = serializers.CharField(
         source="resource_version",
