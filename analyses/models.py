@@ -15,6 +15,7 @@ from django.db import models
 from django.db.models import Q
 
 from sentinel_core.conditions import Outcome, Verdict
+from sentinel_core.spec import DEFAULT_INTERVAL_SECONDS
 
 
 def _choices(values: type[StrEnum]) -> list[tuple[str, str]]:
@@ -50,7 +51,7 @@ class Analysis(models.Model):
     spec = models.JSONField(default=dict)
     # Denormalised from spec so lists filter and sort without parsing JSON.
     target_name = models.CharField(max_length=253, blank=True)
-    interval_seconds = models.FloatField(default=30.0)
+    interval_seconds = models.FloatField(default=DEFAULT_INTERVAL_SECONDS)
     failure_limit = models.PositiveIntegerField(default=3)
     dry_run = models.BooleanField(default=False)
 

@@ -22,8 +22,9 @@ from analyses import mirror
 from sentinel_cluster import kube
 from sentinel_core.measurement import Measurement
 from sentinel_operator.metrics import operator_metrics
+from sentinel_operator.outcome import ReconcileOutcome
 from sentinel_operator.prometheus import PrometheusClient
-from sentinel_operator.reconcile import Reconciler, ReconcileResult
+from sentinel_operator.reconcile import Reconciler
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ def reconciler() -> Reconciler:
 def reconcile_task(namespace: str, name: str, due_at: str | None = None) -> str:
     """Reconcile one analysis; ``due_at`` (ISO 8601) is when the dispatcher found it due."""
     due = datetime.fromisoformat(due_at) if due_at else None
-    result: ReconcileResult = reconciler().reconcile(namespace, name, due_at=due)
+    result: ReconcileOutcome = reconciler().reconcile(namespace, name, due_at=due)
     return result.result.value
 
 
