@@ -47,10 +47,11 @@ if [[ -f "$stamp" && "$(cat "$stamp")" == "$want_stamp" ]]; then
 	fi
 fi
 
-# GOTOOLCHAIN=local: an older go must not quietly fetch a newer toolchain; it must say so instead.
-export GOTOOLCHAIN=local
+# GOTOOLCHAIN=local unless the caller chose otherwise: an older go must not quietly fetch a
+# newer toolchain; it must say so instead (and the message names the opt-in).
+export GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
 need_go() {
-	echo "realcluster: needs Go >= $go_needed ($1) to build Kubernetes $k8s_version; install it from https://go.dev/dl/ (go$go_needed or newer) and put its bin/ on PATH" >&2
+	echo "realcluster: needs Go >= $go_needed to build Kubernetes $k8s_version ($1): install Go ${go_needed%.*} or newer (go.dev/dl) and put it on PATH, or with Go >= 1.21 run \`GOTOOLCHAIN=go$go_needed make realcluster\` to fetch that toolchain through the Go module proxy" >&2
 	exit 1
 }
 command -v go >/dev/null 2>&1 || need_go "no go on PATH"
