@@ -3,8 +3,9 @@
 Drives the binaries built by ``make realcluster`` through ``realcluster.testing.RealCluster``
 with the real kubectl and the official ``kubernetes`` client: the server version, the
 project's CRD and its validation, a Deployment's ReplicaSet made by the controller manager,
-TokenRequest, RBAC, ValidatingAdmissionPolicy; then stopping (SIGTERM) and killing
-(SIGKILL) the launcher, after which no component process and no port may remain.
+TokenRequest, RBAC, ValidatingAdmissionPolicy, ``--no-controllers``; then stopping (SIGTERM)
+and killing (SIGKILL) the launcher, after which no component process and no port may remain;
+and ``realcluster/build.sh``'s no-op and missing-Go answers.
 """
 
 from __future__ import annotations
@@ -349,6 +350,17 @@ def test_sigkilled_launcher_leaves_no_process_or_port(tmp_path: Path) -> None:
     real.stop()  # reaps the killed launcher
     assert not _running(launcher)
     _assert_all_gone(list(children), ports)
+
+
+def test_no_controllers_runs_only_etcd_and_apiserver(tmp_path: Path) -> None:
+    with RealCluster(tmp_path, controllers=False) as real:
+        children, _ = _components(real)
+        assert set(children.values()) == {"etcd", "kube-apiserver"}
+        real.kubectl("apply", "-f", "-", input=yaml.safe_dump(_deployment("idle")))
+        # With the controller manager a ReplicaSet appears within a second (test above).
+        time.sleep(3)
+        listed = json.loads(real.kubectl("get", "rs", "-o", "json").stdout)
+        assert listed["items"] == []
 
 
 def _launcher(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
