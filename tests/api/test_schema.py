@@ -13,7 +13,8 @@ import requests
 from django.utils import timezone
 
 from analyses import tokens
-from tests.api.conftest import Api, make_user, spec
+from testkit.manifests import analysis_spec as spec
+from tests.api.client import Api, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
