@@ -88,7 +88,7 @@ def test_schemathesis_finds_no_server_error(
             f"{live_server.url.replace('localhost', '127.0.0.1')}/api/v1/schema/?format=json",
             "--header",
             f"Authorization: Token {token}",
-            # See conftest.Api: keep-alive costs the live server ~40 ms a request, and a pooled
+            # See client.Api: keep-alive costs the live server ~40 ms a request, and a pooled
             # connection the server has closed is retried rather than reported.
             "--header",
             "Connection: close",
