@@ -28,9 +28,13 @@ from urllib.parse import urlencode
 
 import requests
 
-from bench.harness import MANAGE, REPO_ROOT, migrate, percentile, wait_until
+from bench.harness import percentile
 from bench.seed_history import Seeded, seed
-from demo.prometheus import die_with_parent, free_port
+from testkit.operator import migrate_database
+from testkit.paths import MANAGE, REPO_ROOT
+from testkit.ports import free_port
+from testkit.processes import ChildProcess
+from testkit.waiting import wait_until
 
 TARGET_P99 = 0.050
 _USER_SCRIPT = """
@@ -113,36 +117,35 @@ def _gunicorn(
 ) -> Iterator[str]:
     port = free_port()
     gunicorn = Path(sys.executable).parent / "gunicorn"
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [
-                str(gunicorn),
-                # The product's gunicorn configuration (deploy/ and `make run` use it too).
-                "--config",
-                "python:sentinel_site.gunicorn_conf",
-                "sentinel_site.wsgi",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                str(workers),
-                "--access-logfile",
-                str(access_log),
-                # Request path and the time the worker spent on it, in microseconds.
-                "--access-logformat",
-                "%(U)s?%(q)s %(s)s %(D)s",
-                *extra,
-            ],
-            env=env,
-            cwd=REPO_ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            preexec_fn=die_with_parent,
-        )
+    process = ChildProcess(
+        [
+            str(gunicorn),
+            # The product's gunicorn configuration (deploy/ and `make run` use it too).
+            "--config",
+            "python:sentinel_site.gunicorn_conf",
+            "sentinel_site.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--access-logfile",
+            str(access_log),
+            # Request path and the time the worker spent on it, in microseconds.
+            "--access-logformat",
+            "%(U)s?%(q)s %(s)s %(D)s",
+            *extra,
+        ],
+        log=log,
+        env=env,
+        cwd=REPO_ROOT,
+        name="gunicorn",
+    )
+    process.start()
     base = f"http://127.0.0.1:{port}"
     try:
 
         def healthy() -> bool:
-            if process.poll() is not None:
+            if not process.running:
                 raise RuntimeError(f"gunicorn exited; see {log}")
             try:
                 return requests.get(f"{base}/healthz", timeout=2).status_code == 200
@@ -152,12 +155,7 @@ def _gunicorn(
         wait_until(healthy, timeout=60, what="gunicorn answers /healthz")
         yield base
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        process.stop(timeout=30)
 
 
 def _cursor(position: datetime) -> str:
@@ -243,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
             "SENTINEL_ALLOWED_HOSTS": "127.0.0.1,localhost",
         }
         print("migrating", flush=True)
-        migrate(database.resolve())
+        migrate_database(database.resolve())
         print(f"seeding {args.analyses} analyses, {args.evaluations} evaluations", flush=True)
         seeded = seed(
             database,

@@ -23,7 +23,9 @@ from pathlib import Path
 import yaml
 
 from bench import harness
-from tests.support.metrics_app import MetricsApp
+from sentinel_cluster import kube
+from testkit.manifests import analysis_manifest, deployment_manifest
+from testkit.metrics_app import MetricsApp
 
 NAMESPACE = "bench-apply"
 APP = "checkout"
@@ -49,7 +51,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _first_status(api: harness.ApiSession, name: str, timeout: float = 30.0) -> None:
-    path = f"/apis/sentinel.example.com/v1alpha1/namespaces/{NAMESPACE}/rolloutanalyses/{name}"
+    path = kube.analysis_path(NAMESPACE, name)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         resource = api.request("GET", path)
@@ -60,8 +62,8 @@ def _first_status(api: harness.ApiSession, name: str, timeout: float = 30.0) -> 
 
 
 def _apply_one(stack: harness.Stack, api: harness.ApiSession, name: str) -> Apply:
-    manifest = harness.analysis(
-        name, NAMESPACE, target=name, metrics=harness.two_metrics(APP), interval=30
+    manifest = analysis_manifest(
+        name, NAMESPACE, target=name, metrics=harness.two_metrics(APP), interval="30s"
     )
     started = time.monotonic()
     stack.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(manifest))
@@ -88,18 +90,18 @@ def run(args: argparse.Namespace) -> int:
         background = [f"bg-{index:05d}" for index in range(args.background)]
         group = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
         for name in names + background:
-            api.request("POST", group, harness.deployment(name, NAMESPACE))
-        operator = harness.OperatorProcess(
+            api.request("POST", group, deployment_manifest(name, NAMESPACE))
+        operator = harness.BenchOperator(
             stack.workdir / "operator", stack=stack, namespaces=[NAMESPACE], workers=args.workers
         )
         operator.start()
         exits.callback(operator.stop)
         if background:
             print(f"{len(background)} background analyses, spread over 30 s", flush=True)
-            analyses = f"/apis/sentinel.example.com/v1alpha1/namespaces/{NAMESPACE}/rolloutanalyses"
+            analyses = kube.analyses_path(NAMESPACE)
             for name in background:
-                manifest = harness.analysis(
-                    name, NAMESPACE, target=name, metrics=harness.two_metrics(APP), interval=30
+                manifest = analysis_manifest(
+                    name, NAMESPACE, target=name, metrics=harness.two_metrics(APP), interval="30s"
                 )
                 api.request("POST", analyses, manifest)
                 time.sleep(30.0 / len(background))

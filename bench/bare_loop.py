@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import requests
 
+from sentinel_cluster import kube
+
 
 @dataclass(frozen=True)
 class Target:
@@ -50,10 +52,9 @@ def _cycles(target: Target, namespace: str, names: Sequence[str]) -> int:
     session.headers["Authorization"] = f"Bearer {target.token}"
     prometheus = requests.Session()
     prometheus.trust_env = False
-    group = "/apis/sentinel.example.com/v1alpha1"
     done = 0
     for name in names:
-        path = f"{target.api_url}{group}/namespaces/{namespace}/rolloutanalyses/{name}"
+        path = target.api_url + kube.analysis_path(namespace, name)
         resource = session.get(path, timeout=30).json()
         spec = resource["spec"]
         deployment = f"/apis/apps/v1/namespaces/{namespace}/deployments/{spec['target']['name']}"

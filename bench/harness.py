@@ -2,22 +2,19 @@
 
 ``bench.operator_throughput`` and ``bench.apply_to_status`` call ``stack()``: a devcluster
 with the CRD applied by kubectl, the metrics app and the real Prometheus scraping it, and a
-migrated SQLite file; ``OperatorProcess`` runs ``manage.py runoperator`` against them.
-``ApiSession`` is a plain ``requests`` client of the devcluster, used to create resources in
-bulk and by the bare-loop baseline. Nothing here is imported by product code or tests.
+migrated SQLite file, all from the test kit (``testkit``); ``BenchOperator`` runs
+``manage.py runoperator`` against them. ``ApiSession`` is a plain ``requests`` client of the
+devcluster, used to create resources in bulk and by the bare-loop baseline. Nothing here is
+imported by product code or tests.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
+import shutil
 import signal
-import socket
 import sqlite3
-import subprocess
-import sys
 import tempfile
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,15 +24,13 @@ import requests
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from demo.prometheus import PrometheusServer, die_with_parent, free_port
-from devcluster.testing import DevCluster
-from sentinel_cluster import kube
-from tests.support.metrics_app import MetricsApp
-from tests.support.waiting import wait_until
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-MANAGE = REPO_ROOT / "manage.py"
-CRD_PATH = REPO_ROOT / "crds" / "rolloutanalysis.yaml"
+from testkit.clusters import running_with_crd
+from testkit.devcluster import DevCluster
+from testkit.manifests import namespace_manifest
+from testkit.metrics_app import MetricsApp
+from testkit.operator import OperatorProcess, migrate_database
+from testkit.prometheus import PrometheusServer
+from testkit.waiting import wait_until
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -78,21 +73,6 @@ class Stack:
     database_template: Path
 
 
-def migrate(path: Path) -> None:
-    """Create a migrated SQLite database at ``path`` and fold its WAL into the file."""
-    env = dict(os.environ, DATABASE_URL=f"sqlite:///{path}")
-    subprocess.run(
-        [sys.executable, str(MANAGE), "migrate", "-v0"],
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=300,
-        cwd=REPO_ROOT,
-    )
-    with contextlib.closing(sqlite3.connect(path)) as connection:
-        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-
 @contextlib.contextmanager
 def stack(workdir: Path | None = None) -> Iterator[Stack]:
     """Start devcluster (CRD applied), the metrics app and Prometheus; stop them afterwards."""
@@ -100,99 +80,24 @@ def stack(workdir: Path | None = None) -> Iterator[Stack]:
         if workdir is None:
             workdir = Path(exits.enter_context(tempfile.TemporaryDirectory(prefix="bench-")))
         cluster = DevCluster(workdir / "devcluster")
-        cluster.start()
-        exits.callback(cluster.stop)
-        cluster.kubectl("apply", "-f", str(CRD_PATH))
-        wait_until(
-            lambda: cluster.kubectl("get", kube.PLURAL, "-A", check=False).returncode == 0,
-            timeout=30,
-            what="the CRD is served",
-        )
+        exits.enter_context(running_with_crd(cluster, timeout=30))
         app = exits.enter_context(MetricsApp())
         prometheus = PrometheusServer(workdir / "prometheus", [app.target])
         prometheus.start()
         exits.callback(prometheus.stop)
-        database = workdir / "template.sqlite3"
-        migrate(database)
+        database = migrate_database(workdir / "template.sqlite3")
         # Prometheus applies new scrape targets on a 5 s tick: wait for the first scrape.
         prometheus.wait_for('up{job="metrics-app"}', lambda values: values == [1.0], 30)
         yield Stack(workdir, cluster, app, prometheus, database)
 
 
-@contextlib.contextmanager
-def redis_server(workdir: Path, binary: str = "/usr/bin/redis-server") -> Iterator[str]:
-    """Run a throwaway redis-server on a free port; yield its URL (the ``ha`` broker)."""
-    port = free_port()
-    workdir.mkdir(parents=True, exist_ok=True)
-    command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
-    command += ["--appendonly", "no", "--dir", str(workdir)]
-    with (workdir / "redis.log").open("ab") as log:
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
-        )
-
-    def answers() -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
-
-    try:
-        wait_until(answers, timeout=20, what="redis-server answers PING")
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
 def server_pids(stack: Stack) -> dict[str, int]:
     """Return the process ids of devcluster and Prometheus (for CPU accounting)."""
-    # The runners keep their Popen private; the benchmark only reads /proc with the ids.
-    pids = {"devcluster": stack.cluster._process, "prometheus": stack.prometheus._process}
-    return {name: process.pid for name, process in pids.items() if process is not None}
+    return {"devcluster": stack.cluster.pid, "prometheus": stack.prometheus.pid}
 
 
 def create_namespace(api: ApiSession, name: str) -> None:
-    api.request(
-        "POST",
-        "/api/v1/namespaces",
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
-    )
-
-
-def deployment(name: str, namespace: str) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
-            },
-        },
-    }
-
-
-def analysis(
-    name: str, namespace: str, *, target: str, metrics: Sequence[Mapping[str, Any]], interval: int
-) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{kube.GROUP}/{kube.VERSION}",
-        "kind": "RolloutAnalysis",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "target": {"kind": "Deployment", "name": target},
-            "metrics": [dict(metric) for metric in metrics],
-            "interval": f"{interval}s",
-            "failureLimit": 3,
-        },
-    }
+    api.request("POST", "/api/v1/namespaces", namespace_manifest(name))
 
 
 def two_metrics(app: str) -> list[dict[str, Any]]:
@@ -214,8 +119,12 @@ def two_metrics(app: str) -> list[dict[str, Any]]:
     ]
 
 
-class OperatorProcess:
-    """``manage.py runoperator`` in a child process with its own database and metrics port."""
+class BenchOperator(OperatorProcess):
+    """The kit's ``OperatorProcess`` as the benchmarks run it: ``workers`` django-q2 workers, a
+    copy of the stack's database, and ``start`` returning once this replica leads."""
+
+    # With a thousand analyses a scrape of /metrics takes seconds.
+    metrics_timeout = 30.0
 
     def __init__(
         self,
@@ -227,82 +136,26 @@ class OperatorProcess:
         extra_env: Mapping[str, str] | None = None,
     ) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
-        self.database = workdir / "operator.sqlite3"
-        self.database.write_bytes(stack.database_template.read_bytes())
-        self.metrics_port = free_port()
-        self.metrics_dir = workdir / "metrics"
-        self.log_path = workdir / "operator.log"
-        self.env = {
-            **os.environ,
-            "DATABASE_URL": f"sqlite:///{self.database}",
-            "KUBECONFIG": str(stack.cluster.kubeconfig),
-            "SENTINEL_PROMETHEUS_URL": stack.prometheus.url,
-            "SENTINEL_NAMESPACES": ",".join(namespaces),
-            "SENTINEL_Q_WORKERS": str(workers),
-            "PROMETHEUS_MULTIPROC_DIR": str(self.metrics_dir),
-            "POD_NAMESPACE": "default",
-            "PYTHONUNBUFFERED": "1",
-            **(extra_env or {}),
-        }
-        self._process: subprocess.Popen[bytes] | None = None
+        database = workdir / "operator.sqlite3"
+        shutil.copyfile(stack.database_template, database)
+        super().__init__(
+            workdir,
+            kubeconfig=stack.cluster.kubeconfig,
+            prometheus_url=stack.prometheus.url,
+            database=database,
+            namespaces=namespaces,
+            identity="operator",
+            env={"SENTINEL_Q_WORKERS": str(workers), **(extra_env or {})},
+        )
 
-    def start(self) -> None:
-        args = ["--metrics-port", str(self.metrics_port), "--metrics-address", "127.0.0.1"]
-        with self.log_path.open("ab") as log:
-            self._process = subprocess.Popen(
-                [sys.executable, str(MANAGE), "runoperator", *args],
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=REPO_ROOT,
-                preexec_fn=die_with_parent,
-            )
-        wait_until(self._serving, timeout=60, what="runoperator serves /metrics")
+    def start(self, *, wait: bool = True, timeout: float = 60) -> BenchOperator:
+        super().start(wait=wait, timeout=timeout)
         # The first Lease is taken on the first tick; the watch and dispatcher start then.
         wait_until(lambda: self.metric("sentinel_leader") == 1.0, timeout=30, what="leader")
+        return self
 
-    def _serving(self) -> bool:
-        if self._process is not None and self._process.poll() is not None:
-            raise RuntimeError(f"runoperator exited; see {self.log_path}")
-        try:
-            self.metrics_text()
-        except OSError:
-            return False
-        return True
-
-    @property
-    def pid(self) -> int:
-        if self._process is None:
-            raise RuntimeError("the operator is not running")
-        return self._process.pid
-
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-
-    def metrics_text(self) -> str:
-        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
-        with urllib.request.urlopen(url, timeout=30) as response:
-            return str(response.read().decode())
-
-    def samples(self, name: str) -> dict[str, float]:
-        """Return every sample of ``name`` keyed by its label text (``le="1.0"``, or "")."""
-        found: dict[str, float] = {}
-        for line in self.metrics_text().splitlines():
-            if line.startswith("#") or not line.strip():
-                continue
-            series, _, value = line.rpartition(" ")
-            metric_name, _, labels = series.partition("{")
-            if metric_name == name:
-                found[labels.rstrip("}")] = float(value)
-        return found
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
+        return super().stop(sig, timeout)
 
     def file_samples(self, name: str) -> dict[str, float]:
         """Like ``samples``, but read from the workers' multiprocess files, not ``/metrics``.
@@ -320,9 +173,6 @@ class OperatorProcess:
                     labels = ",".join(f'{key}="{value}"' for key, value in sample.labels.items())
                     found[labels] = float(sample.value)
         return found
-
-    def metric(self, name: str) -> float | None:
-        return self.samples(name).get("")
 
     def connect(self) -> sqlite3.Connection:
         """Return a connection to the operator's database (the bench only reads, bar a burst)."""

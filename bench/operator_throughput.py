@@ -46,7 +46,9 @@ from bench.schedule_stats import (
     histogram_quantile,
     share_within,
 )
-from tests.support.metrics_app import MetricsApp
+from testkit.databases import RedisServer
+from testkit.manifests import API_VERSION, analysis_manifest, deployment_manifest
+from testkit.metrics_app import MetricsApp
 
 NAMESPACE = "bench"
 LAG = "sentinel_dispatch_lag_seconds_bucket"
@@ -154,7 +156,7 @@ def _create_all(api: harness.ApiSession, objects: list[dict[str, object]], sprea
             if delay > 0:
                 time.sleep(delay)
             kind = "rolloutanalyses" if obj["kind"] == "RolloutAnalysis" else "deployments"
-            group = "sentinel.example.com/v1alpha1" if kind == "rolloutanalyses" else "apps/v1"
+            group = API_VERSION if kind == "rolloutanalyses" else "apps/v1"
             path = f"/apis/{group}/namespaces/{NAMESPACE}/{kind}"
             futures.append(pool.submit(api.request, "POST", path, obj))
         for future in futures:
@@ -181,14 +183,12 @@ def _rows(db: sqlite3.Connection, since: datetime) -> list[EvaluationRow]:
     ]
 
 
-def _scrape_until(
-    operator: harness.OperatorProcess, interval: float, done: threading.Event
-) -> None:
+def _scrape_until(operator: harness.BenchOperator, interval: float, done: threading.Event) -> None:
     while not done.wait(interval):
         operator.metrics_text()
 
 
-def _scrape_seconds(operator: harness.OperatorProcess) -> float:
+def _scrape_seconds(operator: harness.BenchOperator) -> float:
     """Return the median time of three scrapes of the operator's /metrics."""
     times = []
     for _ in range(3):
@@ -199,7 +199,7 @@ def _scrape_seconds(operator: harness.OperatorProcess) -> float:
 
 
 def _steady_state(
-    operator: harness.OperatorProcess, db: sqlite3.Connection, options: Options
+    operator: harness.BenchOperator, db: sqlite3.Connection, options: Options
 ) -> tuple[DispatchStats, dict[float, float], dict[float, float], datetime, datetime]:
     before = bucket_counts(operator.file_samples(LAG))
     window_start = datetime.now(UTC)
@@ -331,7 +331,7 @@ def _print_report(options: Options, r: Results) -> None:
 def _prepare(options: Options, api: harness.ApiSession, names: list[str]) -> None:
     harness.create_namespace(api, NAMESPACE)
     _say(f"creating {options.analyses} Deployments")
-    _create_all(api, [harness.deployment(name, NAMESPACE) for name in names], 0)
+    _create_all(api, [deployment_manifest(name, NAMESPACE) for name in names], 0)
 
 
 @contextlib.contextmanager
@@ -355,7 +355,7 @@ def _profiling(options: Options, pid: int) -> Iterator[None]:
 def _measure(
     options: Options,
     stack: harness.Stack,
-    operator: harness.OperatorProcess,
+    operator: harness.BenchOperator,
     db: sqlite3.Connection,
     names: list[str],
     load_before: float,
@@ -419,9 +419,9 @@ def run(options: Options) -> int:
 
         extra_env = {}
         if options.redis:
-            redis = exits.enter_context(harness.redis_server(stack.workdir / "redis"))
-            extra_env["SENTINEL_BROKER_URL"] = redis
-        operator = harness.OperatorProcess(
+            redis = exits.enter_context(RedisServer(stack.workdir / "redis"))
+            extra_env["SENTINEL_BROKER_URL"] = redis.url
+        operator = harness.BenchOperator(
             stack.workdir / "operator",
             stack=stack,
             namespaces=[NAMESPACE],
@@ -436,12 +436,12 @@ def run(options: Options) -> int:
         _create_all(
             api,
             [
-                harness.analysis(
+                analysis_manifest(
                     name,
                     NAMESPACE,
                     target=name,
                     metrics=harness.two_metrics(apps[index % len(apps)]),
-                    interval=options.interval,
+                    interval=f"{options.interval}s",
                 )
                 for index, name in enumerate(names)
             ],

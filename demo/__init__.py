@@ -3,7 +3,7 @@
 devcluster with the CRD, a ``checkout`` Deployment and the SPEC §3 analysis; a demo app whose
 latency regresses after a while, scraped by the real Prometheus; the operator and the web UI.
 Modules: ``settings`` (environment knobs), ``app`` (the synthetic checkout service),
-``prometheus`` (the Prometheus runner, shared with the tests), ``manifests`` (what is applied),
-``children`` (the subprocesses), ``status`` (the status log), ``banner`` (the text for a
-person) and ``runner`` (the orchestration).
+``manifests`` (what is applied), ``children`` (the subprocesses), ``status`` (the status log),
+``banner`` (the text for a person) and ``runner`` (the orchestration). devcluster, Prometheus,
+free ports and kubectl come from the test kit (``testkit``), shared with the tests and ``bench``.
 """

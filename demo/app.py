@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Histogram
 
-from demo.lifecycle import StartStop
-from demo.serving import DEFAULT_BUCKETS, RunningServer, serve_metrics
+from testkit.lifecycle import StartStop
+from testkit.serving import DEFAULT_BUCKETS, RunningServer, serve_metrics
 
 APP_LABEL = "checkout"
 

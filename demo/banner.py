@@ -6,6 +6,7 @@ log's lines (``demo.status``) when the Deployment gets paused or resumed.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from demo import manifests
@@ -19,10 +20,18 @@ def banner(
     elapsed: str,
     password: str,
     kubeconfig: Path,
+    kubectl_dir: Path | None,
     prometheus_url: str,
 ) -> str:
-    """Return the banner: where the UI is, admin's password, the KUBECONFIG line, the story."""
+    """Return the banner: where the UI is, admin's password, commands to paste, the story.
+
+    ``kubectl_dir`` is the directory of the kubectl the demo uses when it is not on the user's
+    PATH (the venv's ``.venv/bin``): the banner prints the ``export PATH`` line for it.
+    """
     ui = f"http://127.0.0.1:{settings.web_port}"
+    shell = [f"   export KUBECONFIG={shlex.quote(str(kubeconfig))}"]
+    if kubectl_dir is not None:
+        shell.append(f'   export PATH="{kubectl_dir}:$PATH"')
     lines = [
         "",
         "=" * 72,
@@ -34,7 +43,8 @@ def banner(
         f"   Prometheus:  {prometheus_url}/graph",
         f"   Logs:        {settings.work_dir}/*.log",
         "",
-        f"   export KUBECONFIG={kubeconfig}",
+        " Try, in another terminal:",
+        *shell,
         "   kubectl get ra -w",
         "   kubectl describe ra checkout",
         "   kubectl rollout resume deployment/checkout      # after the operator pauses it",
@@ -42,8 +52,8 @@ def banner(
         f" Story: checkout is healthy (p99 ≈ 0.09 s) for {settings.regression_after:.0f} s, "
         "then regresses (p99 ≈ 0.4 s,",
         f" threshold {manifests.MAX_VALUE}). The analysis runs every {settings.interval} over a "
-        f"{settings.rate_window} rate window (SPEC §3 says",
-        " 30s and 5m; shortened so the story shows in minutes) and pauses the Deployment",
+        f"{settings.rate_window} rate window (30s and 5m",
+        " are usual; shortened so the story shows in minutes) and pauses the Deployment",
         f" after {manifests.FAILURE_LIMIT} consecutive failures. Ctrl-C stops everything.",
         "=" * 72,
         "",

@@ -9,7 +9,6 @@ demo with its last log lines and exit code 1. ``main`` is called by ``demo.__mai
 
 from __future__ import annotations
 
-import base64
 import os
 import random
 import secrets
@@ -24,15 +23,20 @@ from types import FrameType
 from typing import TextIO
 
 import requests
-import yaml
 
 from demo import manifests
 from demo.app import CheckoutApp
 from demo.banner import banner, hint
-from demo.children import Child, port_is_free, tail
-from demo.prometheus import PROMETHEUS_BINARY, PrometheusServer, free_port
+from demo.children import Child
 from demo.settings import PREFERRED_CLUSTER_PORT, DemoError, DemoSettings
 from demo.status import Snapshot, describe_change, read_snapshot
+from testkit.devcluster import DevCluster
+from testkit.kubectl import KubectlMissing, kubectl_binary, kubectl_command
+from testkit.manifests import CRD_NAME
+from testkit.paths import CRD_PATH
+from testkit.ports import free_port, port_is_free
+from testkit.processes import tail
+from testkit.prometheus import PROMETHEUS_BINARY, PrometheusServer
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 # Written into the work dir so that a restart wipes only a directory the demo made.
@@ -65,6 +69,7 @@ class Demo:
         self._starting = True
         self._started_at = clock()
         self._children: list[Child] = []
+        self._cluster: DevCluster | None = None
         self._app: CheckoutApp | None = None
         self._prometheus: PrometheusServer | None = None
         self.kubeconfig = self.work / "kubeconfig"
@@ -122,7 +127,11 @@ class Demo:
                 f"{PROMETHEUS_BINARY} is missing; install Debian's prometheus package "
                 "(`make demo` does so when run as root)."
             )
-        self._kubectl_binary = _kubectl_binary()
+        try:
+            self._kubectl_binary = kubectl_binary()
+        except KubectlMissing as exc:
+            message = "kubectl is not installed; `make demo` installs it into .venv."
+            raise DemoError(message) from exc
         cluster_port = self._cluster_port()
         self._prepare_work_dir()
         return web_port, cluster_port
@@ -131,20 +140,9 @@ class Demo:
         self._say(f"demo: starting in {self.work} …")
         env = self._environment()
 
-        devcluster = self._child(
-            "devcluster",
-            [
-                sys.executable,
-                "-m",
-                "devcluster",
-                "--port",
-                str(cluster_port),
-                "--kubeconfig",
-                str(self.kubeconfig),
-            ],
-            env,
-        )
-        devcluster.start()
+        # It boots while the rest starts; _wait_for_cluster waits for it.
+        self._cluster = DevCluster(self.work, port=cluster_port, new_session=True)
+        self._cluster.launch()
 
         self._app = CheckoutApp(
             regression_after=self.settings.regression_after,
@@ -236,15 +234,13 @@ class Demo:
         return self._child(name, [sys.executable, str(PROJECT_DIR / "manage.py"), *args], env)
 
     def _kubectl(self, name: str, args: list[str], input_text: str | None = None) -> None:
-        argv = [self._kubectl_binary, f"--kubeconfig={self.kubeconfig}"]
-        argv += [f"--cache-dir={self.work / 'kube-cache'}", *args]
+        argv = kubectl_command(args, kubeconfig=self.kubeconfig, cache_dir=self.work / "kube-cache")
         self._child(name, argv, dict(os.environ)).run(timeout=60, input_text=input_text)
 
     def _apply(self) -> None:
-        self._kubectl("kubectl", ["apply", "-f", str(manifests.crd_file(PROJECT_DIR))])
+        self._kubectl("kubectl", ["apply", "-f", str(CRD_PATH)])
         self._kubectl(
-            "kubectl",
-            ["wait", "--for=condition=Established", "--timeout=30s", f"crd/{manifests.CRD_NAME}"],
+            "kubectl", ["wait", "--for=condition=Established", "--timeout=30s", f"crd/{CRD_NAME}"]
         )
         workload = manifests.workload(
             interval=self.settings.interval, rate_window=self.settings.rate_window
@@ -253,25 +249,11 @@ class Demo:
         self._kubectl("kubectl", ["apply", "-f", "-"], input_text=workload)
 
     def _wait_for_cluster(self, timeout: float) -> None:
-        deadline = self._clock() + timeout
-        while self._clock() < deadline:
-            self._raise_if_a_child_died()
-            if self.kubeconfig.exists():
-                try:
-                    server, ca_file = self._cluster_endpoint()
-                    if requests.get(f"{server}/version", verify=ca_file, timeout=2).ok:
-                        return
-                except (OSError, ValueError, KeyError, TypeError, requests.RequestException):
-                    pass
-            time.sleep(0.1)
-        raise DemoError(f"devcluster was not ready within {timeout:.0f} s.")
-
-    def _cluster_endpoint(self) -> tuple[str, str]:
-        config = yaml.safe_load(self.kubeconfig.read_text())
-        cluster = config["clusters"][0]["cluster"]
-        ca_file = self.work / "ca.crt"
-        ca_file.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
-        return str(cluster["server"]), str(ca_file)
+        assert self._cluster is not None
+        try:
+            self._cluster.wait_ready(timeout, check=self._raise_if_a_child_died)
+        except (RuntimeError, TimeoutError) as exc:
+            raise DemoError(f"devcluster was not ready within {timeout:.0f} s.") from exc
 
     def _wait_for_web(self, web: Child, timeout: float) -> None:
         url = f"http://127.0.0.1:{self.settings.web_port}/admin/login/"
@@ -301,6 +283,7 @@ class Demo:
                 elapsed=self._elapsed(),
                 password=self.password,
                 kubeconfig=self.kubeconfig,
+                kubectl_dir=_missing_from_path(Path(self._kubectl_binary).parent),
                 prometheus_url=self._prometheus.url,
             )
         )
@@ -334,6 +317,12 @@ class Demo:
         return 0
 
     def _first_dead_child(self) -> str | None:
+        cluster = self._cluster
+        if cluster is not None and cluster.returncode is not None:
+            return (
+                f"devcluster exited with code {cluster.returncode}; last lines of "
+                f"{cluster.log_path}:\n{tail(cluster.log_path)}"
+            )
         for child in self._children:
             code = child.returncode
             if child.name in _LONG_RUNNING and child.process is not None and code is not None:
@@ -356,19 +345,16 @@ class Demo:
     def _stop_all(self) -> None:
         # The web UI and the operator first (they talk to the cluster), together to save
         # time; then devcluster and Prometheus, also together.
-        late = {"devcluster"}
-        first = [child for child in self._children if child.name not in late]
-        for child in first:
+        for child in self._children:
             child.terminate()
-        for child in first:
+        for child in self._children:
             child.stop()
-        rest = [child for child in self._children if child.name in late]
-        for child in rest:
-            child.terminate()
+        if self._cluster is not None:
+            self._cluster.terminate()
         if self._prometheus is not None:
             self._prometheus.stop()
-        for child in rest:
-            child.stop()
+        if self._cluster is not None:
+            self._cluster.stop()
         if self._app is not None:
             self._app.stop()
 
@@ -383,18 +369,14 @@ class Demo:
             print(text, file=self._out, flush=True)
 
 
-_LONG_RUNNING = frozenset({"devcluster", "operator", "web"})
+_LONG_RUNNING = frozenset({"operator", "web"})
 _MULTIPROC = "PROMETHEUS_MULTIPROC_DIR"
 
 
-def _kubectl_binary() -> str:
-    beside = Path(sys.executable).parent / "kubectl"
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("kubectl")
-    if found is None:
-        raise DemoError("kubectl is not installed; `make demo` installs it into .venv.")
-    return found
+def _missing_from_path(directory: Path) -> Path | None:
+    """Return ``directory`` unless the user's PATH already holds it (then None)."""
+    entries = os.environ.get("PATH", "").split(os.pathsep)
+    return None if str(directory) in entries else directory
 
 
 def main() -> int:

@@ -14,9 +14,7 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-GROUP = "sentinel.example.com"
-VERSION = "v1alpha1"
-PLURAL = "rolloutanalyses"
+from sentinel_cluster.kube import GROUP, PLURAL, VERSION
 
 
 @dataclass(frozen=True)

@@ -2,5 +2,5 @@
 
 Built from pinned Go modules by ``make realcluster`` (``realcluster/build.sh``) and run by
 ``python -m realcluster``, which has the same interface as ``python -m devcluster`` (SPEC §9a).
-Tests use :class:`realcluster.testing.RealCluster`.
+Tests use :class:`testkit.realcluster.RealCluster`.
 """

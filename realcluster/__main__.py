@@ -6,7 +6,7 @@ Runs the real control plane built by ``make realcluster`` with devcluster's inte
 kube-controller-manager, until SIGTERM or Ctrl-C. The admin kubeconfig is written once
 ``/readyz`` answers ``ok`` (and, with controllers, once the ServiceAccount controller has
 made ``default/default``), so its appearance means "ready". Used by developers directly and
-by :class:`realcluster.testing.RealCluster`.
+by :class:`testkit.realcluster.RealCluster`.
 
 Exit codes: 0 after a requested stop, 2 for a problem found before anything started (binaries
 not built, port busy, bad arguments), 1 when a component fails or exits on its own.

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from testkit.manifests import analysis_manifest, as_served
+
 DEFAULT_METRICS = (
     {"name": "p99-latency", "query": "histogram_quantile(0.99, x)", "maxValue": 0.25},
     {"name": "error-rate", "query": "sum(rate(errors[1m]))", "maxValue": 0.01},
@@ -24,26 +26,23 @@ def resource(
     status: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Return a RolloutAnalysis as a dict, the way ``CustomObjectsApi`` returns it."""
-    return {
-        "apiVersion": "sentinel.example.com/v1alpha1",
-        "kind": "RolloutAnalysis",
-        "metadata": {
-            "namespace": namespace,
-            "name": name,
-            "uid": uid,
-            "resourceVersion": resource_version,
-            "generation": generation,
-            "creationTimestamp": "2026-11-29T10:00:00Z",
-        },
-        "spec": {
-            "target": {"kind": "Deployment", "name": name},
-            "metrics": [dict(metric) for metric in metrics],
-            "interval": interval,
-            "failureLimit": failure_limit,
-            "dryRun": dry_run,
-        },
-        **({"status": status} if status is not None else {}),
-    }
+    manifest = analysis_manifest(
+        name,
+        namespace,
+        target=name,
+        metrics=metrics,
+        interval=interval,
+        failure_limit=failure_limit,
+        dry_run=dry_run,
+    )
+    return as_served(
+        manifest,
+        uid=uid,
+        resource_version=resource_version,
+        generation=generation,
+        created="2026-11-29T10:00:00Z",
+        status=status,
+    )
 
 
 def paused_status(failures: int = 3, generation: int = 1) -> dict[str, Any]:

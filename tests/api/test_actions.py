@@ -11,11 +11,14 @@ from django.utils import timezone
 
 from analyses import mirror
 from analyses.models import Analysis
-from devcluster.testing import DevCluster
 from sentinel_cluster import kube
 from sentinel_core.conditions import Annotation
+from testkit.clusters import kubectl_json
+from testkit.devcluster import DevCluster
+from testkit.manifests import analysis_spec as spec
+from testkit.manifests import deployment_manifest
 from tests.analyses.resources import paused_status
-from tests.api.conftest import Api, deployment, kubectl_json, spec
+from tests.api.client import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -52,7 +55,10 @@ def test_resume_unpauses_the_target_and_resets_failures(
     api: Api, namespace: str, api_cluster: DevCluster, cluster_client: kube.KubeClient
 ) -> None:
     key = f"{namespace}/guard"
-    _apply(api_cluster, deployment("checkout", namespace, paused=True, annotations=_paused_by(key)))
+    _apply(
+        api_cluster,
+        deployment_manifest("checkout", namespace, paused=True, annotations=_paused_by(key)),
+    )
     _create(api, namespace, "guard")
     _pause_as_the_operator(cluster_client, namespace, "guard")
     assert Analysis.objects.get(name="guard").paused
@@ -88,7 +94,9 @@ def test_resume_keeps_another_analysis_in_paused_by(
     mine, theirs = f"{namespace}/latency", f"{namespace}/errors"
     _apply(
         api_cluster,
-        deployment("checkout", namespace, paused=True, annotations=_paused_by(mine, theirs)),
+        deployment_manifest(
+            "checkout", namespace, paused=True, annotations=_paused_by(mine, theirs)
+        ),
     )
     _create(api, namespace, "latency")
     _pause_as_the_operator(cluster_client, namespace, "latency")
@@ -109,7 +117,7 @@ def test_resume_touches_only_the_analysis_namespace(
         # A paused Deployment of the target's name, but in another namespace.
         _apply(
             api_cluster,
-            deployment(
+            deployment_manifest(
                 "checkout", other, paused=True, annotations=_paused_by(f"{namespace}/guard")
             ),
         )
@@ -132,7 +140,7 @@ def test_resume_leaves_a_pause_it_did_not_make(
     api: Api, namespace: str, api_cluster: DevCluster
 ) -> None:
     # A person paused the rollout with kubectl; this analysis never did.
-    _apply(api_cluster, deployment("checkout", namespace, paused=True))
+    _apply(api_cluster, deployment_manifest("checkout", namespace, paused=True))
     _create(api, namespace, "guard")
 
     response = api.post(f"analyses/{namespace}/guard/resume/")

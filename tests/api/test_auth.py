@@ -16,8 +16,11 @@ from django.core.management import CommandError, call_command
 
 from analyses.models import Analysis
 from analyses.token_models import ApiToken
-from devcluster.testing import DevCluster
-from tests.api.conftest import REPO_ROOT, Api, MakeApi, kubectl_json, make_user, spec
+from testkit.clusters import kubectl_json
+from testkit.devcluster import DevCluster
+from testkit.manifests import analysis_spec as spec
+from testkit.paths import REPO_ROOT
+from tests.api.client import Api, MakeApi, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

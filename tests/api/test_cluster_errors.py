@@ -9,9 +9,11 @@ import pytest
 import yaml
 
 from analyses.models import Analysis
-from devcluster.testing import DevCluster
 from sentinel_cluster import kube
-from tests.api.conftest import Api, kubectl_json, spec, start_cluster
+from testkit.clusters import kubectl_json, start_with_crd
+from testkit.devcluster import DevCluster
+from testkit.manifests import analysis_spec as spec
+from tests.api.client import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -176,7 +178,7 @@ def test_api_server_refusal_is_400_and_nothing_is_written(
 def test_stopped_cluster_is_503_and_nothing_is_written(
     api: Api, settings: Any, tmp_path: Path
 ) -> None:
-    cluster = start_cluster(tmp_path / "doomed")
+    cluster = start_with_crd(DevCluster(tmp_path / "doomed"))
     try:
         settings.SENTINEL_KUBECONFIG = str(cluster.kubeconfig)
         created = api.post(

@@ -9,9 +9,11 @@ import yaml
 
 from analyses import mirror
 from analyses.models import Analysis
-from devcluster.testing import DevCluster
 from sentinel_cluster import kube
-from tests.api.conftest import Api, MakeApi, kubectl_json, spec
+from testkit.clusters import kubectl_json
+from testkit.devcluster import DevCluster
+from testkit.manifests import analysis_spec as spec
+from tests.api.client import Api, MakeApi
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,7 +10,7 @@ import pytest
 from analyses import mirror
 from analyses.models import Analysis, Evaluation, MetricResult
 from tests.analyses.resources import resource
-from tests.api.conftest import Api
+from tests.api.client import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

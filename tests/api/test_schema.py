@@ -13,7 +13,8 @@ import requests
 from django.utils import timezone
 
 from analyses import tokens
-from tests.api.conftest import Api, make_user, spec
+from testkit.manifests import analysis_spec as spec
+from tests.api.client import Api, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -87,7 +88,7 @@ def test_schemathesis_finds_no_server_error(
             f"{live_server.url.replace('localhost', '127.0.0.1')}/api/v1/schema/?format=json",
             "--header",
             f"Authorization: Token {token}",
-            # See conftest.Api: keep-alive costs the live server ~40 ms a request, and a pooled
+            # See client.Api: keep-alive costs the live server ~40 ms a request, and a pooled
             # connection the server has closed is retried rather than reported.
             "--header",
             "Connection: close",

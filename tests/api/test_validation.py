@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from analyses.models import Analysis
-from devcluster.testing import DevCluster
-from tests.api.conftest import Api, kubectl_json, spec
+from testkit.clusters import kubectl_json
+from testkit.devcluster import DevCluster
+from testkit.manifests import analysis_spec as spec
+from tests.api.client import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -18,51 +18,26 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 
-PROJECT_DIR = Path(__file__).resolve().parents[2]
-KUBECTL = str(Path(sys.executable).parent / "kubectl")
+from testkit.kubectl import run_kubectl
+from testkit.paths import REPO_ROOT
+from testkit.ports import free_port
+from testkit.processes import alive, descendants
+from testkit.waiting import wait_until
 
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _descendants(root: int) -> set[int]:
-    """Return the pids of every live process below ``root`` (from /proc)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # The command name may hold spaces and parentheses: split after its last ")".
-        fields = stat.rsplit(")", 1)[1].split()
-        parents[int(entry.name)] = int(fields[1])
-    found: set[int] = set()
-    frontier = {root}
-    while frontier:
-        children = {pid for pid, ppid in parents.items() if ppid in frontier}
-        frontier = children - found
-        found |= children
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+# The demo runs with the venv's bin directory off PATH, as after a plain `make demo`, so its
+# banner must say how to reach the venv's kubectl.
+_USER_PATH = os.pathsep.join(
+    entry
+    for entry in os.environ.get("PATH", "").split(os.pathsep)
+    if entry and Path(entry) != Path(sys.executable).parent
+)
 
 
 class DemoProcess:
@@ -71,7 +46,7 @@ class DemoProcess:
     def __init__(self, env: dict[str, str]) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "demo"],
-            cwd=PROJECT_DIR,
+            cwd=REPO_ROOT,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -115,11 +90,12 @@ def demo_env(tmp_path: Path) -> dict[str, str]:
     return dict(
         os.environ,
         SENTINEL_DEMO_DIR=str(tmp_path / "demo"),
-        SENTINEL_DEMO_PORT=str(_free_port()),
+        SENTINEL_DEMO_PORT=str(free_port()),
         SENTINEL_DEMO_CLUSTER_PORT="0",
         SENTINEL_DEMO_REGRESSION_AFTER="5",
         SENTINEL_DEMO_INTERVAL="5s",
         SENTINEL_DEMO_RATE_WINDOW="20s",
+        PATH=_USER_PATH,
     )
 
 
@@ -137,25 +113,15 @@ def demo(demo_env: dict[str, str]) -> Iterator[DemoProcess]:
 
 
 def _kubectl_json(kubeconfig: str, *args: str) -> dict[str, Any]:
-    result = subprocess.run(
-        [KUBECTL, f"--kubeconfig={kubeconfig}", *args, "-o", "json"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-    )
-    return json.loads(result.stdout)
+    result = run_kubectl([*args, "-o", "json"], kubeconfig=Path(kubeconfig), timeout=30)
+    return dict(json.loads(result.stdout))
 
 
-def _poll(check: Callable[[], object], timeout: float, what: str) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} within {timeout} s")
-        time.sleep(0.5)
+def _banner(demo: DemoProcess) -> list[str]:
+    """Return the banner's lines, from "demo is up" to its closing rule."""
+    start = next(i for i, line in enumerate(demo.lines) if "Rollout Sentinel demo is up" in line)
+    end = next(i for i in range(start, len(demo.lines)) if demo.lines[i].startswith("=" * 72))
+    return demo.lines[start:end]
 
 
 def test_demo_tells_the_story_and_stops_cleanly(
@@ -168,6 +134,24 @@ def test_demo_tells_the_story_and_stops_cleanly(
     assert kubeconfig == str(Path(demo_env["SENTINEL_DEMO_DIR"]) / "kubeconfig")
     for command in ("kubectl get ra -w", "kubectl describe ra checkout", "rollout resume"):
         assert command in demo.output
+    banner = _banner(demo)
+    assert not [line for line in banner if "SPEC" in line], banner
+    # The lines to paste work as printed, in a shell like the user's (the venv off PATH).
+    pasted = [line.strip() for line in banner if line.startswith("   export ")]
+    described = subprocess.run(
+        ["sh", "-c", "\n".join([*pasted, "command -v kubectl", "kubectl describe ra checkout"])],
+        env={
+            **{key: value for key, value in demo_env.items() if key != "KUBECONFIG"},
+            # Not the user's ~/.kube: the discovery cache of this run stays in its directory.
+            "KUBECACHEDIR": str(Path(demo_env["SENTINEL_DEMO_DIR"]) / "pasted-kube-cache"),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert described.returncode == 0, [*pasted, described.stderr]
+    assert described.stdout.splitlines()[0] == str(Path(sys.executable).parent / "kubectl")
+    assert re.search(r"^Name:\s+checkout$", described.stdout, re.M), described.stdout
 
     # The UI answers, serves its static files, and the printed password logs admin in.
     base = f"http://127.0.0.1:{demo_env['SENTINEL_DEMO_PORT']}"
@@ -191,26 +175,31 @@ def test_demo_tells_the_story_and_stops_cleanly(
         analysis = _kubectl_json(kubeconfig, "get", "ra", "checkout")
         return (analysis.get("status") or {}).get("lastVerdict")
 
-    assert _poll(verdict, timeout=30, what="no status") in {"Pass", "Fail", "Inconclusive"}
+    assert wait_until(verdict, timeout=30, interval=0.5) in {"Pass", "Fail", "Inconclusive"}
 
     # After the regression the operator pauses the Deployment, and the log says so.
     def paused() -> object:
         deployment = _kubectl_json(kubeconfig, "get", "deployment", "checkout")
         return (deployment.get("spec") or {}).get("paused")
 
-    _poll(paused, timeout=max(10.0, 75 - (time.monotonic() - started)), what="not paused")
+    wait_until(
+        paused,
+        timeout=max(10.0, 75 - (time.monotonic() - started)),
+        interval=0.5,
+        what="the pause",
+    )
     demo.wait_for_line(r"latency regresses now", timeout=1)
     demo.wait_for_line(r"verdict=Fail\s+failures=3/3 .*deployment=PAUSED", timeout=10)
 
     # Ctrl-C: everything it started exits within a few seconds, without a traceback.
-    children = _descendants(demo.process.pid)
+    children = descendants(demo.process.pid)
     assert len(children) >= 4, children  # devcluster, Prometheus, operator (+workers), web
     demo.process.send_signal(signal.SIGINT)
     assert demo.process.wait(timeout=15) == 0
     deadline = time.monotonic() + 5
-    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not [pid for pid in children if _alive(pid)]
+    assert not [pid for pid in children if alive(pid)]
     demo.wait_for_line(r"demo: stopped\.", timeout=2)
     assert "Traceback" not in demo.output
 
@@ -222,7 +211,7 @@ def test_a_busy_web_port_is_one_clear_line(demo_env: dict[str, str]) -> None:
         port = busy.getsockname()[1]
         result = subprocess.run(
             [sys.executable, "-m", "demo"],
-            cwd=PROJECT_DIR,
+            cwd=REPO_ROOT,
             env=dict(demo_env, SENTINEL_DEMO_PORT=str(port)),
             capture_output=True,
             text=True,
@@ -237,7 +226,7 @@ def test_a_busy_web_port_is_one_clear_line(demo_env: dict[str, str]) -> None:
 
 def test_a_child_dying_early_stops_the_demo_with_its_log(demo: DemoProcess) -> None:
     demo.wait_for_line(r"Rollout Sentinel demo is up", timeout=60)
-    children = _descendants(demo.process.pid)
+    children = descendants(demo.process.pid)
     operator = [
         pid
         for pid in children
@@ -251,6 +240,6 @@ def test_a_child_dying_early_stops_the_demo_with_its_log(demo: DemoProcess) -> N
     demo.wait_for_line(r"demo: operator exited with code -9; last lines of", timeout=2)
     demo.wait_for_line(r"demo: stopped\.", timeout=2)
     deadline = time.monotonic() + 5
-    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not [pid for pid in children if _alive(pid)]
+    assert not [pid for pid in children if alive(pid)]

@@ -14,6 +14,7 @@ from demo.app import sample_latency
 from demo.children import Child
 from demo.settings import DemoError, DemoSettings
 from demo.status import Snapshot, describe_change, snapshot_of
+from testkit.processes import alive
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -91,14 +92,6 @@ def test_stopping_a_child_also_stops_what_it_left_behind(tmp_path: Path) -> None
     child.stop(timeout=5)
     assert not child.running
     deadline = time.monotonic() + 5
-    while _alive(grandchild) and time.monotonic() < deadline:
+    while alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(grandchild)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    assert not alive(grandchild)

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.conftest import Deployed, dump
-from tests.operator.conftest import analysis_manifest
+from testkit.manifests import analysis_manifest, to_yaml
+from tests.deploy.kustomize import Deployed
 
 _GOOD_METRIC = {"name": "p99", "query": "up", "maxValue": 0.25}
 
@@ -37,7 +37,7 @@ def test_invalid_analysis_is_422_with_field_paths_and_not_stored(
     manifest = analysis_manifest(label, namespace, metrics=[_GOOD_METRIC])
     manifest["spec"].update(change)
     result = deployed.cluster.kubectl(
-        "apply", "-v=6", "-f", "-", input=dump([manifest]), check=False
+        "apply", "-v=6", "-f", "-", input=to_yaml(manifest), check=False
     )
     assert result.returncode == 1
     # kubectl's request log shows the API server's answer to the create.

@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
-from devcluster.testing import DevCluster
-from tests.deploy.conftest import DEPLOY, HOME, OVERLAYS, REPO_ROOT, Deployed, dump, render
+from testkit.devcluster import DevCluster
+from testkit.manifests import to_yaml
+from testkit.paths import CRD_PATH
+from tests.deploy.kustomize import DEPLOY, HOME, OVERLAYS, Deployed, render
 
 SPEC_RULES = [
     {
@@ -109,7 +111,7 @@ def test_overlay_passes_server_side_dry_run_and_stores_nothing(
 ) -> None:
     objects = render(fresh_cluster, f"overlays/{overlay}")
     result = fresh_cluster.kubectl(
-        "apply", "--dry-run=server", "-f", "-", input=dump(objects), check=False
+        "apply", "--dry-run=server", "-f", "-", input=to_yaml(*objects), check=False
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.strip().splitlines()
@@ -129,7 +131,7 @@ def test_server_side_dry_run_really_validates(fresh_cluster: DevCluster) -> None
     web = _one(objects, "Deployment", "rollout-sentinel-web")
     web["spec"]["replicas"] = "three"
     result = fresh_cluster.kubectl(
-        "apply", "--dry-run=server", "--validate=false", "-f", "-", input=dump([web]), check=False
+        "apply", "--dry-run=server", "--validate=false", "-f", "-", input=to_yaml(web), check=False
     )
     assert result.returncode != 0
     assert "replicas" in result.stderr
@@ -167,7 +169,7 @@ def test_rendered_overlay_carries_the_crd_and_exactly_the_spec_rbac(
 ) -> None:
     objects = render(fresh_cluster, f"overlays/{overlay}")
     crd = _one(objects, "CustomResourceDefinition")
-    source = yaml.safe_load((REPO_ROOT / "crds" / "rolloutanalysis.yaml").read_text())
+    source = yaml.safe_load(CRD_PATH.read_text())
     assert crd["spec"] == source["spec"]
     assert crd["metadata"]["name"] == source["metadata"]["name"]
     assert "namespace" not in crd["metadata"]  # cluster-scoped, whatever the base's namespace

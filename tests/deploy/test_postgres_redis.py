@@ -20,18 +20,16 @@ from typing import Any
 import pytest
 
 from sentinel_cluster import kube
-from tests.deploy.conftest import MANAGE, REPO_ROOT, Deployed, StartOperator, wait_until
-from tests.deploy.servers import PostgresServer, RedisServer
-from tests.operator.conftest import (
-    GaugeSetter,
-    analysis_manifest,
-    condition,
-    deployment_manifest,
-    gauge_metric,
-    kubectl_apply,
-)
-from tests.support.metrics_app import MetricsApp
-from tests.support.prometheus import PrometheusServer
+from testkit.clusters import kubectl_apply
+from testkit.databases import PostgresServer, RedisServer
+from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
+from testkit.metrics_app import GaugeSetter, MetricsApp
+from testkit.observe import condition
+from testkit.operator import StartOperator
+from testkit.paths import MANAGE, REPO_ROOT
+from testkit.prometheus import PrometheusServer
+from testkit.waiting import wait_until
+from tests.deploy.kustomize import Deployed
 
 
 @pytest.fixture

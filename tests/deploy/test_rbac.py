@@ -18,28 +18,14 @@ from typing import Any
 import pytest
 
 from sentinel_cluster import kube
-from tests.deploy.conftest import (
-    HOME,
-    Deployed,
-    StartOperator,
-    create_token,
-    dump,
-    kubeconfig_for_token,
-    render,
-    wait_until,
-)
-from tests.operator.conftest import (
-    GaugeSetter,
-    OperatorProcess,
-    analysis_manifest,
-    condition,
-    deployment_manifest,
-    events_for,
-    gauge_metric,
-    kubectl_apply,
-)
-from tests.support.metrics_app import MetricsApp
-from tests.support.prometheus import PrometheusServer
+from testkit.clusters import create_token, kubeconfig_for_token, kubectl_apply
+from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric, to_yaml
+from testkit.metrics_app import GaugeSetter, MetricsApp
+from testkit.observe import condition, events_for
+from testkit.operator import OperatorProcess, StartOperator
+from testkit.prometheus import PrometheusServer
+from testkit.waiting import wait_until
+from tests.deploy.kustomize import HOME, Deployed, render
 
 # SPEC §12's list as `kubectl auth can-i --list` prints it (resource, verbs).
 SPEC_ROWS = {
@@ -218,12 +204,12 @@ def crippled_identity(deployed: Deployed, tmp_path: Path) -> Iterator[Any]:
                 "subjects": [subject],
             },
         ]
-        deployed.cluster.kubectl("apply", "-f", "-", input=dump(objects))
+        deployed.cluster.kubectl("apply", "-f", "-", input=to_yaml(*objects))
         made.append(("clusterrolebinding", name))
         made.append(("clusterrole", name))
         made.append(("rolebinding", name, "-n", HOME))
         made.append(("serviceaccount", name, "-n", HOME))
-        token = create_token(deployed.cluster, name)
+        token = create_token(deployed.cluster, name, HOME)
         denied = deployed.cluster.kubectl(
             "auth",
             "can-i",

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from devcluster.certs import ensure_tls
-from devcluster.testing import DevCluster
-from tests.devcluster.conftest import to_yaml
+from testkit.devcluster import DevCluster
+from testkit.manifests import to_yaml
 
 RBAC = "rbac.authorization.k8s.io"
 SENTINEL = "sentinel.example.com"

@@ -12,8 +12,8 @@ import kubernetes.client
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from devcluster.testing import DevCluster
-from tests.devcluster.conftest import GROUP, PLURAL, VERSION, ra_manifest
+from testkit.devcluster import DevCluster
+from testkit.manifests import GROUP, PLURAL, VERSION, ra_manifest
 
 CustomApi = kubernetes.client.CustomObjectsApi
 

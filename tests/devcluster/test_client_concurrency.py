@@ -11,7 +11,7 @@ import kubernetes.client
 import kubernetes.watch
 from kubernetes.client.exceptions import ApiException
 
-from tests.devcluster.conftest import GROUP, PLURAL, VERSION, ra_manifest
+from testkit.manifests import GROUP, PLURAL, VERSION, ra_manifest
 
 CustomApi = kubernetes.client.CustomObjectsApi
 

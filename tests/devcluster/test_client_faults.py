@@ -11,8 +11,8 @@ import kubernetes.watch
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from devcluster.testing import DevCluster
-from tests.devcluster.conftest import GROUP, PLURAL, VERSION, ra_manifest
+from testkit.devcluster import DevCluster
+from testkit.manifests import GROUP, PLURAL, VERSION, ra_manifest
 
 CustomApi = kubernetes.client.CustomObjectsApi
 
@@ -20,10 +20,8 @@ CustomApi = kubernetes.client.CustomObjectsApi
 @pytest.fixture
 def faults(cluster: DevCluster) -> Iterator[DevCluster]:
     """The shared cluster, with every fault cleared after the test."""
-    try:
+    with cluster.faults_cleared_after():
         yield cluster
-    finally:
-        cluster.clear_faults()
 
 
 def _list(custom: CustomApi, ns: str) -> dict:

@@ -8,7 +8,7 @@ import kubernetes.client
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from tests.devcluster.conftest import GROUP, PLURAL, VERSION, ra_manifest
+from testkit.manifests import GROUP, PLURAL, VERSION, ra_manifest
 
 CustomApi = kubernetes.client.CustomObjectsApi
 

@@ -11,7 +11,8 @@ import kubernetes.client
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from tests.devcluster.conftest import GROUP, PLURAL, VERSION, ra_manifest, wait_until
+from testkit.manifests import GROUP, PLURAL, VERSION, ra_manifest
+from testkit.waiting import wait_until
 
 CustomApi = kubernetes.client.CustomObjectsApi
 

@@ -12,8 +12,9 @@ import kubernetes.watch
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from devcluster.testing import DevCluster
-from tests.devcluster.conftest import CRD_PATH, GROUP, PLURAL, VERSION, ra_manifest, to_yaml
+from testkit.devcluster import DevCluster
+from testkit.manifests import GROUP, PLURAL, VERSION, ra_manifest, to_yaml
+from testkit.paths import CRD_PATH
 
 
 def _custom(cluster: DevCluster) -> kubernetes.client.CustomObjectsApi:

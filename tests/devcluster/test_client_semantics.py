@@ -14,7 +14,7 @@ import kubernetes.watch
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from tests.devcluster.conftest import GROUP, PLURAL, VERSION, ra_manifest
+from testkit.manifests import GROUP, PLURAL, VERSION, ra_manifest
 
 CustomApi = kubernetes.client.CustomObjectsApi
 

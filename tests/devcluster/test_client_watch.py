@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import queue
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +18,8 @@ import kubernetes.watch
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from tests.devcluster.conftest import GROUP, PLURAL, REPO_ROOT, VERSION, ra_manifest, wait_until
+from testkit.devcluster import DevCluster
+from testkit.manifests import GROUP, PLURAL, VERSION, ra_manifest
 
 CustomApi = kubernetes.client.CustomObjectsApi
 
@@ -155,26 +154,12 @@ def test_timeout_seconds_ends_the_stream(custom: CustomApi, ns: str) -> None:
 @pytest.fixture
 def short_history(tmp_path: Path) -> Iterator[kubernetes.client.ApiClient]:
     """A devcluster of its own whose watch history keeps only five events."""
-    kubeconfig = tmp_path / "kubeconfig"
-    log = (tmp_path / "devcluster.log").open("wb")
-    command = [sys.executable, "-m", "devcluster", "--port", "0", "--kubeconfig", str(kubeconfig)]
-    process = subprocess.Popen(
-        [*command, "--watch-history", "5"],
-        stdout=log,
-        stderr=log,
-        cwd=REPO_ROOT,
-    )
-    try:
-        wait_until(lambda: kubeconfig.exists() and "token" in kubeconfig.read_text(), timeout=30)
-        client = kubernetes.config.new_client_from_config(config_file=str(kubeconfig))
+    with DevCluster(tmp_path, args=["--watch-history", "5"]) as cluster:
+        client = kubernetes.config.new_client_from_config(config_file=str(cluster.kubeconfig))
         try:
             yield client
         finally:
             client.close()
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        log.close()
 
 
 def test_watch_from_version_beyond_history_is_gone(

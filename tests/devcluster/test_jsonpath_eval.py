@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from devcluster.jsonpath import JSONPathError, cell, evaluate
-
-CRD = Path(__file__).resolve().parents[2] / "crds" / "rolloutanalysis.yaml"
+from testkit.paths import CRD_PATH
 
 ANALYSIS: dict[str, Any] = {
     "apiVersion": "sentinel.example.com/v1alpha1",
@@ -48,7 +46,7 @@ ANALYSIS: dict[str, Any] = {
 
 
 def printer_columns() -> list[dict[str, Any]]:
-    crd = yaml.safe_load(CRD.read_text())
+    crd = yaml.safe_load(CRD_PATH.read_text())
     (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1"]
     return version["additionalPrinterColumns"]
 

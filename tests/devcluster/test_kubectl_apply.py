@@ -11,8 +11,9 @@ from pathlib import Path
 
 import yaml
 
-from devcluster.testing import DevCluster
-from tests.devcluster.conftest import CRD_PATH, deployment_manifest, ra_manifest, to_yaml
+from testkit.devcluster import DevCluster
+from testkit.manifests import deployment_manifest, ra_manifest, to_yaml
+from testkit.paths import CRD_PATH
 
 
 def _get_json(cluster: DevCluster, ns: str, *resource: str) -> dict:

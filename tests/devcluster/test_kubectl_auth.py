@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from devcluster.testing import DevCluster
-from tests.devcluster.conftest import ra_manifest, to_yaml
+from testkit.devcluster import DevCluster
+from testkit.manifests import ra_manifest, to_yaml
 
 ROLE_RULES = [
     {

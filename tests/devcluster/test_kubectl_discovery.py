@@ -4,22 +4,12 @@ server-side tables of built-in kinds, and `kubectl wait` on a status field.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import kubernetes.client
 
-from devcluster.testing import DevCluster
-from tests.devcluster.conftest import (
-    GROUP,
-    PLURAL,
-    VERSION,
-    deployment_manifest,
-    ra_manifest,
-    to_yaml,
-)
+from testkit.devcluster import DevCluster
+from testkit.manifests import GROUP, PLURAL, VERSION, deployment_manifest, ra_manifest, to_yaml
 
 
 def test_api_resources_lists_the_crd(cluster: DevCluster) -> None:
@@ -98,20 +88,6 @@ def test_get_configmaps_table(cluster: DevCluster, ns: str) -> None:
     assert lines[1].split()[:2] == ["cfg", "2"]
 
 
-def _popen_kubectl(cluster: DevCluster, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "kubectl"),
-            f"--cache-dir={cluster.workdir / 'kube-cache'}",
-            *args,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ, KUBECONFIG=str(cluster.kubeconfig)),
-    )
-
-
 def _finish(process: subprocess.Popen[str]) -> tuple[int, str, str]:
     try:
         stdout, stderr = process.communicate(timeout=30)
@@ -126,8 +102,7 @@ def test_wait_for_status_field(
     cluster: DevCluster, ns: str, custom: kubernetes.client.CustomObjectsApi
 ) -> None:
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=to_yaml(ra_manifest("checkout")))
-    waiter = _popen_kubectl(
-        cluster,
+    waiter = cluster.kubectl_popen(
         "wait",
         "ra/checkout",
         "-n",
@@ -153,8 +128,8 @@ def test_wait_for_delete_until_finalizer_removed(
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=to_yaml(manifest))
     deleted = cluster.kubectl("delete", "ra", "checkout", "-n", ns, "--wait=false")
     # -v=6 logs each request, so the test removes the finalizer once kubectl is watching.
-    waiter = _popen_kubectl(
-        cluster, "wait", "ra/checkout", "-n", ns, "--for=delete", "--timeout=20s", "-v=6"
+    waiter = cluster.kubectl_popen(
+        "wait", "ra/checkout", "-n", ns, "--for=delete", "--timeout=20s", "-v=6"
     )
     assert waiter.stderr is not None
     log = []

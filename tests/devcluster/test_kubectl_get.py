@@ -7,18 +7,15 @@ additionalPrinterColumns), so the header and cells printed here are devcluster's
 from __future__ import annotations
 
 import json
-import os
 import queue
 import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import kubernetes.client
 import yaml
 
-from devcluster.testing import DevCluster
-from tests.devcluster.conftest import GROUP, PLURAL, VERSION, ra_manifest, to_yaml
+from testkit.devcluster import DevCluster
+from testkit.manifests import GROUP, PLURAL, VERSION, ra_manifest, to_yaml
 
 HEADER = ["NAME", "TARGET", "VERDICT", "FAILURES", "LIMIT", "PAUSED", "AGE"]
 
@@ -193,17 +190,6 @@ def test_get_all_namespaces_adds_namespace_column(cluster: DevCluster, ns: str) 
     assert any(line.split()[:2] == [ns, "checkout"] for line in lines[1:])
 
 
-def _popen_kubectl(cluster: DevCluster, *args: str) -> subprocess.Popen[str]:
-    binary = Path(sys.executable).parent / "kubectl"
-    return subprocess.Popen(
-        [str(binary), f"--cache-dir={cluster.workdir / 'kube-cache'}", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ, KUBECONFIG=str(cluster.kubeconfig)),
-    )
-
-
 def _lines_of(process: subprocess.Popen[str]) -> queue.Queue[str]:
     lines: queue.Queue[str] = queue.Queue()
 
@@ -218,7 +204,7 @@ def _lines_of(process: subprocess.Popen[str]) -> queue.Queue[str]:
 
 def test_get_watch_prints_a_line_per_change(cluster: DevCluster, ns: str) -> None:
     _apply(cluster, ns, ra_manifest("checkout"))
-    watcher = _popen_kubectl(cluster, "get", "ra", "checkout", "-n", ns, "-w")
+    watcher = cluster.kubectl_popen("get", "ra", "checkout", "-n", ns, "-w")
     try:
         lines = _lines_of(watcher)
         assert lines.get(timeout=15).split() == HEADER
@@ -235,7 +221,7 @@ def test_get_watch_prints_a_line_per_change(cluster: DevCluster, ns: str) -> Non
 
 
 def test_get_watch_output_watch_events_shows_event_types(cluster: DevCluster, ns: str) -> None:
-    watcher = _popen_kubectl(cluster, "get", "ra", "-n", ns, "-w", "--output-watch-events")
+    watcher = cluster.kubectl_popen("get", "ra", "-n", ns, "-w", "--output-watch-events")
     try:
         lines = _lines_of(watcher)
         _apply(cluster, ns, ra_manifest("checkout"))

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from devcluster.testing import DevCluster
-from tests.devcluster.conftest import deployment_manifest, ra_manifest, to_yaml
+from testkit.devcluster import DevCluster
+from testkit.manifests import deployment_manifest, ra_manifest, to_yaml
 
 
 def test_validate_warn_prints_server_warning_and_prunes(cluster: DevCluster, ns: str) -> None:

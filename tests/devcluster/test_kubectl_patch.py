@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from devcluster.testing import DevCluster
-from tests.devcluster.conftest import deployment_manifest, ra_manifest, to_yaml
+from testkit.devcluster import DevCluster
+from testkit.manifests import deployment_manifest, ra_manifest, to_yaml
 
 
 def _apply(cluster: DevCluster, ns: str, *manifests: dict) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from devcluster.testing import DevCluster
-from tests.devcluster.conftest import to_yaml
+from testkit.devcluster import DevCluster
+from testkit.manifests import to_yaml
 
 RBAC = "rbac.authorization.k8s.io/v1"
 

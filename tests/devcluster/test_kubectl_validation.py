@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from devcluster.testing import DevCluster
-from tests.devcluster.conftest import ra_manifest, to_yaml
+from testkit.devcluster import DevCluster
+from testkit.manifests import ra_manifest, to_yaml
 
 _METRIC = {"name": "p99", "query": "up", "maxValue": 1}
 

@@ -6,11 +6,11 @@ import json
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
-from devcluster.testing import DevCluster
-from tests.devcluster.conftest import deployment_manifest, ra_manifest, to_yaml
+from testkit.devcluster import DevCluster
+from testkit.kubectl import kubectl_command
+from testkit.manifests import deployment_manifest, ra_manifest, to_yaml
 
 
 def _apply(cluster: DevCluster, ns: str, *manifests: dict) -> None:
@@ -112,9 +112,10 @@ def _editor(tmp_path: Path, sed_expression: str) -> str:
 def _kubectl_with_editor(
     cluster: DevCluster, editor: str, *args: str
 ) -> subprocess.CompletedProcess[str]:
-    binary = Path(sys.executable).parent / "kubectl"
     return subprocess.run(
-        [str(binary), f"--cache-dir={cluster.workdir / 'kube-cache'}", *args],
+        kubectl_command(
+            args, kubeconfig=cluster.kubeconfig, cache_dir=cluster.workdir / "kube-cache"
+        ),
         capture_output=True,
         text=True,
         timeout=60,

@@ -3,7 +3,6 @@ kubectl reads from them (explain, QueryParamVerifierV3, strategic-merge-patch su
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,8 +10,8 @@ import yaml
 
 from devcluster import openapi
 from devcluster.resources import Registry, ResourceType, types_from_crd
+from testkit.paths import CRD_PATH
 
-CRD_PATH = Path(__file__).resolve().parents[2] / "crds" / "rolloutanalysis.yaml"
 RA_ITEM = "/apis/sentinel.example.com/v1alpha1/namespaces/{namespace}/rolloutanalyses/{name}"
 DEPLOY_ITEM = "/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
 RA_COMPONENT = "com.example.sentinel.v1alpha1.RolloutAnalysis"

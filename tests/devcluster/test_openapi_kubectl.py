@@ -7,7 +7,7 @@ import json
 
 import yaml
 
-from devcluster.testing import DevCluster
+from testkit.devcluster import DevCluster
 
 
 def test_explain_rolloutanalysis_spec_prints_the_crd_descriptions(cluster: DevCluster) -> None:

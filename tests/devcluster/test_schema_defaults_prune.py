@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from devcluster import crd_validation, schema
-
-CRD_PATH = Path(__file__).resolve().parents[2] / "crds" / "rolloutanalysis.yaml"
+from testkit.paths import CRD_PATH
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ paths and messages kube-apiserver prints."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,8 +11,7 @@ import yaml
 
 from devcluster import gofmt, schema
 from devcluster.schema import Cause
-
-CRD_PATH = Path(__file__).resolve().parents[2] / "crds" / "rolloutanalysis.yaml"
+from testkit.paths import CRD_PATH
 
 
 @pytest.fixture(scope="module")

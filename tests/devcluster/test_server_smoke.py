@@ -14,12 +14,11 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from devcluster.testing import DevCluster
+from testkit.devcluster import DevCluster
+from testkit.manifests import GROUP, PLURAL, VERSION
+from testkit.paths import CRD_PATH
 
-CRD = yaml.safe_load(
-    (Path(__file__).resolve().parents[2] / "crds" / "rolloutanalysis.yaml").read_text()
-)
-GROUP, VERSION, PLURAL = "sentinel.example.com", "v1alpha1", "rolloutanalyses"
+CRD = yaml.safe_load(CRD_PATH.read_text())
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from devcluster.testing import DevCluster
 from sentinel_cluster import kube
 from sentinel_operator.leader import LeaderElector
+from testkit.devcluster import DevCluster
 
 
 class Clock:

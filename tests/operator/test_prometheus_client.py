@@ -13,9 +13,10 @@ import pytest
 
 from sentinel_core.measurement import Measurement, MeasurementError
 from sentinel_operator.prometheus import PrometheusClient
-from tests.support.fault_proxy import FaultProxy
-from tests.support.metrics_app import MetricsApp
-from tests.support.prometheus import PrometheusServer, free_port
+from testkit.fault_proxy import FaultProxy
+from testkit.metrics_app import MetricsApp
+from testkit.ports import free_port
+from testkit.prometheus import PrometheusServer
 
 TOKEN = "s3cret-bearer-token"
 

@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 
 from analyses.models import Analysis, Evaluation
-from devcluster.testing import DevCluster
 from sentinel_cluster import kube
 from sentinel_operator import tasks
 from sentinel_operator.dispatcher import Dispatcher
 from sentinel_operator.watch import AnalysisWatch
-from tests.operator.conftest import analysis_manifest, apply_crd, gauge_metric, wait_until
+from testkit.clusters import running_with_crd
+from testkit.devcluster import DevCluster
+from testkit.manifests import analysis_manifest, gauge_metric
+from testkit.waiting import wait_until
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
@@ -153,12 +155,8 @@ def test_watch_mirrors_new_edited_and_deleted_analyses(
 @pytest.fixture
 def own_cluster(tmp_path: Path) -> Iterator[DevCluster]:
     cluster = DevCluster(tmp_path / "work", data_dir=tmp_path / "data")
-    cluster.start()
-    try:
-        apply_crd(cluster)
+    with running_with_crd(cluster):
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.mark.django_db(transaction=True)

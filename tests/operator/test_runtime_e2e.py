@@ -11,20 +11,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from devcluster.testing import DevCluster
 from sentinel_cluster import kube
-from tests.operator.conftest import (
-    GaugeSetter,
-    OperatorProcess,
-    analysis_manifest,
-    condition,
-    deployment_manifest,
-    events_for,
-    gauge_metric,
-    kubectl_apply,
-    wait_until,
-)
-from tests.support.fault_proxy import FaultProxy
+from testkit.clusters import kubectl_apply
+from testkit.devcluster import DevCluster
+from testkit.fault_proxy import FaultProxy
+from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
+from testkit.metrics_app import GaugeSetter
+from testkit.observe import condition, events_for
+from testkit.operator import OperatorProcess
+from testkit.waiting import wait_until
 
 PAUSED_BY = "sentinel.example.com/paused-by"
 

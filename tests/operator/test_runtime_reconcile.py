@@ -13,21 +13,16 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from analyses.models import Analysis, Evaluation
-from devcluster.testing import DevCluster
 from sentinel_cluster import kube
 from sentinel_operator.outcome import Result
 from sentinel_operator.prometheus import PrometheusClient
 from sentinel_operator.reconcile import Reconciler
-from tests.operator.conftest import (
-    GaugeSetter,
-    analysis_manifest,
-    condition,
-    deployment_manifest,
-    events_for,
-    gauge_metric,
-    wait_until,
-)
-from tests.support.fault_proxy import FaultProxy
+from testkit.devcluster import DevCluster
+from testkit.fault_proxy import FaultProxy
+from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
+from testkit.metrics_app import GaugeSetter
+from testkit.observe import condition, events_for
+from testkit.waiting import wait_until
 
 pytestmark = pytest.mark.django_db
 PAUSED_BY = "sentinel.example.com/paused-by"

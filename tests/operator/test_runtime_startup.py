@@ -11,19 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from devcluster.testing import DevCluster
 from sentinel_cluster import kube
-from tests.operator.conftest import (
-    MANAGE,
-    REPO_ROOT,
-    StartOperator,
-    analysis_manifest,
-    condition,
-    gauge_metric,
-    kubectl_apply,
-    wait_until,
-)
-from tests.support.fault_proxy import FaultProxy
+from testkit.clusters import kubectl_apply
+from testkit.devcluster import DevCluster
+from testkit.fault_proxy import FaultProxy
+from testkit.manifests import analysis_manifest, gauge_metric
+from testkit.observe import condition
+from testkit.operator import StartOperator
+from testkit.paths import MANAGE, REPO_ROOT
+from testkit.waiting import wait_until
 
 
 def _run(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

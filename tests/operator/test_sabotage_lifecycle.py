@@ -17,26 +17,23 @@ from pathlib import Path
 
 import pytest
 
-from devcluster.testing import DevCluster
 from sentinel_cluster import kube
-from tests.operator.conftest import (
-    GaugeSetter,
-    StartOperator,
-    analysis_manifest,
-    apply_crd,
+from testkit.clusters import kubectl_apply, running_with_crd
+from testkit.devcluster import DevCluster
+from testkit.fault_proxy import FaultProxy
+from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
+from testkit.metrics_app import GaugeSetter
+from testkit.observe import (
     condition,
-    deployment_manifest,
     deployment_paused,
     event_reasons,
-    gauge_metric,
     get_analysis,
-    kubectl_apply,
     queries_for,
     wait_condition,
     wait_rows,
-    wait_until,
 )
-from tests.support.fault_proxy import FaultProxy
+from testkit.operator import StartOperator
+from testkit.waiting import wait_until
 
 INTERVAL = 5.0
 
@@ -45,12 +42,8 @@ INTERVAL = 5.0
 def persistent_cluster(tmp_path: Path) -> Iterator[DevCluster]:
     """A devcluster of this test's own, keeping its objects in a data dir across restarts."""
     cluster = DevCluster(tmp_path / "cluster", data_dir=tmp_path / "cluster-data")
-    cluster.start()
-    try:
-        apply_crd(cluster)
+    with running_with_crd(cluster):
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def test_api_server_down_and_back(

@@ -17,29 +17,24 @@ from typing import Any
 
 import pytest
 
-from devcluster.testing import DevCluster
 from sentinel_cluster import kube
-from tests.operator.conftest import (
-    GaugeSetter,
-    OperatorProcess,
-    SharedOperator,
-    StartOperator,
-    analysis_manifest,
+from testkit.clusters import kubectl_apply
+from testkit.devcluster import DevCluster
+from testkit.fault_proxy import FaultProxy
+from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
+from testkit.metrics_app import GaugeSetter, MetricsApp
+from testkit.observe import (
     condition,
-    deployment_manifest,
     deployment_paused,
     event_reasons,
-    gauge_metric,
     get_analysis,
-    kubectl_apply,
     queries_for,
     wait_condition,
     wait_rows,
-    wait_until,
 )
-from tests.support.fault_proxy import FaultProxy
-from tests.support.metrics_app import MetricsApp
-from tests.support.prometheus import PrometheusServer
+from testkit.operator import OperatorProcess, SharedOperator, StartOperator
+from testkit.prometheus import PrometheusServer
+from testkit.waiting import wait_until
 
 INTERVAL = 5.0
 NAME = "checkout"

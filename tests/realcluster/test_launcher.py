@@ -1,6 +1,6 @@
 """``python -m realcluster`` runs the real control plane and leaves nothing behind.
 
-Drives the binaries built by ``make realcluster`` through ``realcluster.testing.RealCluster``
+Drives the binaries built by ``make realcluster`` through ``testkit.realcluster.RealCluster``
 with the real kubectl and the official ``kubernetes`` client: the server version, the
 project's CRD and its validation, a Deployment's ReplicaSet made by the controller manager,
 TokenRequest, RBAC, ValidatingAdmissionPolicy, ``--no-controllers``; then stopping (SIGTERM)
@@ -29,8 +29,8 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from realcluster.binaries import pinned_versions
-from realcluster.testing import RealCluster
-from tests.support.waiting import wait_until
+from testkit.realcluster import RealCluster
+from testkit.waiting import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_PATH = REPO_ROOT / "crds" / "rolloutanalysis.yaml"

@@ -16,8 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -31,6 +29,9 @@ import requests
 from django.core.exceptions import ImproperlyConfigured
 
 from sentinel_site import config
+from testkit.ports import free_port
+from testkit.processes import ChildProcess
+from testkit.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = 300
@@ -52,7 +53,7 @@ def test_default_sqlite_configuration_never_reports_database_is_locked(tmp_path:
         env, "createsuperuser", "--noinput", "--username", "admin", "--email", "admin@example.com"
     )
     _python(env, *PROBE[1:], "seed", "--analyses", "8")
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
 
     with (
@@ -141,42 +142,23 @@ def _manage(env: dict[str, str], *args: str) -> None:
 @contextlib.contextmanager
 def _process(env: dict[str, str], log: Path, *args: str) -> Iterator[Path]:
     """Run a long-lived process with its output in ``log``; stop it (and its children) after."""
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [sys.executable, *args],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            yield log
-        finally:
-            # qcluster stops its own workers on SIGTERM; the process group (its session holds
-            # only them) is killed only if it does not.
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    # qcluster stops its own workers on SIGTERM; the process group (its session holds only
+    # them) is swept only if it does not.
+    child = ChildProcess([sys.executable, *args], log=log, env=env, cwd=ROOT, new_session=True)
+    child.start()
+    try:
+        yield log
+    finally:
+        child.stop(timeout=20)
 
 
 def _wait_until_serving(url: str) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def answers() -> bool:
         with contextlib.suppress(requests.ConnectionError):
-            if requests.get(url, timeout=2).status_code == 200:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"{url} did not answer within 30 s")
+            return requests.get(url, timeout=2).status_code == 200
+        return False
+
+    wait_until(answers, timeout=30, interval=0.1, what=f"{url} answers")
 
 
 def _browse(base: str, finished: Callable[[], bool]) -> tuple[list[int], list[str]]:

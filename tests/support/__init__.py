@@ -1,6 +1,7 @@
-"""Real collaborators for tests and the demo: a metrics app, Prometheus and a fault proxy.
+"""The suite's shared pytest fixtures, thin wrappers over ``testkit`` (the one test kit).
 
-Nothing here fakes Prometheus: ``metrics_app`` serves real exposition text, ``prometheus``
-runs the Debian Prometheus server scraping it, and ``fault_proxy`` sits in front of that
-server to break answers on purpose. ``fixtures`` turns them into pytest fixtures.
+``fixtures`` (the metrics app, Prometheus, the fault proxy, ``case``, ``gauge``),
+``cluster_fixtures`` (the session devcluster, an admin client, a namespace per test) and
+``operator_fixtures`` (the migrated database, ``runoperator`` processes) are registered as
+plugins by the root ``tests/conftest.py``.
 """

@@ -1,4 +1,4 @@
-"""Pytest fixtures for the real metrics app, Prometheus and the fault proxy.
+"""Pytest fixtures for the real metrics app, Prometheus and the fault proxy (``testkit``).
 
 Registered for the whole suite by the root ``tests/conftest.py``. One Prometheus serves the
 whole session, so tests share it safely by two rules:
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fault_proxy import FaultProxy
-from tests.support.metrics_app import MetricsApp
-from tests.support.prometheus import PrometheusServer
+from testkit.fault_proxy import FaultProxy
+from testkit.metrics_app import GaugeSetter, MetricsApp
+from testkit.prometheus import PrometheusServer
 
 # Scrapes run every second, but Prometheus only applies new targets on a 5 s tick.
 FIRST_SCRAPE_TIMEOUT = 20.0
@@ -113,3 +113,9 @@ def case(request: pytest.FixtureRequest) -> str:
     """Return a label value unique to this test, safe inside a PromQL string literal."""
     name = re.sub(r"[^A-Za-z0-9_-]+", "-", request.node.name).strip("-")[:60]
     return f"{name}-{next(_case_numbers)}"
+
+
+@pytest.fixture
+def gauge(metrics_app: MetricsApp, prometheus: PrometheusServer, case: str) -> GaugeSetter:
+    """Return a setter for this test's gauge (``gauge_metric(case, ...)`` queries it)."""
+    return GaugeSetter(metrics_app, prometheus, case)

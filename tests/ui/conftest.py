@@ -6,19 +6,14 @@ point ``settings.SENTINEL_KUBECONFIG`` at it, as ``analyses.services`` reads tha
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
-from devcluster.testing import DevCluster
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-CRD_PATH = REPO_ROOT / "crds" / "rolloutanalysis.yaml"
-PASSWORD = "correct-horse-battery"
+from testkit.clusters import running_with_crd
+from testkit.devcluster import DevCluster
 
 
 @pytest.fixture
@@ -54,15 +49,5 @@ def viewer_client(viewer: User) -> Client:
 @pytest.fixture(scope="session")
 def ui_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
     """One devcluster for the UI tests, with the RolloutAnalysis CRD served."""
-    cluster = DevCluster(tmp_path_factory.mktemp("ui-devcluster"))
-    cluster.start()
-    try:
-        cluster.kubectl("apply", "-f", str(CRD_PATH))
-        deadline = time.monotonic() + 20
-        while cluster.kubectl("get", "rolloutanalyses", "-A", check=False).returncode != 0:
-            if time.monotonic() > deadline:
-                raise AssertionError("the RolloutAnalysis CRD was not served within 20 s")
-            time.sleep(0.1)
+    with running_with_crd(DevCluster(tmp_path_factory.mktemp("ui-devcluster"))) as cluster:
         yield cluster
-    finally:
-        cluster.stop()

@@ -14,7 +14,10 @@ from typing import Any
 
 from analyses import mirror
 from analyses.models import Analysis, Evaluation, MetricResult
+from testkit.manifests import analysis_manifest, as_served
 
+# The password of the users that tests log in with through the login form.
+PASSWORD = "correct-horse-battery"
 T0 = datetime(2026, 11, 29, 10, 0, 0, tzinfo=UTC)
 _uids = itertools.count(1)
 
@@ -90,26 +93,21 @@ def resource(
     uid: str | None = None,
     resource_version: str = "10",
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "sentinel.example.com/v1alpha1",
-        "kind": "RolloutAnalysis",
-        "metadata": {
-            "namespace": namespace,
-            "name": name,
-            "uid": uid or f"uid-{next(_uids)}",
-            "resourceVersion": resource_version,
-            "generation": 1,
-            "creationTimestamp": "2026-11-29T09:00:00Z",
-        },
-        "spec": {
-            "target": {"kind": "Deployment", "name": target or name},
-            "metrics": [dict(m) for m in metrics],
-            "interval": "30s",
-            "failureLimit": failure_limit,
-            "dryRun": False,
-        },
-        **({"status": status_} if status_ is not None else {}),
-    }
+    manifest = analysis_manifest(
+        name,
+        namespace,
+        target=target or name,
+        metrics=metrics,
+        interval="30s",
+        failure_limit=failure_limit,
+    )
+    return as_served(
+        manifest,
+        uid=uid or f"uid-{next(_uids)}",
+        resource_version=resource_version,
+        created="2026-11-29T09:00:00Z",
+        status=status_,
+    )
 
 
 def analysis(name: str, **kwargs: Any) -> Analysis:

@@ -8,7 +8,6 @@ pointed at a port where nothing listens, so they fail the way an unreachable clu
 from __future__ import annotations
 
 import re
-import socket
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from django.utils import timezone
 from pytest_django.fixtures import Settings
 
 from analyses.models import Analysis
+from testkit.ports import free_port
 from tests.ui import factories
 from tests.ui.forms import change_form
 
@@ -37,9 +37,7 @@ def paused() -> Analysis:
 @pytest.fixture
 def unreachable_cluster(settings: Settings, tmp_path: Path) -> None:
     """Point the services at an API server address where nothing listens."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     config = {
         "apiVersion": "v1",
         "kind": "Config",

@@ -17,7 +17,7 @@ from django.urls import reverse, reverse_lazy
 
 from analyses.models import Analysis
 from tests.ui import factories
-from tests.ui.conftest import PASSWORD
+from tests.ui.factories import PASSWORD
 
 pytestmark = pytest.mark.django_db
 

@@ -20,7 +20,8 @@ from pytest_django.fixtures import Settings
 
 from analyses import mirror
 from analyses.models import Analysis
-from devcluster.testing import DevCluster
+from testkit.devcluster import DevCluster
+from testkit.manifests import ra_manifest
 from tests.ui import factories
 from tests.ui.forms import change_form
 
@@ -38,15 +39,8 @@ def namespace(ui_cluster: DevCluster, settings: Settings) -> str:
 
 
 def _manifest(namespace: str, name: str, *, max_value: float = 0.25) -> dict[str, Any]:
-    return {
-        "apiVersion": "sentinel.example.com/v1alpha1",
-        "kind": "RolloutAnalysis",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "target": {"kind": "Deployment", "name": "checkout"},
-            "metrics": [{"name": "p99-latency", "query": "up", "maxValue": max_value}],
-        },
-    }
+    metric = {"name": "p99-latency", "query": "up", "maxValue": max_value}
+    return ra_manifest(name, namespace, metrics=[metric])
 
 
 def _get(cluster: DevCluster, namespace: str, name: str) -> dict[str, Any]:

@@ -23,9 +23,11 @@ from pytest_django.live_server_helper import LiveServer
 
 from analyses import mirror
 from analyses.models import Analysis
-from devcluster.testing import DevCluster
+from testkit.devcluster import DevCluster
+from testkit.manifests import deployment_manifest
+from testkit.paths import REPO_ROOT
 from tests.ui import factories
-from tests.ui.conftest import PASSWORD, REPO_ROOT
+from tests.ui.factories import PASSWORD
 
 SCREENSHOT = REPO_ROOT / "var" / "screenshots" / "analysis-detail.png"
 NAMESPACE = "ui-browser"
@@ -65,19 +67,7 @@ def _kubectl_json(cluster: DevCluster, *args: str) -> dict[str, Any]:
 def _paused_rollout(cluster: DevCluster) -> Analysis:
     """Create a Deployment paused by the analysis, as the operator leaves it, and mirror it."""
     cluster.kubectl("create", "namespace", NAMESPACE)
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "checkout", "namespace": NAMESPACE, "labels": {"app": "checkout"}},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": {"app": "checkout"}},
-            "template": {
-                "metadata": {"labels": {"app": "checkout"}},
-                "spec": {"containers": [{"name": "app", "image": "checkout:1.4.0"}]},
-            },
-        },
-    }
+    deployment = deployment_manifest("checkout", NAMESPACE, "checkout:1.4.0", replicas=2)
     analysis = factories.resource(
         "checkout", namespace=NAMESPACE, metrics=(factories.LATENCY, factories.ERRORS)
     )

@@ -1,100 +1,106 @@
-"""Run a devcluster in a child process for tests, the demo and other helpers.
+"""Run a devcluster (``python -m devcluster``) in a child process: the kit's fast cluster.
 
-``DevCluster`` spawns ``python -m devcluster`` on a free port, waits until it has
-written its admin kubeconfig and answers ``/version``, and offers a configured
-``kubernetes`` client, a ``kubectl`` runner and the fault hooks.
+``DevCluster`` spawns the server on a free port, waits until it has written its admin
+kubeconfig and answers ``/version``, and offers what every cluster launcher offers
+(``testkit.clusters.Cluster``: a configured ``kubernetes`` client and a ``kubectl`` runner),
+plus the devcluster-only fault hooks (injected 5xx, latency, forced 409s). Used by the test
+fixtures, ``bench`` and ``demo``; the demo starts it with ``launch`` and waits with
+``wait_ready`` so the rest of its stack boots meanwhile.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
-import shutil
-import signal
-import socket
 import ssl
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import yaml
+
+from testkit.kubectl import popen_kubectl, run_kubectl
+from testkit.lifecycle import StartStop
+from testkit.paths import REPO_ROOT
+from testkit.ports import free_port
+from testkit.processes import ChildProcess
 
 if TYPE_CHECKING:
     import kubernetes.client
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _kubectl_binary() -> str:
-    beside = Path(sys.executable).parent / "kubectl"
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("kubectl")
-    if found is None:
-        raise RuntimeError("kubectl not found next to the Python interpreter or on PATH.")
-    return found
-
-
-class DevCluster:
+class DevCluster(StartStop):
     """A devcluster process owned by the caller; use as a context manager."""
 
     def __init__(
-        self, workdir: Path, *, data_dir: Path | None = None, port: int | None = None
+        self,
+        workdir: Path,
+        *,
+        data_dir: Path | None = None,
+        port: int | None = None,
+        args: Sequence[str] = (),
+        new_session: bool = False,
     ) -> None:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self.port = port
+        # Extra server flags, e.g. ("--watch-history", "5").
+        self.args = list(args)
+        self.new_session = new_session
         self.kubeconfig = self.workdir / "kubeconfig"
         self.ca_file = self.workdir / "ca.crt"
+        self.log_path = self.workdir / "devcluster.log"
         self.url = ""
         self.admin_token = ""
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log_path = self.workdir / "devcluster.log"
+        self._child: ChildProcess | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self, timeout: float = 30) -> None:
         """Spawn the server and wait until its kubeconfig is written and /version answers."""
-        if self._process is not None:
+        self.launch()
+        self.wait_ready(timeout)
+
+    def launch(self) -> None:
+        """Spawn the server without waiting for it (``wait_ready`` waits)."""
+        if self.running:
             raise RuntimeError("DevCluster is already running.")
         if self.port is None:
-            self.port = _free_port()
+            self.port = free_port()
         if self.kubeconfig.exists():
             self.kubeconfig.unlink()
-        command = [
-            sys.executable,
-            "-m",
-            "devcluster",
-            "--port",
-            str(self.port),
-            "--kubeconfig",
-            str(self.kubeconfig),
-        ]
+        command = [sys.executable, "-m", "devcluster", "--port", str(self.port)]
+        command += ["--kubeconfig", str(self.kubeconfig), *self.args]
         if self.data_dir is not None:
             command += ["--data-dir", str(self.data_dir)]
         env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-        log = self._log_path.open("ab")
-        self._process = subprocess.Popen(command, stdout=log, stderr=log, env=env)
-        log.close()
+        # `python -m devcluster` from any working directory.
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+        self._child = ChildProcess(
+            command, log=self.log_path, env=env, name="devcluster", new_session=self.new_session
+        )
+        self._child.start()
+
+    def wait_ready(self, timeout: float = 30, check: Callable[[], None] | None = None) -> None:
+        """Wait until the kubeconfig is written and /version answers; ``check`` runs each poll."""
+        child = self._child
+        if child is None:
+            raise RuntimeError("DevCluster.wait_ready before launch.")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                output = self._log_path.read_text(errors="replace")[-2000:]
-                self._process = None
+            if check is not None:
+                check()
+            if not child.running:
+                output = child.tail(40)
+                self._child = None
                 raise RuntimeError(f"devcluster exited during start-up:\n{output}")
             if self.kubeconfig.exists() and self._load_kubeconfig() and self._version_answers():
                 return
@@ -102,35 +108,36 @@ class DevCluster:
         self.stop()
         raise TimeoutError(f"devcluster did not become ready within {timeout} seconds.")
 
+    def terminate(self) -> None:
+        """Send SIGTERM without waiting, so the caller can stop other children meanwhile."""
+        if self._child is not None:
+            self._child.terminate()
+
     def stop(self) -> None:
         """Terminate the server process and wait for it to exit."""
-        process, self._process = self._process, None
-        if process is None:
-            return
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+        child, self._child = self._child, None
+        if child is not None:
+            child.stop(timeout=10)
 
     def restart(self) -> None:
         """Stop and start again on the same port and data dir."""
         self.stop()
         self.start()
 
-    def __enter__(self) -> DevCluster:
-        self.start()
-        return self
+    @property
+    def running(self) -> bool:
+        return self._child is not None and self._child.running
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
+    @property
+    def returncode(self) -> int | None:
+        """Return the exit code of a server that exited on its own (None while it runs)."""
+        return None if self._child is None else self._child.returncode
+
+    @property
+    def pid(self) -> int:
+        if self._child is None:
+            raise RuntimeError("devcluster is not running")
+        return self._child.pid
 
     # -- clients ---------------------------------------------------------------------------
 
@@ -155,22 +162,23 @@ class DevCluster:
         timeout: float = 60,
     ) -> subprocess.CompletedProcess[str]:
         """Run the venv's kubectl against this cluster."""
-        command = [_kubectl_binary(), f"--cache-dir={self.workdir / 'kube-cache'}"]
-        if token is not None:
-            command.append(f"--token={token}")
-        command += list(args)
-        env = dict(os.environ, KUBECONFIG=str(self.kubeconfig))
-        return subprocess.run(
-            command,
+        return run_kubectl(
+            args,
+            kubeconfig=self.kubeconfig,
+            cache_dir=self.workdir / "kube-cache",
+            token=token,
             input=input,
-            capture_output=True,
-            text=True,
             check=check,
             timeout=timeout,
-            env=env,
         )
 
-    # -- faults ----------------------------------------------------------------------------
+    def kubectl_popen(self, *args: str) -> subprocess.Popen[str]:
+        """Start a long-running kubectl (``get -w``) against this cluster."""
+        return popen_kubectl(
+            args, kubeconfig=self.kubeconfig, cache_dir=self.workdir / "kube-cache"
+        )
+
+    # -- faults (devcluster only) ----------------------------------------------------------
 
     def inject_fault(
         self,
@@ -194,6 +202,14 @@ class DevCluster:
     def clear_faults(self) -> None:
         """Remove every injected fault."""
         self._request("DELETE", "/devcluster/faults", None)
+
+    @contextlib.contextmanager
+    def faults_cleared_after(self) -> Iterator[DevCluster]:
+        """Yield this cluster for ``inject_fault``; clear every fault on the way out."""
+        try:
+            yield self
+        finally:
+            self.clear_faults()
 
     # -- internals -------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from realcluster.processes import free_port
+from testkit.ports import free_port
 
 if TYPE_CHECKING:
     import kubernetes.client

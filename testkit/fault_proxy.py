@@ -1,6 +1,6 @@
 """An HTTP proxy in front of Prometheus that breaks answers on purpose.
 
-Outage tests (the ``fault_proxy`` fixture, later the demo) point the operator at this proxy
+Outage tests (the ``fault_proxy`` fixture) point the operator at this proxy
 and switch its mode from Python: pass-through, a fixed 5xx status, a slow answer, an HTML
 page, truncated JSON, a connection cut mid-body, or a Prometheus ``"status":"error"`` body. It
 counts the ``/api/v1/query`` requests it sees and records their Authorization header, so
@@ -17,8 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
-from demo.lifecycle import StartStop
-from demo.serving import RunningServer, serve
+from testkit.lifecycle import StartStop
+from testkit.serving import RunningServer, serve
 
 QUERY_PATH = "/api/v1/query"
 

@@ -1,8 +1,10 @@
 """Throwaway PostgreSQL and Redis servers from Debian's packages, for the ``ha`` configuration.
 
 Used by ``tests/deploy/test_postgres_redis.py`` (SPEC §12: the PostgreSQL + Redis configuration
-runs in CI against real servers). Each server lives in a fresh temporary directory, listens on
-127.0.0.1 on a free port and is stopped (and its directory removed) by ``stop()``.
+runs in CI against real servers) and by ``bench.operator_throughput --redis`` (Redis as
+django-q2's broker). Each server lives in a fresh temporary directory (or one the caller names),
+listens on 127.0.0.1 on a free port and is stopped (and its temporary directory removed) by
+``stop()``.
 
 PostgreSQL refuses to run as root, so when the tests run as root ``initdb``, ``pg_ctl`` and the
 server run as the ``postgres`` user the Debian package creates, in a directory that user owns.
@@ -15,14 +17,14 @@ import glob
 import os
 import pwd
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
 
-from tests.support.prometheus import _die_with_parent, free_port
+from testkit.lifecycle import StartStop
+from testkit.ports import free_port
+from testkit.processes import ChildProcess
 
 # The Debian package installs versioned binaries off PATH; take the newest.
 _PG_BIN_GLOB = "/usr/lib/postgresql/*/bin"
@@ -43,7 +45,7 @@ def postgres_bin() -> Path:
     return Path(found[-1])
 
 
-class PostgresServer:
+class PostgresServer(StartStop):
     """A PostgreSQL cluster created by ``initdb`` with one password-protected superuser."""
 
     def __init__(
@@ -69,8 +71,8 @@ class PostgresServer:
             raise ServerError(f"{' '.join(command)} failed:\n{result.stdout}\n{result.stderr}")
         return result
 
-    def start(self) -> PostgresServer:
-        """Run initdb, start the server and create the database; return self when it answers."""
+    def start(self) -> None:
+        """Run initdb, start the server and create the database."""
         password_file = self.root / "password"
         password_file.write_text(self.password + "\n")
         if self._as_root:
@@ -105,7 +107,6 @@ class PostgresServer:
             "start",
         )
         self.execute(f"CREATE DATABASE {self.database}")
-        return self
 
     def execute(
         self, sql: str, params: tuple[object, ...] = (), database: str = "postgres"
@@ -142,63 +143,54 @@ class PostgresServer:
                 self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop")
         shutil.rmtree(self.root, ignore_errors=True)
 
-    def __enter__(self) -> PostgresServer:
-        return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-
-class RedisServer:
+class RedisServer(StartStop):
     """``redis-server`` in the foreground on a free port, without persistence."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: Path | None = None) -> None:
         self.port = free_port()
-        self.root = Path(tempfile.mkdtemp(prefix="sentinel-redis-"))
+        # A directory of the caller's is kept after stop(); a temporary one is removed.
+        self._owns_root = root is None
+        self.root = Path(tempfile.mkdtemp(prefix="sentinel-redis-")) if root is None else root
+        self.root.mkdir(parents=True, exist_ok=True)
         self.log_path = self.root / "redis.log"
-        self._process: subprocess.Popen[bytes] | None = None
+        self._child: ChildProcess | None = None
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def start(self, timeout: float = 15) -> RedisServer:
-        """Start the server; return self once it answers PING."""
+    def start(self, timeout: float = 15) -> None:
+        """Start the server and wait until it answers PING."""
         binary = shutil.which("redis-server")
         if binary is None:
             raise ServerError("redis-server is not installed; run: apt-get install -y redis-server")
-        with self.log_path.open("ab") as log:
-            self._process = subprocess.Popen(
-                [
-                    binary,
-                    "--port",
-                    str(self.port),
-                    "--bind",
-                    "127.0.0.1",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--daemonize",
-                    "no",
-                    "--dir",
-                    str(self.root),
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
-            )
+        self._child = ChildProcess(
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--dir",
+                str(self.root),
+            ],
+            log=self.log_path,
+            name="redis-server",
+        )
+        self._child.start()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
+            if not self._child.running:
                 raise ServerError(f"redis-server exited:\n{self.log_path.read_text()}")
             if self.ping():
-                return self
+                return
             time.sleep(0.05)
         self.stop()
         raise ServerError(f"redis-server did not answer within {timeout} s")
@@ -212,23 +204,8 @@ class RedisServer:
             return False
 
     def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5)
-        shutil.rmtree(self.root, ignore_errors=True)
-
-    def __enter__(self) -> RedisServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
+        child, self._child = self._child, None
+        if child is not None:
+            child.stop(timeout=10)
+        if self._owns_root:
+            shutil.rmtree(self.root, ignore_errors=True)

@@ -1,4 +1,8 @@
-"""Poll until something holds: the one waiting helper of the test suite (and the benchmarks)."""
+"""Poll until something holds: the one waiting helper of the tests, the benchmarks and the kit.
+
+Used wherever a test or a launcher waits for a server, a status or a history row, instead of
+sleeping a fixed time.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Run the real Prometheus server (Debian's /usr/bin/prometheus) for the demo and the tests.
+"""Run the real Prometheus server (Debian's /usr/bin/prometheus) for tests, bench and the demo.
 
 ``PrometheusServer`` writes a config scraping the given targets every second, starts the
 server on a free local port with its storage in a work directory, and waits for ``/-/ready``.
@@ -6,18 +6,13 @@ server on a free local port with its storage in a work directory, and waits for 
 take Prometheus away and bring it back. ``wait_for`` polls the real query API so tests wait
 for a value to be visible instead of sleeping.
 
-``python -m demo`` (``demo.runner``) runs one; the ``prometheus`` and ``isolated_prometheus``
-fixtures in ``tests.support.fixtures`` use it through the re-export in
-``tests.support.prometheus`` (product code never imports from ``tests``).
+The ``prometheus`` and ``isolated_prometheus`` fixtures (``tests.support.fixtures``), the
+benchmarks' stack (``bench.harness``) and ``python -m demo`` each run one.
 """
 
 from __future__ import annotations
 
-import ctypes
 import math
-import signal
-import socket
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,27 +20,14 @@ from pathlib import Path
 import requests
 import yaml
 
-from demo.lifecycle import StartStop
+from testkit.lifecycle import StartStop
+from testkit.ports import free_port
+from testkit.processes import ChildProcess
 
 PROMETHEUS_BINARY = "/usr/bin/prometheus"
 
 # Values of an instant query: one float per series of a vector, or the single scalar.
 Values = list[float]
-
-
-def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def die_with_parent() -> None:
-    """Ask the kernel to SIGTERM this (forked, not yet exec'd) child when its parent dies."""
-    # Linux PR_SET_PDEATHSIG: a Prometheus outliving a killed pytest would hold its port and
-    # a core of a shared machine. (Tied to the forking thread; we start from the caller's.)
-    pr_set_pdeathsig = 1
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 class PrometheusServer(StartStop):
@@ -71,24 +53,6 @@ class PrometheusServer(StartStop):
         self.config_file = self.workdir / "prometheus.yml"
         self.storage = self.workdir / "data"
         self.log_file = self.workdir / "prometheus.log"
-        self._process: subprocess.Popen[bytes] | None = None
-        self._session = requests.Session()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def start(self, timeout: float = 30.0) -> None:
-        """Start the server (same port and storage as before) and wait until it is ready."""
-        if self.running:
-            raise RuntimeError("Prometheus is already running.")
-        self._write_config()
         command = [
             self.binary,
             f"--config.file={self.config_file}",
@@ -97,22 +61,38 @@ class PrometheusServer(StartStop):
             "--storage.tsdb.retention.time=1d",
             "--log.level=warn",
         ]
-        with self.log_file.open("ab") as log:
-            self._process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                preexec_fn=die_with_parent,
-                # The demo stops its children itself: a terminal's Ctrl-C must reach only it.
-                start_new_session=self.new_session,
-            )
+        # The demo stops its children itself: a terminal's Ctrl-C must reach only it.
+        self._child = ChildProcess(
+            command, log=self.log_file, name="Prometheus", new_session=new_session
+        )
+        self._session = requests.Session()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._child.running
+
+    @property
+    def pid(self) -> int:
+        return self._child.pid
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Start the server (same port and storage as before) and wait until it is ready."""
+        if self.running:
+            raise RuntimeError("Prometheus is already running.")
+        self._write_config()
+        self._child.start()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
+            if not self._child.running:
                 raise RuntimeError(
-                    f"Prometheus exited with {self._process.returncode} on start; "
-                    f"see {self.log_file}:\n{self._log_tail()}"
+                    f"Prometheus exited with {self._child.returncode} on start; "
+                    f"see {self.log_file}:\n{self._child.tail(20)}"
                 )
             try:
                 if self._session.get(f"{self.url}/-/ready", timeout=1).status_code == 200:
@@ -127,16 +107,12 @@ class PrometheusServer(StartStop):
         """Stop the server gracefully (SIGTERM), killing it if it does not exit in time."""
         self._terminate(timeout)
 
+    def terminate(self) -> None:
+        """Send SIGTERM without waiting, so the caller can stop other children meanwhile."""
+        self._child.terminate()
+
     def _terminate(self, timeout: float = 15.0) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
+        self._child.stop(timeout=timeout)
 
     def restart(self, timeout: float = 30.0) -> None:
         """Stop and start again on the same port with the same storage."""
@@ -207,12 +183,6 @@ class PrometheusServer(StartStop):
             ],
         }
         self.config_file.write_text(yaml.safe_dump(config, sort_keys=False))
-
-    def _log_tail(self, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
 
 
 def _has_number(values: Values) -> bool:

@@ -1,9 +1,8 @@
 """Serve local HTTP servers from daemon threads and stop them cleanly.
 
-The demo's checkout app (``demo.app``) serves its ``/metrics`` with :func:`serve_metrics`; the
-test-support ``MetricsApp`` and ``FaultProxy`` (``tests.support``) use the same helpers, so the
-start/stop sequence of a background server is written once. Every server binds 127.0.0.1 on a
-free port (port 0), never a fixed one.
+The kit's ``MetricsApp`` and ``FaultProxy`` and the demo's checkout app (``demo.app``) use these
+helpers, so the start/stop sequence of a background server is written once. Every server binds
+127.0.0.1 on a free port (port 0), never a fixed one.
 """
 
 from __future__ import annotations

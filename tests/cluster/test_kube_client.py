@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from devcluster.testing import DevCluster
 from sentinel_cluster import kube
-from tests.operator.conftest import analysis_manifest, apply_crd, gauge_metric
+from testkit.clusters import running_with_crd
+from testkit.devcluster import DevCluster
+from testkit.manifests import analysis_manifest, gauge_metric
 
 
 def _configmaps(namespace: str) -> str:
@@ -140,12 +141,8 @@ def test_unloadable_kubeconfig_is_a_kube_error(tmp_path: Path) -> None:
 def own_cluster(tmp_path: Path) -> Iterator[DevCluster]:
     """A devcluster of this test's own that keeps its objects across restarts."""
     cluster = DevCluster(tmp_path / "work", data_dir=tmp_path / "data")
-    cluster.start()
-    try:
-        apply_crd(cluster)
+    with running_with_crd(cluster):
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def test_stopped_server_is_unavailable_and_an_old_version_is_gone(own_cluster: DevCluster) -> None:

@@ -1,8 +1,9 @@
 """A mixin that makes a start()/stop() service a context manager.
 
-The demo's ``CheckoutApp`` and ``PrometheusServer`` and the test-support ``MetricsApp`` and
-``FaultProxy`` each own a background server or process; ``with service:`` starts it and stops
-it again on the way out, even when the block raises.
+The kit's ``DevCluster``, ``PrometheusServer``, ``MetricsApp``, ``FaultProxy``,
+``PostgresServer`` and ``RedisServer`` and the demo's ``CheckoutApp`` each own a background
+server or process; ``with service:`` starts it and stops it again on the way out, even when the
+block raises.
 """
 
 from __future__ import annotations

@@ -1,22 +1,29 @@
 """A small application exposing metrics for the real Prometheus to scrape.
 
-Tests (through the ``metrics_app`` fixture) and the demo run one ``MetricsApp`` in a thread of
-their own process and steer its series from Python: a gauge ``sentinel_test_value{case=...}``
-set directly, and a latency histogram ``http_request_duration_seconds{app=...}`` fed with
-observations so that ``histogram_quantile(0.99, rate(..._bucket[...]))`` is evaluated for real.
+Tests (through the ``metrics_app`` fixture) and the benchmarks run one ``MetricsApp`` in a
+thread of their own process and steer its series from Python: a gauge
+``sentinel_test_value{case=...}`` set directly, and a latency histogram
+``http_request_duration_seconds{app=...}`` fed with observations so that
+``histogram_quantile(0.99, rate(..._bucket[...]))`` is evaluated for real.
+``GaugeSetter`` sets a test's gauge and waits until Prometheus has scraped the new value.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram
 
+from testkit.lifecycle import StartStop
+
 # DEFAULT_BUCKETS are prometheus-client's defaults; 0.25 s is a bucket bound, as the section-3
 # example threshold.
-from demo.lifecycle import StartStop
-from demo.serving import DEFAULT_BUCKETS, RunningServer, serve_metrics
+from testkit.serving import DEFAULT_BUCKETS, RunningServer, serve_metrics
+
+if TYPE_CHECKING:
+    from testkit.prometheus import PrometheusServer
 
 
 class MetricsApp(StartStop):
@@ -93,3 +100,16 @@ class MetricsApp(StartStop):
         """Remove the app's histogram series."""
         with contextlib.suppress(KeyError):
             self._latency.remove(app)
+
+
+class GaugeSetter:
+    """Set the test's ``sentinel_test_value{case=...}`` and wait until Prometheus has it."""
+
+    def __init__(self, app: MetricsApp, prometheus: PrometheusServer, case: str) -> None:
+        self.app, self.prometheus, self.case = app, prometheus, case
+
+    def __call__(self, value: float) -> None:
+        self.app.set(self.case, value)
+        self.prometheus.wait_for(
+            f'sentinel_test_value{{case="{self.case}"}}', lambda values: values == [value], 20
+        )

@@ -1,0 +1,1 @@
+"""Tests of the Kubernetes client (sentinel_cluster) against devcluster over HTTPS."""

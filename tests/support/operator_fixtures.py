@@ -1,0 +1,50 @@
+"""Pytest fixtures for ``manage.py runoperator`` processes against the session's devcluster.
+
+Registered for the whole suite by the root ``tests/conftest.py``; thin wrappers over
+``testkit.operator``. ``migrated_database`` migrates one SQLite file per session;
+``start_operator`` starts operators on copies of it (several replicas, restarts, a
+ServiceAccount kubeconfig through ``kubeconfig=``) and stops them after the test; ``operator``
+is one process watching the test's ``namespace`` through a fresh ``fault_proxy``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testkit.devcluster import DevCluster
+from testkit.fault_proxy import FaultProxy
+from testkit.operator import OperatorProcess, OperatorStarter, StartOperator, migrate_database
+
+
+@pytest.fixture(scope="session")
+def migrated_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file, copied for every operator process (migrating once is enough)."""
+    return migrate_database(tmp_path_factory.mktemp("operator-db") / "template.sqlite3")
+
+
+@pytest.fixture
+def start_operator(
+    tmp_path: Path, devcluster: DevCluster, migrated_database: Path
+) -> Iterator[StartOperator]:
+    """Return a factory starting ``runoperator`` processes; all are stopped after the test.
+
+    Keyword arguments go to ``OperatorProcess`` (``prometheus_url`` is required);
+    ``kubeconfig`` defaults to the session devcluster's admin, ``database`` to a fresh copy of
+    the migrated template.
+    """
+    starter = OperatorStarter(tmp_path, migrated_database, kubeconfig=devcluster.kubeconfig)
+    try:
+        yield starter
+    finally:
+        starter.stop_all()
+
+
+@pytest.fixture
+def operator(
+    start_operator: StartOperator, fault_proxy: FaultProxy, namespace: str
+) -> OperatorProcess:
+    """One ``runoperator`` watching ``namespace``, asking Prometheus through ``fault_proxy``."""
+    return start_operator(prometheus_url=fault_proxy.url, namespaces=[namespace])
