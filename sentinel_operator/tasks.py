@@ -55,6 +55,7 @@ def build_reconciler(client: kube.KubeClient | None = None) -> Reconciler:
         config.prometheus_url,
         token=config.prometheus_token,
         timeout=config.prometheus_timeout,
+        max_bytes=config.prometheus_max_bytes,
         on_request=_count_request,
     )
     instance = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
