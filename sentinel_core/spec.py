@@ -24,6 +24,11 @@ DEFAULT_INTERVAL = "30s"
 DEFAULT_INTERVAL_SECONDS = 30.0
 DEFAULT_FAILURE_LIMIT = 3
 MIN_INTERVAL_SECONDS = 5
+# Size limits against abuse (SPEC §3.1), the CRD's maxItems / maxLength: one analysis must not
+# make the operator send dozens of queries per evaluation, or a query of megabytes.
+MAX_METRICS = 20
+MAX_QUERY_LENGTH = 4096
+MAX_METRIC_NAME_LENGTH = 63
 # The CRD declares failureLimit as int32.
 _MAX_FAILURE_LIMIT = 2**31 - 1
 # Go's time.Duration is an int64 of nanoseconds; longer durations do not parse in Go either.
@@ -286,6 +291,9 @@ def _parse_metrics(
     if not raw:
         errors.append(FieldError(path, "must contain at least one metric"))
         return []
+    if len(raw) > MAX_METRICS:
+        # The API server's wording for maxItems; the items are still checked, as it does.
+        errors.append(FieldError(path, f"must have at most {MAX_METRICS} items"))
     metrics: list[MetricSpec] = []
     first_index: dict[str, int] = {}
     for index, item in enumerate(raw):
@@ -299,7 +307,11 @@ def _parse_metrics(
         name = item.get("name")
         if name is None or name == "":
             errors.append(FieldError(f"{item_path}.name", "is required"))
-        elif not isinstance(name, str) or len(name) > 63 or not DNS1123_LABEL.fullmatch(name):
+        elif (
+            not isinstance(name, str)
+            or len(name) > MAX_METRIC_NAME_LENGTH
+            or not DNS1123_LABEL.fullmatch(name)
+        ):
             errors.append(
                 FieldError(
                     f"{item_path}.name",
@@ -321,6 +333,13 @@ def _parse_metrics(
             errors.append(FieldError(f"{item_path}.query", "is required"))
         elif not isinstance(query, str) or not query.strip():
             errors.append(FieldError(f"{item_path}.query", "must be a non-empty PromQL string"))
+        elif len(query) > MAX_QUERY_LENGTH:
+            # Counted in characters, as the API server counts maxLength (it says "bytes").
+            errors.append(
+                FieldError(
+                    f"{item_path}.query", f"may not be more than {MAX_QUERY_LENGTH} characters"
+                )
+            )
         raw_max = item.get("maxValue")
         max_value = number(raw_max)
         if raw_max is None:
