@@ -260,7 +260,9 @@ def _parse_target(raw: object, path: str, strict: bool, errors: list[FieldError]
     ok = True
     if kind not in _TARGET_KINDS:
         errors.append(
-            FieldError(f"{path}.kind", f"must be one of {', '.join(_TARGET_KINDS)}, got {kind!r}")
+            FieldError(
+                f"{path}.kind", f"must be one of {', '.join(_TARGET_KINDS)}, got {_shown(kind)}"
+            )
         )
         ok = False
     name = raw.get("name")
@@ -349,6 +351,13 @@ def _parse_metrics(
         if len(errors) == before:
             metrics.append(MetricSpec(name=name, query=query, max_value=max_value))
     return metrics
+
+
+def _shown(value: object) -> str:
+    """Return a short text of a wrong value; a big or nested one must not bloat the message."""
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 64 else repr(value[:64]) + "…"
+    return f"a {type(value).__name__}" if isinstance(value, list | dict) else repr(value)[:64]
 
 
 def _unknown_fields(
