@@ -98,6 +98,22 @@ def test_configured_cap_applies_to_ordinary_answers(fault_proxy: FaultProxy) -> 
     assert DEFAULT_MAX_BYTES == 4 * 1024 * 1024
 
 
+def test_answer_still_arriving_after_the_timeout_is_unavailable(fault_proxy: FaultProxy) -> None:
+    """The timeout bounds the whole answer, not each read: a dripping body is given up on.
+
+    The clock is the client's seam: it jumps by 2 s per look, so a 1 MiB answer (16 reads of
+    64 KiB, each arriving at once) outlasts a 5 s timeout without the test waiting for it.
+    """
+    ticks = iter(range(0, 10_000, 2))
+    fault_proxy.huge(1024 * 1024)
+    client = PrometheusClient(fault_proxy.url, timeout=5.0, clock=lambda: float(next(ticks)))
+
+    result = client.measure("p99", "up")
+
+    assert result.error is MeasurementError.UNAVAILABLE
+    assert result.message == f"Prometheus at 127.0.0.1:{fault_proxy.port} did not answer within 5 s"
+
+
 def test_cap_setting(tmp_path: Path) -> None:
     """SENTINEL_PROMETHEUS_MAX_BYTES: 4 MiB by default, a whole number of bytes otherwise."""
     assert config.load({}, tmp_path).prometheus_max_bytes == 4 * 1024 * 1024
