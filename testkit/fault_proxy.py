@@ -2,9 +2,9 @@
 
 Outage tests (the ``fault_proxy`` fixture) point the operator at this proxy
 and switch its mode from Python: pass-through, a fixed 5xx status, a slow answer, an HTML
-page, truncated JSON, a connection cut mid-body, a Prometheus ``"status":"error"`` body, or a
-huge valid answer (generated as it is sent, never held in memory). It
-counts the ``/api/v1/query`` requests it sees and records their Authorization header, so
+page, truncated JSON, a connection cut mid-body, a Prometheus ``"status":"error"`` body, a
+body given byte for byte, or a huge answer (generated as it is sent, never held in memory).
+It counts the ``/api/v1/query`` requests it sees and records their Authorization header, so
 tests can assert the query cadence during an outage and that the bearer token was sent.
 """
 
@@ -23,7 +23,7 @@ from testkit.serving import RunningServer, serve
 
 QUERY_PATH = "/api/v1/query"
 
-FaultKind = Literal["pass", "status", "slow", "html", "truncated", "cut", "error", "huge"]
+FaultKind = Literal["pass", "status", "slow", "html", "truncated", "cut", "error", "huge", "body"]
 
 # The HTTP status Prometheus itself uses for each errorType.
 _ERROR_STATUS = {
@@ -54,6 +54,8 @@ class Fault:
     # "huge": how many bytes to send, and whether to announce them in Content-Length.
     size: int = 0
     declare_length: bool = False
+    # "body": the exact bytes to answer with.
+    body: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,10 @@ class FaultProxy(StartStop):
         """
         self.set_fault(Fault("huge", size=size, declare_length=declare_length))
 
+    def body(self, content: bytes, *, status: int = 200) -> None:
+        """Answer ``status`` with exactly ``content`` as JSON (e.g. JSON nested 100,000 deep)."""
+        self.set_fault(Fault("body", status=status, body=content))
+
     # -- what it saw -----------------------------------------------------------------------
 
     @property
@@ -222,6 +228,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(fault.status, payload, "application/json")
         elif fault.kind == "huge":
             self._huge(fault)
+        elif fault.kind == "body":
+            self._answer(fault.status, fault.body, "application/json")
         else:
             if fault.kind == "slow" and proxy._stopping.wait(fault.delay):
                 # The proxy is stopping: hang up instead of answering late.

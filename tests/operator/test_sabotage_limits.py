@@ -101,6 +101,16 @@ def test_configured_cap_applies_to_ordinary_answers(fault_proxy: FaultProxy) -> 
     assert DEFAULT_MAX_BYTES == 4 * 1024 * 1024
 
 
+def test_deeply_nested_answer_is_unavailable(fault_proxy: FaultProxy) -> None:
+    """JSON nested 100,000 deep (json.loads raises RecursionError) is an unusable body."""
+    fault_proxy.body(b'{"status":"success","data":' + b"[" * 100_000)
+
+    result = PrometheusClient(fault_proxy.url).measure("p99", "up")
+
+    assert result.error is MeasurementError.UNAVAILABLE
+    assert result.message == "Prometheus answered with invalid JSON (nested too deeply)"
+
+
 def test_answer_still_arriving_after_the_timeout_is_unavailable(fault_proxy: FaultProxy) -> None:
     """The timeout bounds the whole answer, not each read: a dripping body is given up on.
 
