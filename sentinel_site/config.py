@@ -35,6 +35,8 @@ class SentinelConfig:
     q_workers: int = 2
     # Seconds the operator waits for one Prometheus query before calling it unavailable.
     prometheus_timeout: float = 5.0
+    # Largest Prometheus answer the operator reads, in bytes; a bigger one is MetricsUnavailable.
+    prometheus_max_bytes: int = 4 * 1024 * 1024
 
 
 def parse_duration(name: str, raw: str) -> int:
@@ -177,5 +179,12 @@ def load(env: Mapping[str, str], base_dir: Path) -> SentinelConfig:
         ),
         prometheus_timeout=_seconds(
             "SENTINEL_PROMETHEUS_TIMEOUT", env.get("SENTINEL_PROMETHEUS_TIMEOUT", "5"), maximum=60
+        ),
+        # A cap on each Prometheus answer, so one query matching every series cannot exhaust
+        # a worker's memory (SPEC §13 item 18); at most 1 GiB.
+        prometheus_max_bytes=_positive_int(
+            "SENTINEL_PROMETHEUS_MAX_BYTES",
+            env.get("SENTINEL_PROMETHEUS_MAX_BYTES", str(4 * 1024 * 1024)),
+            maximum=1024**3,
         ),
     )
