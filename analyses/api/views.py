@@ -163,7 +163,8 @@ class AnalysisViewSet(
             self.get_queryset(), namespace=self.kwargs["namespace"], name=self.kwargs["name"]
         )
         self.check_object_permissions(self.request, analysis)
-        verb = self.verbs[self.action]
+        # OPTIONS ("metadata") looks the object up to describe the forms: a read.
+        verb = self.verbs.get(self.action, access.Verb.GET)
         if not access.allows(self.request.user, verb, analysis.namespace):
             # Seen (listed) but not allowed: 403, where an unseen one was 404 above.
             raise PermissionDenied(
