@@ -51,6 +51,9 @@ class SentinelConfig:
     csrf_trusted_origins: tuple[str, ...] = ()
     # Session and CSRF cookies only over HTTPS; on unless SENTINEL_DEBUG is.
     secure_cookies: bool = True
+    # Proxies in front that append to X-Forwarded-For; 0 trusts only the socket's address, so
+    # a client cannot dodge the token-failure throttle by inventing the header.
+    num_proxies: int = 0
 
 
 def parse_duration(name: str, raw: str) -> int:
@@ -244,11 +247,19 @@ def _security(env: Mapping[str, str]) -> dict[str, Any]:
         ),
         "secure_proxy_ssl_header": _proxy_header(proxy_header),
         "csrf_trusted_origins": origins,
+        "num_proxies": _count("SENTINEL_NUM_PROXIES", env.get("SENTINEL_NUM_PROXIES", "0")),
         "secure_cookies": _bool(
             "SENTINEL_SECURE_COOKIES",
             env.get("SENTINEL_SECURE_COOKIES", "false" if _debug(env) else "true"),
         ),
     }
+
+
+def _count(name: str, raw: str) -> int:
+    value = raw.strip()
+    if not value.isdigit() or int(value) > 10:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number from 0 to 10.")
+    return int(value)
 
 
 def _debug(env: Mapping[str, str]) -> bool:

@@ -128,6 +128,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["analyses.api.parsers.BoundedJSONParser"],
     # evaluate/ per user; failed token authentications per client address (429, Retry-After).
     "DEFAULT_THROTTLE_RATES": {"evaluate": "30/min", "token_failure": "60/min"},
+    # How many X-Forwarded-For hops to believe when telling clients apart (SENTINEL_NUM_PROXIES).
+    "NUM_PROXIES": SENTINEL.num_proxies,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Maps service errors to 400/409/502/503 and adds a stable "code" to error bodies.
     "EXCEPTION_HANDLER": "analyses.api.exceptions.exception_handler",

@@ -94,6 +94,9 @@ def test_token_failures_are_throttled_with_retry_after(
     assert int(refused.headers["Retry-After"]) >= 1
     # Requests without a token (sessions, anonymous) are not what this throttle counts.
     assert requests.get(f"{live_server.url}/api/v1/analyses/", timeout=10).status_code == 401
+    # An invented X-Forwarded-For does not make a new client (no proxy is configured).
+    spoofed = wrong.get("analyses/", headers={"X-Forwarded-For": "203.0.113.9"})
+    assert spoofed.status_code == 429
 
 
 def test_an_expired_token_no_longer_authenticates(live_server: Any) -> None:
@@ -137,6 +140,14 @@ def test_the_schema_and_its_docs_need_a_login(
 ) -> None:
     assert make_api(None).get(path).status_code == 401
     assert make_api("view_analysis").get(path).status_code == 200
+
+
+def test_unknown_api_paths_are_401_without_credentials(make_api: MakeApi) -> None:
+    anonymous = make_api(None).get("no-such-endpoint/")
+    assert anonymous.status_code == 401
+    assert anonymous.json()["code"] == "not_authenticated"
+    known = make_api("view_analysis").get("no-such-endpoint/")
+    assert known.status_code == 404 and known.json()["code"] == "not_found"
 
 
 def test_metrics_needs_the_token_or_is_not_served(live_server: Any, settings: Any) -> None:

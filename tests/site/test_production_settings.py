@@ -96,6 +96,8 @@ def test_tls_settings_come_from_the_environment(tmp_path: Path) -> None:
         ("SENTINEL_CSRF_TRUSTED_ORIGINS", "sentinel.example.com", "is not a http or https URL"),
         ("SENTINEL_REMOTE_USER_HEADER", "X User", "is not an HTTP header name"),
         ("SENTINEL_REMOTE_GROUPS_HEADER", "X-Groups", "without SENTINEL_REMOTE_USER_HEADER"),
+        ("SENTINEL_NUM_PROXIES", "many", "whole number from 0 to 10"),
+        ("SENTINEL_SECURE_COOKIES", "maybe", "is not a boolean"),
     ],
 )
 def test_malformed_security_settings_are_one_sentence(
