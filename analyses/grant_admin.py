@@ -20,7 +20,6 @@ class NamespaceGrantAdmin(admin.ModelAdmin):
     list_display = ["__str__", "user", "group", "namespace", "can_view", "can_edit", "can_resume"]
     list_filter = ["namespace", "can_edit", "can_resume"]
     search_fields = ["namespace", "user__username", "group__name"]
-    autocomplete_fields: list[str] = []
     fields = ["user", "group", "namespace", "can_view", "can_edit", "can_resume"]
 
     def changelist_view(

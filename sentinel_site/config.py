@@ -284,8 +284,3 @@ def _proxy_header(raw: str) -> tuple[str, str] | None:
             "'X-Forwarded-Proto: https'."
         )
     return "HTTP_" + header.strip().upper().replace("-", "_"), value.strip()
-
-
-def meta_key(header: str) -> str:
-    """Return the ``request.META`` key of the HTTP header ``header`` (``X-User`` → HTTP_X_USER)."""
-    return "HTTP_" + header.upper().replace("-", "_")
