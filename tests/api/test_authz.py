@@ -136,3 +136,39 @@ def test_superusers_are_everywhere_with_django_grants_only(
     # With kubernetes, RBAC decides for everyone; this user has no binding.
     use_mode(settings, "kubernetes")
     assert api.get(f"analyses/{namespace}/any/").status_code == 404
+
+
+def test_review_answers_are_cached_for_a_few_seconds_then_asked_again(
+    namespace: str, cluster_client: kube.KubeClient, live_server: Any, settings: Any
+) -> None:
+    use_mode(settings, "kubernetes")
+    settings.SENTINEL_AUTHZ_CACHE_SECONDS = 3600.0
+    user = make_user(*ALL_PERMISSIONS, namespaces=())
+    grant(cluster_client, namespace, user=user)
+    _applied(cluster_client, namespace, "cached")
+    api = _api_of(user, live_server)
+    assert api.get(f"analyses/{namespace}/cached/").status_code == 200
+    # RBAC changes; within the cache lifetime the earlier answer stands ...
+    binding = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings"
+    cluster_client.request("DELETE", f"{binding}/sentinel-{user.get_username()}")
+    assert api.get(f"analyses/{namespace}/cached/").status_code == 200
+    # ... and once it has passed, the cluster is asked again.
+    settings.SENTINEL_AUTHZ_CACHE_SECONDS = 0.0
+    use_mode(settings, "kubernetes")
+    assert api.get(f"analyses/{namespace}/cached/").status_code == 404
+
+
+def test_an_unanswerable_review_denies(
+    namespace: str, cluster_client: kube.KubeClient, live_server: Any, settings: Any, tmp_path: Any
+) -> None:
+    user = make_user(*ALL_PERMISSIONS, namespaces=())
+    grant(cluster_client, namespace, user=user, edit=True, resume=True)
+    _applied(cluster_client, namespace, "guarded")
+    api = _api_of(user, live_server)
+    use_mode(settings, "kubernetes")
+    assert api.get(f"analyses/{namespace}/guarded/").status_code == 200
+    # No API server where the kubeconfig points: the web app fails closed.
+    settings.SENTINEL_KUBECONFIG = str(tmp_path / "missing-kubeconfig")
+    use_mode(settings, "kubernetes")
+    assert api.get("analyses/").json()["results"] == []
+    assert api.get(f"analyses/{namespace}/guarded/").status_code == 404
