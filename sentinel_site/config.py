@@ -227,7 +227,8 @@ def _security(env: Mapping[str, str]) -> dict[str, Any]:
             "SENTINEL_REMOTE_GROUPS_HEADER is set without SENTINEL_REMOTE_USER_HEADER; groups "
             "are read only from a proxy that also names the user."
         )
-    proxy_header = env.get("SENTINEL_SECURE_PROXY_SSL_HEADER", "X-Forwarded-Proto: https")
+    # Off unless named: without a proxy that overwrites it, a client could claim HTTPS.
+    proxy_header = env.get("SENTINEL_SECURE_PROXY_SSL_HEADER", "")
     origins = _list(env.get("SENTINEL_CSRF_TRUSTED_ORIGINS", ""))
     for origin in origins:
         _url("SENTINEL_CSRF_TRUSTED_ORIGINS", origin, {"http", "https"})

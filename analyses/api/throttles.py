@@ -22,12 +22,14 @@ class _LiveRates:
 
 
 class EvaluateThrottle(_LiveRates, UserRateThrottle):
+    # Counted per user (per address for the anonymous, who never get this far).
     scope = "evaluate"
 
 
 class TokenFailureThrottle(_LiveRates, SimpleRateThrottle):
     """Counts failures only: ``blocked`` looks, ``failed`` records one."""
 
+    # Counted per client address (X-Forwarded-For only through NUM_PROXIES).
     scope = "token_failure"
 
     def get_cache_key(self, request: Request, view: Any) -> str:
