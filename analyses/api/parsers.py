@@ -37,7 +37,9 @@ class BoundedJSONParser(JSONParser):
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise exceptions.ParseError("JSON parse error - the body is not UTF-8.") from None
-        if _depth(text) > MAX_DEPTH:
+        # Counting brackets is C-fast; only a body with many of them is scanned for depth.
+        openers = text.count("[") + text.count("{")
+        if openers > MAX_DEPTH and _depth(text) > MAX_DEPTH:
             raise exceptions.ParseError(f"JSON parse error - nested deeper than {MAX_DEPTH}.")
         try:
             return json.loads(text, parse_constant=_no_constant)

@@ -8,6 +8,7 @@ cleared first, so that earlier tests' requests do not count.
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -53,6 +54,13 @@ def test_a_body_without_length_is_capped_by_the_parser() -> None:
     # Chunked bodies announce no length; the parser stops reading past the limit.
     with pytest.raises(PayloadTooLarge):
         BoundedJSONParser().parse(io.BytesIO(b'"' + b"x" * (1 << 20) + b'"'))
+
+
+def test_brackets_inside_strings_are_not_nesting() -> None:
+    # PromQL is full of brackets ("rate(x[5m])"); only JSON structure counts toward the depth.
+    body = {"query": "[" * 1000 + '\\"{' * 100, "nested": [[[[{"ok": True}]]]]}
+    parsed = BoundedJSONParser().parse(io.BytesIO(json.dumps(body).encode()))
+    assert parsed == body
 
 
 @pytest.mark.parametrize(
