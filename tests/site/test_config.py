@@ -10,10 +10,12 @@ from django.core.exceptions import ImproperlyConfigured
 from sentinel_site import config
 
 ROOT = Path(__file__).resolve().parents[2]
+# With SENTINEL_DEBUG off (the default) a key is required (tests/site/test_production_settings).
+KEY = {"SENTINEL_SECRET_KEY": "tests-only-" + "k" * 50}
 
 
 def test_defaults_give_sqlite_in_wal_mode_and_orm_broker(tmp_path: Path) -> None:
-    cfg = config.load({}, tmp_path)
+    cfg = config.load(KEY, tmp_path)
     assert cfg.database["ENGINE"] == "django.db.backends.sqlite3"
     assert cfg.database["NAME"] == str(tmp_path / "var" / "sentinel.sqlite3")
     assert "journal_mode=WAL" in cfg.database["OPTIONS"]["init_command"]
@@ -23,7 +25,7 @@ def test_defaults_give_sqlite_in_wal_mode_and_orm_broker(tmp_path: Path) -> None
 
 
 def test_postgres_url_is_split_into_django_settings(tmp_path: Path) -> None:
-    cfg = config.load({"DATABASE_URL": "postgres://u:p%40ss@db:5433/sentinel"}, tmp_path)
+    cfg = config.load({**KEY, "DATABASE_URL": "postgres://u:p%40ss@db:5433/sentinel"}, tmp_path)
     assert cfg.database["NAME"] == "sentinel"
     assert cfg.database["PASSWORD"] == "p@ss"
     assert (cfg.database["HOST"], cfg.database["PORT"]) == ("db", "5433")
