@@ -32,6 +32,8 @@ _LABEL_MESSAGE = (
     "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
     "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
 )
+# Metadata collections ObjectMeta serializes with omitempty.
+_OMITTED_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences")
 # Metadata fields a client may not set; the server owns them.
 _SERVER_METADATA = ("uid", "creationTimestamp", "deletionTimestamp", "generation")
 
@@ -241,7 +243,11 @@ def admit(
             else:
                 metadata.pop(key, None)
         for key in ("name", "namespace"):
-            metadata[key] = old["metadata"].get(key, "")
+            # A cluster-scoped object has no namespace at all, not an empty one.
+            if key in old["metadata"]:
+                metadata[key] = old["metadata"][key]
+            else:
+                metadata.pop(key, None)
         if _tracks_generation(rtype) and _spec_part(rtype, new) != _spec_part(rtype, old):
             metadata["generation"] = int(old["metadata"].get("generation", 1)) + 1
     else:
@@ -249,6 +255,10 @@ def admit(
             metadata.pop(key, None)
         if _tracks_generation(rtype):
             metadata["generation"] = 1
+    for key in _OMITTED_WHEN_EMPTY:
+        # ObjectMeta's omitempty: the real server stores no empty labels, annotations, ...
+        if key in metadata and not metadata[key]:
+            del metadata[key]
     causes = check_name(rtype, metadata.get("name", "")) if old is None else []
     causes += _check_labels(metadata)
     if rtype.schema is not None:

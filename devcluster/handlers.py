@@ -17,12 +17,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 from devcluster import builtins, listing, patching, timestamps
-from devcluster.admission import admit
+from devcluster.admission import Cause, admit
 from devcluster.auth import API_AUDIENCES
 from devcluster.deletion import DeletionMixin
 from devcluster.resources import Registry, ResourceType, types_from_crd
 from devcluster.results import Result, dry_run, timestamp
-from devcluster.status import ApiError, already_exists, bad_request, conflict, not_found
+from devcluster.status import (
+    ApiError,
+    already_exists,
+    bad_request,
+    conflict,
+    invalid,
+    not_found,
+)
 from devcluster.store import Store
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -305,10 +312,19 @@ class Cluster(DeletionMixin):
         spec = dict((body or {}).get("spec") or {}) if isinstance(body, dict) else {}
         seconds = int(spec.get("expirationSeconds") or 3600)
         if seconds < 600:
-            raise ApiError(
-                422,
-                f'TokenRequest.authentication.k8s.io "{name}" is invalid: spec.expirationSeconds: '
-                "Invalid value: %d: may not specify a duration less than 10 minutes" % seconds,
+            # Validated before the TokenRequest gets a name: the Status names "".
+            raise invalid(
+                "TokenRequest",
+                "authentication.k8s.io",
+                "",
+                [
+                    Cause(
+                        "FieldValueInvalid",
+                        "spec.expirationSeconds",
+                        f"Invalid value: {seconds}: may not specify a duration less than 10 "
+                        "minutes",
+                    )
+                ],
             )
         audiences = list(spec.get("audiences") or API_AUDIENCES)
         token, expires = self._issue_token(
@@ -324,7 +340,13 @@ class Cluster(DeletionMixin):
             {
                 "kind": "TokenRequest",
                 "apiVersion": "authentication.k8s.io/v1",
-                "metadata": {"name": name, "namespace": namespace, "creationTimestamp": None},
+                # The ServiceAccount's uid; created now.
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "uid": account["metadata"]["uid"],
+                    "creationTimestamp": self.now(),
+                },
                 "spec": {
                     **spec,
                     "audiences": audiences,
