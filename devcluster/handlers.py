@@ -281,6 +281,7 @@ class Cluster(DeletionMixin):
             builtins.default_deployment(obj)
             builtins.simulate_deployment_status(obj, self.now())
         elif rtype.kind == "CustomResourceDefinition":
+            builtins.default_crd(obj)
             builtins.crd_status(obj, self.now())
         elif rtype.kind == "Namespace":
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+# apiextensions-apiserver lists a custom resource's verbs in this (unsorted) order.
+CUSTOM_VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")
 CREATE_ONLY = ("create",)
 
 
@@ -194,6 +196,7 @@ def types_from_crd(crd: Mapping[str, Any]) -> list[ResourceType]:
                 subresources=frozenset(key for key in ("status", "scale") if key in subresources),
                 schema=schema,
                 printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
+                verbs=CUSTOM_VERBS,
                 custom=True,
             )
         )

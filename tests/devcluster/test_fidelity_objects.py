@@ -167,3 +167,58 @@ def test_a_too_short_token_request_is_invalid_with_a_cause(
             }
         ],
     }
+
+
+def test_a_crd_defaults_to_conversion_strategy_none(
+    admin_api: kubernetes.client.ApiClient,
+) -> None:
+    crds = kubernetes.client.ApiextensionsV1Api(admin_api)
+
+    stored = _json(
+        crds.read_custom_resource_definition(f"{PLURAL}.{GROUP}", _preload_content=False)
+    )
+
+    assert stored["spec"]["conversion"] == {"strategy": "None"}
+
+
+def test_custom_resource_verbs_are_listed_in_apiextensions_order(
+    admin_api: kubernetes.client.ApiClient,
+) -> None:
+    discovery = _json(
+        kubernetes.client.CustomObjectsApi(admin_api).get_api_resources(
+            GROUP, VERSION, _preload_content=False
+        )
+    )
+
+    resource = next(r for r in discovery["resources"] if r["name"] == PLURAL)
+    assert resource["verbs"] == [
+        "delete", "deletecollection", "get", "list", "patch", "create", "update", "watch",
+    ]  # fmt: skip
+
+
+def test_a_selector_mismatch_prints_the_labels_as_json(
+    admin_api: kubernetes.client.ApiClient, ns: str
+) -> None:
+    apps = kubernetes.client.AppsV1Api(admin_api)
+    body = {
+        "metadata": {"name": "broken"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "other"}},
+            "template": {
+                "metadata": {"labels": {"app": "broken", "tier": "web"}},
+                "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+            },
+        },
+    }
+
+    code, status = _error(apps.create_namespaced_deployment, ns, body)
+
+    assert code == 422
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: {"app":"broken","tier":"web"}: `selector` does not match '
+            "template `labels`",
+            "field": "spec.template.metadata.labels",
+        }
+    ]
