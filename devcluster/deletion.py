@@ -77,7 +77,9 @@ class DeletionMixin:
                     self._empty_namespace(name)
                     if self.store.get(rtype.storage_key, "", name) is None:
                         return Result(200, self._deleted_body(rtype, old))
-                return Result(202, self.present(rtype, old))
+                # 200 as on kube-apiserver: it answers 202 only when the client asked for
+                # orphanDependents=false, which kubectl and client-go no longer send.
+                return Result(200, self.present(rtype, old))
             removed = self.store.remove(rtype.storage_key, namespace, name)
             assert removed is not None
             self._after_delete(rtype, removed)

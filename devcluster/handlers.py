@@ -103,6 +103,12 @@ class Cluster(DeletionMixin):
         """Answer a list with selectors and limit/continue."""
         items, rv = self.store.list(rtype.storage_key, namespace)
         items = [self.present(rtype, item) for item in items]
+        if not rtype.custom:
+            # A built-in kind's list is a typed list: its items carry no kind or apiVersion.
+            items = [
+                {key: value for key, value in item.items() if key not in ("kind", "apiVersion")}
+                for item in items
+            ]
         return Result(200, listing.list_body(rtype, items, rv, query))
 
     # -- create ----------------------------------------------------------------------------------
@@ -283,6 +289,9 @@ class Cluster(DeletionMixin):
         elif rtype.kind == "CustomResourceDefinition":
             builtins.default_crd(obj)
             builtins.crd_status(obj, self.now())
+        elif rtype.kind == "Event":
+            # core/v1 eventTime is a MicroTime without omitempty: a zero one is sent as null.
+            obj.setdefault("eventTime", None)
         elif rtype.kind == "Namespace":
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj.setdefault("status", {}).setdefault("phase", "Active")

@@ -172,6 +172,32 @@ BOOTSTRAP_CLUSTER_ROLES: tuple[dict[str, Any], ...] = (
             },
         ],
     ),
+    # Every ServiceAccount may read the issuer's discovery documents and the cluster trust
+    # bundles; devcluster serves neither, but the grants show in `kubectl auth can-i --list`.
+    _bootstrap_role(
+        "system:service-account-issuer-discovery",
+        [
+            {
+                "nonResourceURLs": [
+                    "/.well-known/openid-configuration",
+                    "/.well-known/openid-configuration/",
+                    "/openid/v1/jwks",
+                    "/openid/v1/jwks/",
+                ],
+                "verbs": ["get"],
+            }
+        ],
+    ),
+    _bootstrap_role(
+        "system:cluster-trust-bundle-discovery",
+        [
+            {
+                "apiGroups": ["certificates.k8s.io"],
+                "resources": ["clustertrustbundles"],
+                "verbs": _READ,
+            }
+        ],
+    ),
     *DEFAULT_USER_ROLES,
 )
 BOOTSTRAP_CLUSTER_ROLE_BINDINGS: tuple[dict[str, Any], ...] = (
@@ -181,4 +207,6 @@ BOOTSTRAP_CLUSTER_ROLE_BINDINGS: tuple[dict[str, Any], ...] = (
         "system:public-info-viewer", ["system:authenticated", "system:unauthenticated"]
     ),
     _bootstrap_binding("system:basic-user", ["system:authenticated"]),
+    _bootstrap_binding("system:service-account-issuer-discovery", ["system:serviceaccounts"]),
+    _bootstrap_binding("system:cluster-trust-bundle-discovery", ["system:serviceaccounts"]),
 )

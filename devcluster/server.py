@@ -349,7 +349,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
-        self.close_connection = True
 
         def send(event: Mapping[str, Any]) -> bool:
             if as_metadata and event["type"] in ("ADDED", "MODIFIED", "DELETED"):
@@ -390,6 +389,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (OSError, ssl.SSLError):
             pass
+        # A watch that ran out its timeoutSeconds ends like any response: the connection stays
+        # open for the client's next request, which HTTP clients with a pool send on it.
+        self.close_connection = not self._alive()
 
     def _alive(self) -> bool:
         # A watch client sends nothing after its request; readable means it went away.

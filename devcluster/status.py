@@ -110,9 +110,12 @@ def conflict(resource: str, group: str, name: str) -> ApiError:
 
 def invalid(kind: str, group: str, name: str, causes: Sequence[Any]) -> ApiError:
     """Return the 422 for a failed validation; ``causes`` are schema.Cause values."""
-    parts = [
-        f"{cause.field}: {cause.message}" if cause.field else cause.message for cause in causes
-    ]
+    # field.ErrorList.ToAggregate drops repeated errors from the message (not the causes).
+    parts = list(
+        dict.fromkeys(
+            f"{cause.field}: {cause.message}" if cause.field else cause.message for cause in causes
+        )
+    )
     summary = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
     return ApiError(
         422,
