@@ -344,11 +344,14 @@ class _Handler(BaseHTTPRequestHandler):
         cluster = self.server.app.cluster
         as_table = self._wants_table()
         as_metadata = self._wants_metadata()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("Cache-Control", "no-cache, private")
-        self.end_headers()
+
+        def start() -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Cache-Control", "no-cache, private")
+            self.end_headers()
+            self.wfile.flush()
 
         def send(event: Mapping[str, Any]) -> bool:
             if as_metadata and event["type"] in ("ADDED", "MODIFIED", "DELETED"):
@@ -383,6 +386,7 @@ class _Handler(BaseHTTPRequestHandler):
             query,
             send,
             alive=self._alive,
+            start=start,
         )
         try:
             self.wfile.write(b"0\r\n\r\n")
