@@ -172,8 +172,9 @@ BOOTSTRAP_CLUSTER_ROLES: tuple[dict[str, Any], ...] = (
             },
         ],
     ),
-    # Every ServiceAccount may read the issuer's discovery documents and the cluster trust
-    # bundles; devcluster serves neither, but the grants show in `kubectl auth can-i --list`.
+    # Every ServiceAccount may read the issuer's discovery documents (devcluster serves
+    # none, but the grant shows in `kubectl auth can-i --list`). The real server's
+    # system:cluster-trust-bundle-discovery is left out: see docs/devcluster.md.
     _bootstrap_role(
         "system:service-account-issuer-discovery",
         [
@@ -188,16 +189,6 @@ BOOTSTRAP_CLUSTER_ROLES: tuple[dict[str, Any], ...] = (
             }
         ],
     ),
-    _bootstrap_role(
-        "system:cluster-trust-bundle-discovery",
-        [
-            {
-                "apiGroups": ["certificates.k8s.io"],
-                "resources": ["clustertrustbundles"],
-                "verbs": _READ,
-            }
-        ],
-    ),
     *DEFAULT_USER_ROLES,
 )
 BOOTSTRAP_CLUSTER_ROLE_BINDINGS: tuple[dict[str, Any], ...] = (
@@ -208,5 +199,4 @@ BOOTSTRAP_CLUSTER_ROLE_BINDINGS: tuple[dict[str, Any], ...] = (
     ),
     _bootstrap_binding("system:basic-user", ["system:authenticated"]),
     _bootstrap_binding("system:service-account-issuer-discovery", ["system:serviceaccounts"]),
-    _bootstrap_binding("system:cluster-trust-bundle-discovery", ["system:serviceaccounts"]),
 )

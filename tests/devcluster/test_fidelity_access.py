@@ -26,16 +26,13 @@ def _token(cluster: DevCluster, ns: str) -> str:
     return cluster.kubectl("create", "token", "robot", "-n", ns).stdout.strip()
 
 
-def test_every_service_account_may_read_issuer_discovery_and_trust_bundles(
+def test_every_service_account_may_read_the_issuer_discovery_documents(
     cluster: DevCluster, ns: str
 ) -> None:
     token = _token(cluster, ns)
 
     rules = cluster.kubectl("auth", "can-i", "--list", "-n", ns, token=token).stdout
 
-    assert re.search(
-        r"^clustertrustbundles\.certificates\.k8s\.io .*\[get list watch\]", rules, re.M
-    )
     for url in ("/.well-known/openid-configuration", "/openid/v1/jwks"):
         assert re.search(rf"^\s+\[{re.escape(url)}\] .*\[get\]", rules, re.M), url
 
