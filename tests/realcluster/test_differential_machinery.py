@@ -96,7 +96,7 @@ def test_every_differing_leaf_is_reported() -> None:
 
 
 def test_an_allow_list_entry_matches_by_operation_and_whole_path() -> None:
-    entry = allowlist.ALLOWED[1]
+    [entry] = [e for e in allowlist.ALLOWED if e.ops.startswith("version:")]
 
     assert entry.matches(Difference(entry.ops, ".server.gitVersion", "a", "b"))
     assert not entry.matches(Difference(entry.ops, ".server.gitVersionX", "a", "b"))

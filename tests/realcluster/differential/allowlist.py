@@ -64,6 +64,17 @@ ALLOWED: tuple[Allowed, ...] = (
         "never reads the server version.",
     ),
     Allowed(
+        ops="can-i: --list (token)",
+        path=r"\.stdout\.rules\.clustertrustbundles\.certificates\.k8s\.io",
+        real="lists `clustertrustbundles.certificates.k8s.io [get list watch]`: its bootstrap "
+        "policy grants it to every ServiceAccount (system:cluster-trust-bundle-discovery)",
+        dev="does not list it: it serves no ClusterTrustBundles and has no such role",
+        reason="The product never reads ClusterTrustBundles, and deploy/ grants nothing on "
+        "them. tests/deploy/test_rbac.py pins the exact `can-i --list` of the operator's "
+        "token on devcluster; run against a real cluster it must allow this row, and "
+        "devcluster can then add the role.",
+    ),
+    Allowed(
         ops="Deployment: *[tT]able*",
         path=r"(\.stdout\[1\]|\.body\.rows\[0\]\.cells)\[[123]\]",
         real="READY `0/2`, UP-TO-DATE and AVAILABLE below 2: with no kubelet, pods stay Pending",

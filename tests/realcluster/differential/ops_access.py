@@ -68,7 +68,12 @@ _can_i("admin may do anything", "*", "*", "--all-namespaces")
 
 @script.op("can-i: --list (token)")
 def can_i_list(s: Session) -> Any:
-    return s.kubectl("auth", "can-i", "--list", "-n", m.NS, token=s.memo["token"], out="table")
+    answer = s.kubectl("auth", "can-i", "--list", "-n", m.NS, token=s.memo["token"], out="table")
+    # Keyed by resource or URL, so that one rule more or less is one difference, not a shift.
+    rules: dict[str, list[list[str]]] = {}
+    for row in answer["stdout"][1:]:
+        rules.setdefault(row[0], []).append(row[1:])
+    return {**answer, "stdout": {"header": answer["stdout"][:1], "rules": rules}}
 
 
 @script.op("auth: kubectl auth whoami (token)")
