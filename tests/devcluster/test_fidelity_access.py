@@ -15,8 +15,8 @@ import kubernetes.client
 from devcluster.handlers import Cluster
 from devcluster.resources import Registry
 from devcluster.store import Store
-from devcluster.testing import DevCluster
 from devcluster.watch import stream
+from testkit.devcluster import DevCluster
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 

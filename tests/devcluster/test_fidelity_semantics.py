@@ -11,7 +11,7 @@ from typing import Any
 import kubernetes.client
 from kubernetes.client.exceptions import ApiException
 
-from tests.devcluster.conftest import GROUP, PLURAL, VERSION, ra_manifest
+from testkit.manifests import GROUP, PLURAL, VERSION, ra_manifest
 
 MERGE = "application/merge-patch+json"
 RBAC = "rbac.authorization.k8s.io"

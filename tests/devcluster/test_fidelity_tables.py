@@ -15,9 +15,10 @@ from typing import Any
 import kubernetes.client
 
 from devcluster import table_docs
-from devcluster.testing import DevCluster
-from tests.devcluster.conftest import GROUP, RA_RESOURCE, VERSION, ra_manifest, to_yaml
-from tests.support.waiting import wait_until
+from testkit.devcluster import DevCluster
+from testkit.manifests import CRD_NAME as RA_RESOURCE
+from testkit.manifests import GROUP, VERSION, ra_manifest, to_yaml
+from testkit.waiting import wait_until
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io, application/json"
 

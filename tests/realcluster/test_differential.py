@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from devcluster.testing import DevCluster
-from realcluster.testing import RealCluster
+from testkit.devcluster import DevCluster
+from testkit.realcluster import RealCluster
 from tests.realcluster.differential import allowlist
 from tests.realcluster.differential.compare import Difference, compare_runs
 from tests.realcluster.differential.runner import Run, Session, run_script
