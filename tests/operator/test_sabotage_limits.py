@@ -129,12 +129,13 @@ def test_answer_still_arriving_after_the_timeout_is_unavailable(fault_proxy: Fau
 
 def test_cap_setting(tmp_path: Path) -> None:
     """SENTINEL_PROMETHEUS_MAX_BYTES: 4 MiB by default, a whole number of bytes otherwise."""
-    assert config.load({}, tmp_path).prometheus_max_bytes == 4 * 1024 * 1024
-    loaded = config.load({"SENTINEL_PROMETHEUS_MAX_BYTES": "65536"}, tmp_path)
+    key = {"SENTINEL_SECRET_KEY": "a-test-key"}
+    assert config.load(key, tmp_path).prometheus_max_bytes == 4 * 1024 * 1024
+    loaded = config.load({**key, "SENTINEL_PROMETHEUS_MAX_BYTES": "65536"}, tmp_path)
     assert loaded.prometheus_max_bytes == 65536
     for bad in ("0", "4MiB", "-1", str(2 * 1024**3)):
         with pytest.raises(ImproperlyConfigured, match="SENTINEL_PROMETHEUS_MAX_BYTES"):
-            config.load({"SENTINEL_PROMETHEUS_MAX_BYTES": bad}, tmp_path)
+            config.load({**key, "SENTINEL_PROMETHEUS_MAX_BYTES": bad}, tmp_path)
 
 
 def test_huge_answer_is_metrics_unavailable_and_workers_stay_small(
