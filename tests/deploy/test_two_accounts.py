@@ -17,9 +17,13 @@ from pathlib import Path
 import pytest
 
 from sentinel_cluster import kube
-from testkit.clusters import create_token, kubeconfig_for_token, kubectl_apply
+from testkit.clusters import create_token, kube_client, kubeconfig_for_token, kubectl_apply
 from testkit.devcluster import DevCluster
 from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric, to_yaml
+from testkit.metrics_app import GaugeSetter, MetricsApp
+from testkit.operator import StartOperator
+from testkit.prometheus import PrometheusServer
+from testkit.waiting import wait_until
 from tests.deploy.kustomize import (
     HOME,
     OPERATOR_ACCOUNT,
@@ -198,3 +202,36 @@ def test_namespaced_grants_only_in_the_listed_namespaces(
     assert lease is (account == OPERATOR_ACCOUNT)
     review = _can(namespaced, token, "create", "subjectaccessreviews.authorization.k8s.io")
     assert review is (account == WEB_ACCOUNT)
+
+
+def test_operator_works_under_the_namespaced_rbac(
+    namespaced: DevCluster,
+    start_operator: StartOperator,
+    prometheus: PrometheusServer,
+    metrics_app: MetricsApp,
+    case: str,
+    tmp_path: Path,
+) -> None:
+    """With only RoleBindings in team-a and team-b, the operator scoped to them still pauses."""
+    GaugeSetter(metrics_app, prometheus, case)(0.9)
+    token = create_token(namespaced, OPERATOR_ACCOUNT, HOME)
+    operator = start_operator(
+        kubeconfig=kubeconfig_for_token(namespaced, token, tmp_path / "operator"),
+        prometheus_url=prometheus.url,
+        namespaces=list(TEAMS),
+    )
+    kubectl_apply(namespaced, deployment_manifest("checkout", "team-b"))
+    kubectl_apply(
+        namespaced,
+        analysis_manifest("checkout", "team-b", metrics=[gauge_metric(case, 0.5)], failure_limit=1),
+    )
+    admin = kube_client(namespaced)
+
+    def paused() -> bool:
+        deployment = admin.request("GET", kube.deployment_path("team-b", "checkout"))
+        return deployment["spec"].get("paused") is True
+
+    wait_until(paused, timeout=30, what=f"the pause under namespaced RBAC\n{operator.log}")
+    lease = admin.request("GET", kube.lease_path(HOME, operator.lease_name))
+    assert lease["spec"]["holderIdentity"] == operator.identity
+    assert "refused" not in operator.log and "Forbidden" not in operator.log, operator.log
