@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from testkit.clusters import create_token, kubectl_apply
-from testkit.manifests import deployment_manifest
+from sentinel_cluster import kube, writes
+from testkit.clusters import create_token, kubeconfig_for_token, kubectl_apply
+from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
+from testkit.metrics_app import GaugeSetter, MetricsApp
+from testkit.operator import OperatorStarter
 from testkit.paths import DEPLOY_DIR
+from testkit.prometheus import PrometheusServer
 from testkit.realcluster import RealCluster
 from testkit.waiting import wait_until
 
@@ -29,7 +34,9 @@ MESSAGE = (
     "rollout-sentinel accounts may change only spec.paused and sentinel.example.com/* "
     "annotations of a Deployment"
 )
-ACCOUNTS = ("rollout-sentinel-operator", "rollout-sentinel-web")
+OPERATOR = "rollout-sentinel-operator"
+WEB = "rollout-sentinel-web"
+ACCOUNTS = (OPERATOR, WEB)
 IMAGE = "registry.example.com/shop/checkout:1"
 
 
@@ -59,13 +66,17 @@ def policy_active(cluster: RealCluster, tokens: dict[str, str]) -> None:
     answers: list[str] = []
 
     def refused() -> bool:
-        result = _patch(cluster, tokens[ACCOUNTS[0]], "probe", _image_patch("probe:2"), "strategic")
+        # A new image every time: once one landed (before the policy was loaded), sending it
+        # again would be a no-op, which the policy rightly lets through.
+        image = f"probe:{len(answers)}"
+        result = _patch(cluster, tokens[ACCOUNTS[0]], "probe", _image_patch(image), "strategic")
         answers.append(result.stderr)
         return result.returncode != 0 and MESSAGE in result.stderr
 
-    wait_until(
-        refused, timeout=30, interval=0.5, what=f"the admission policy to be enforced: {answers}"
-    )
+    try:
+        wait_until(refused, timeout=90, interval=0.5, what="the admission policy to be enforced")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the last answers: {answers[-3:]}") from exc
 
 
 @pytest.fixture
@@ -197,3 +208,60 @@ def test_a_cluster_admin_is_not_affected(
 def _editable(deployment: dict[str, Any]) -> tuple[Any, ...]:
     metadata = deployment["metadata"]
     return deployment["spec"], metadata.get("labels"), metadata.get("annotations")
+
+
+def test_the_real_pause_and_resume_pass_the_guard_rail(
+    cluster: RealCluster,
+    tokens: dict[str, str],
+    policy_active: None,
+    migrated_database: Path,
+    prometheus: PrometheusServer,
+    metrics_app: MetricsApp,
+    case: str,
+    tmp_path: Path,
+) -> None:
+    """The policy refuses what the operator must not send, not what it does send."""
+    GaugeSetter(metrics_app, prometheus, case)(0.9)
+    kubeconfig = kubeconfig_for_token(cluster, tokens[OPERATOR], tmp_path / "operator")
+    starter = OperatorStarter(tmp_path, migrated_database, env={"POD_NAMESPACE": HOME})
+    try:
+        operator = starter(
+            kubeconfig=kubeconfig, prometheus_url=prometheus.url, namespaces=["shop"]
+        )
+        kubectl_apply(cluster, deployment_manifest("guarded", "shop", IMAGE))
+        kubectl_apply(
+            cluster,
+            analysis_manifest(
+                "guarded",
+                "shop",
+                target="guarded",
+                metrics=[gauge_metric(case, 0.5)],
+                failure_limit=1,
+            ),
+        )
+        wait_until(
+            lambda: _get(cluster, "guarded")["spec"].get("paused") is True,
+            timeout=30,
+            what=f"the operator's pause\n{operator.log}",
+        )
+        annotations = _get(cluster, "guarded")["metadata"]["annotations"]
+        assert annotations["sentinel.example.com/paused-by"] == "shop/guarded"
+        assert POLICY not in operator.log and "refused" not in operator.log, operator.log
+        operator.stop()
+        # The web app's resume writes the Deployment with the product's own code
+        # (sentinel_cluster.writes.release, what services.resume_analysis calls) and token.
+        as_web = kube.KubeClient(
+            kube.load_api_client(str(kubeconfig_for_token(cluster, tokens[WEB], tmp_path / "web")))
+        )
+        assert writes.release(as_web, "shop", "guarded", "shop/guarded", claimed=True) == (
+            True,
+            True,
+        )
+        resumed = _get(cluster, "guarded")
+        assert resumed["spec"].get("paused") in (None, False)
+        assert not any(
+            key.startswith("sentinel.example.com/paused")
+            for key in resumed["metadata"].get("annotations", {})
+        )
+    finally:
+        starter.stop_all()
