@@ -16,19 +16,21 @@ import pytest
 
 from testkit.clusters import create_token, kube_client, kubeconfig_for_token, wait_crd_served
 from testkit.devcluster import DevCluster
+from testkit.manifests import to_yaml
 from testkit.namespaces import fresh_namespace
 from testkit.operator import OperatorStarter, StartOperator
-from tests.deploy.kustomize import DEPLOY, HOME, Deployed
+from tests.deploy.kustomize import HOME, OPERATOR_ACCOUNT, Deployed, for_devcluster, render
 
 
 @pytest.fixture(scope="session")
 def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
-    """A fresh devcluster with ``kubectl apply -k deploy/overlays/ha`` applied for real."""
+    """A fresh devcluster with deploy/overlays/ha applied for real (minus ``NOT_ON_DEVCLUSTER``)."""
     workdir = tmp_path_factory.mktemp("deploy-devcluster")
     with DevCluster(workdir) as cluster:
-        cluster.kubectl("apply", "-k", str(DEPLOY / "overlays" / "ha"))
+        objects = for_devcluster(render(cluster, "overlays/ha"))
+        cluster.kubectl("apply", "-f", "-", input=to_yaml(*objects))
         wait_crd_served(cluster)
-        token = create_token(cluster, HOME, HOME)
+        token = create_token(cluster, OPERATOR_ACCOUNT, HOME)
         yield Deployed(
             cluster=cluster,
             admin=kube_client(cluster),
