@@ -56,7 +56,7 @@ class StartupError(Exception):
 @dataclass(frozen=True)
 class Options:
     metrics_port: int = 9100
-    metrics_address: str = "0.0.0.0"
+    metrics_address: str = "127.0.0.1"
     lease_name: str = "rollout-sentinel"
     lease_namespace: str = field(
         default_factory=lambda: os.environ.get("POD_NAMESPACE") or "default"

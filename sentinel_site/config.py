@@ -37,6 +37,10 @@ class SentinelConfig:
     prometheus_timeout: float = 5.0
     # Largest Prometheus answer the operator reads, in bytes; a bigger one is MetricsUnavailable.
     prometheus_max_bytes: int = 4 * 1024 * 1024
+    # Where the operator serves /metrics (SENTINEL_METRICS_ADDR): loopback unless deployed
+    # behind a NetworkPolicy, since it names every analysis.
+    metrics_address: str = "127.0.0.1"
+    metrics_port: int = 9100
     # -- who may do what, where (SPEC §7.1) --
     # "django" (namespace grants in the admin) or "kubernetes" (SubjectAccessReviews).
     authz: str = "django"
@@ -141,6 +145,17 @@ def _bool(name: str, raw: str) -> bool:
     raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use true or false.")
 
 
+def _metrics_addr(raw: str) -> dict[str, Any]:
+    """Return the operator's /metrics address and port from ``host:port``."""
+    host, _, port = raw.strip().rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ImproperlyConfigured(
+            f"SENTINEL_METRICS_ADDR={raw!r} is not an address; use host:port, "
+            "e.g. 127.0.0.1:9100 or 0.0.0.0:9100."
+        )
+    return {"metrics_address": host.strip("[]"), "metrics_port": int(port)}
+
+
 def _positive_int(name: str, raw: str, *, maximum: int) -> int:
     value = raw.strip()
     if not value.isdigit() or not 1 <= int(value) <= maximum:
@@ -196,6 +211,7 @@ def load(env: Mapping[str, str], base_dir: Path) -> SentinelConfig:
         ),
         # A cap on each Prometheus answer, so one query matching every series cannot exhaust
         # a worker's memory (SPEC §13 item 18); at most 1 GiB.
+        **_metrics_addr(env.get("SENTINEL_METRICS_ADDR", "127.0.0.1:9100")),
         prometheus_max_bytes=_positive_int(
             "SENTINEL_PROMETHEUS_MAX_BYTES",
             env.get("SENTINEL_PROMETHEUS_MAX_BYTES", str(4 * 1024 * 1024)),

@@ -39,6 +39,8 @@ def test_postgres_url_is_split_into_django_settings(tmp_path: Path) -> None:
         ("SENTINEL_HISTORY_RETENTION", "thirty days", "is not a duration"),
         ("SENTINEL_BROKER_URL", "amqp://q", "is not a redis or rediss URL"),
         ("SENTINEL_DEBUG", "maybe", "is not a boolean"),
+        ("SENTINEL_METRICS_ADDR", "9100", "is not an address"),
+        ("SENTINEL_METRICS_ADDR", "0.0.0.0:http", "is not an address"),
     ],
 )
 def test_malformed_setting_names_the_variable(
@@ -47,6 +49,13 @@ def test_malformed_setting_names_the_variable(
     with pytest.raises(ImproperlyConfigured, match=fragment) as info:
         config.load({name: value}, tmp_path)
     assert name in str(info.value)
+
+
+def test_operator_metrics_listen_on_loopback_unless_told_otherwise(tmp_path: Path) -> None:
+    default = config.load(KEY, tmp_path)
+    assert (default.metrics_address, default.metrics_port) == ("127.0.0.1", 9100)
+    deployed = config.load({**KEY, "SENTINEL_METRICS_ADDR": "0.0.0.0:9200"}, tmp_path)
+    assert (deployed.metrics_address, deployed.metrics_port) == ("0.0.0.0", 9200)
 
 
 def test_password_is_not_echoed_in_errors(tmp_path: Path) -> None:
