@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import secrets
 import shutil
 import signal
@@ -60,8 +61,10 @@ def _admin_token(data_dir: Path | None) -> str:
     if path.exists():
         return path.read_text().strip()
     token = secrets.token_urlsafe(32)
-    path.write_text(token + "\n")
-    path.chmod(0o600)
+    # Created with mode 0600 in one step: never readable by others, not even for a moment.
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(token + "\n")
     return token
 
 

@@ -33,6 +33,8 @@ from devcluster.status import ApiError, conflict, status_body
 
 _PUBLIC_PATHS = ("/version", "/healthz", "/readyz", "/livez")
 _FAULT_PATH = "/devcluster/faults"
+# kube-apiserver refuses request bodies over 3 MiB (its MaxRequestBodyBytes) with 413.
+MAX_BODY_BYTES = 3 * 1024 * 1024
 
 
 @dataclass
@@ -107,13 +109,17 @@ class _Handler(BaseHTTPRequestHandler):
         app = self.server.app
         url = urlsplit(self.path)
         query = dict(parse_qsl(url.query, keep_blank_values=True))
-        body = self._read_body()
         try:
             user = app.authenticator.authenticate(
                 self.headers.get("Authorization"), app.cluster.serviceaccount_uid
             )
             if user is None and url.path.rstrip("/") not in _PUBLIC_PATHS:
+                # Never read what an unauthenticated client sends; an unread body would
+                # desynchronise a kept-alive connection, so that one is closed after the answer.
+                if self._announces_body():
+                    self.close_connection = True
                 raise ApiError(401, "Unauthorized")
+            body = self._read_body()
             if user is not None and self.headers.get("Impersonate-User"):
                 user = impersonate(
                     user,
@@ -159,18 +165,30 @@ class _Handler(BaseHTTPRequestHandler):
                 raise conflict(route.rtype.plural, route.rtype.group, route.name) from None
         raise outcome.error
 
+    def _announces_body(self) -> bool:
+        chunked = self.headers.get("Transfer-Encoding", "").lower() == "chunked"
+        return chunked or (self.headers.get("Content-Length") or "0").strip() != "0"
+
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             chunks = []
+            total = 0
             while True:
                 size = int(self.rfile.readline().strip().split(b";")[0] or b"0", 16)
                 if size == 0:
                     self.rfile.readline()
                     break
+                total += size
+                if total > MAX_BODY_BYTES:
+                    self.close_connection = True
+                    raise ApiError(413, f"the request body is larger than {MAX_BODY_BYTES} bytes")
                 chunks.append(self.rfile.read(size))
                 self.rfile.readline()
             return b"".join(chunks)
         length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            self.close_connection = True
+            raise ApiError(413, f"the request body is larger than {MAX_BODY_BYTES} bytes")
         return self.rfile.read(length) if length else b""
 
     def _decode(self, raw: bytes) -> Any:
@@ -334,6 +352,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache, private")
         for key, value in extra or []:
             self.send_header(key, value)
+        if self.close_connection:
+            # Tell the client, so that it does not send its next request on this connection.
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)

@@ -17,6 +17,7 @@ _REASONS = {
     406: "NotAcceptable",
     409: "Conflict",
     410: "Expired",
+    413: "RequestEntityTooLarge",
     415: "UnsupportedMediaType",
     422: "Invalid",
     429: "TooManyRequests",
