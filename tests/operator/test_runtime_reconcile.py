@@ -17,6 +17,7 @@ from sentinel_cluster import kube
 from sentinel_operator.outcome import Result
 from sentinel_operator.prometheus import PrometheusClient
 from sentinel_operator.reconcile import Reconciler
+from testkit.clusters import Cluster
 from testkit.devcluster import DevCluster
 from testkit.fault_proxy import FaultProxy
 from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
@@ -156,7 +157,7 @@ def test_prometheus_outage_backs_off_and_recovery_resets(
 
 def test_forbidden_is_reported_and_backed_off(
     reconciler: Reconciler,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     fault_proxy: FaultProxy,
     namespace: str,
@@ -165,7 +166,7 @@ def test_forbidden_is_reported_and_backed_off(
     _create(kube_client, namespace, "ra", metrics=[gauge_metric(case, 0.5)])
     assert reconciler.reconcile(namespace, "ra").result == Result.EVALUATED
     refused = Reconciler(
-        kube.KubeClient(devcluster.api_client(token="revoked")),
+        kube.KubeClient(kube_cluster.api_client(token="revoked")),
         reconciler.prometheus,
         rng=random.Random(1),
     )
