@@ -1,6 +1,7 @@
 """SPEC §13 item 17: the operator under deploy/'s RBAC works; with a verb missing it says so.
 
-The ``ha`` overlay is applied for real to a devcluster (``deployed`` fixture); the operator runs
+The ``ha`` overlay is applied for real to the session cluster of each kind (``deployed``
+fixture: devcluster's RBAC authorizer, and the real kube-apiserver's); the operator runs
 as ``python manage.py runoperator`` with a kubeconfig holding the ServiceAccount token minted by
 ``kubectl create token rollout-sentinel -n rollout-sentinel`` — so every request it makes is
 authorized by exactly the ClusterRole, Role and bindings of deploy/base/rbac.yaml.

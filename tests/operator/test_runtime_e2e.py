@@ -1,4 +1,4 @@
-"""End to end: kubectl, ``runoperator``, the real Prometheus and devcluster together.
+"""End to end: kubectl, ``runoperator``, the real Prometheus and each cluster together.
 
 One analysis goes through its whole life: first status within about two seconds of
 ``kubectl apply``, a regression pausing the Deployment after exactly ``failureLimit``

@@ -1,4 +1,4 @@
-"""The reconciler in this process against devcluster and the real Prometheus (via the proxy).
+"""The reconciler in this process against each cluster and the real Prometheus (via the proxy).
 
 Each test drives ``Reconciler.reconcile`` by hand, so it can look at one attempt at a time:
 what it wrote to the cluster, to the history and to the dispatch schedule.

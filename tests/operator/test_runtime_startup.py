@@ -130,6 +130,8 @@ def test_sigterm_releases_the_lease_and_the_other_replica_takes_over(
     assert second.stop() == 0
 
 
+# About the operator's own processes, not the cluster: devcluster is enough.
+@pytest.mark.clusters("dev")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
 def test_workers_do_not_outlive_the_operator(
     start_operator: StartOperator, fault_proxy: FaultProxy, namespace: str, sig: int

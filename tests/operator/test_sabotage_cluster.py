@@ -1,9 +1,10 @@
 """Sabotage, cluster side (SPEC §13 items 7-10, 14, 15), end to end.
 
-A real ``runoperator`` process against the session devcluster and the real Prometheus, driven
-with kubectl: the target deleted and recreated, two analyses on one Deployment, a real
-regression with a pass in between and a dry run, 409s injected on the status write, a spec
-edited, and an analysis deleted. Each test checks conditions, events, history rows, failure
+A real ``runoperator`` process against the session cluster of each kind (devcluster and the
+real kube-apiserver with its controllers) and the real Prometheus, driven with kubectl: the
+target deleted and recreated, two analyses on one Deployment, a real regression with a pass in
+between and a dry run, 409s injected on the status write (devcluster only: a fault hook), a
+spec edited, and an analysis deleted. Each test checks conditions, events, history rows, failure
 counts and the Deployment's ``spec.paused``.
 """
 

@@ -21,13 +21,13 @@ through ``kube_client``, ``namespace``, ``start_operator``, ... runs once on eac
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sentinel_cluster import kube
-from testkit.clusters import Cluster, apply_crd, running_with_crd
+from testkit.clusters import Cluster, NewCluster, apply_crd, running_with_crd
 from testkit.clusters import kube_client as admin_kube_client
 from testkit.devcluster import DevCluster
 from testkit.namespaces import fresh_namespace
@@ -37,8 +37,6 @@ CLUSTER_KINDS = ("dev", "real")
 # Fixtures that exist on devcluster only (fault hooks) or name it: a test using one is not
 # parametrized over the real cluster.
 DEV_ONLY_FIXTURES = frozenset({"devcluster", "api_faults"})
-
-NewCluster = Callable[..., Cluster]
 
 
 def pytest_configure(config: pytest.Config) -> None:
