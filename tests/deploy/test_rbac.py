@@ -45,7 +45,7 @@ SPEC_ROWS = {
     "events.events.k8s.io": ["create", "patch"],
 }
 LEASE_ROW = {"leases.coordination.k8s.io": ["get", "create", "update"]}
-# What every authenticated identity may do (system:basic-user on a real cluster): ask the API
+# What every authenticated identity may do on both servers (system:basic-user): ask the API
 # server about itself. Not granted by deploy/.
 SELF_REVIEWS = {
     "selfsubjectreviews.authentication.k8s.io": ["create"],
@@ -72,10 +72,36 @@ def _can_i_list(
     return resources, url_verbs
 
 
+def _baseline(deployed: Deployed, namespace: str) -> dict[str, list[str]]:
+    """Return what a ServiceAccount bound to nothing may do: the server's own default policy.
+
+    That is more than ``SELF_REVIEWS`` on the real kube-apiserver (1.37 binds
+    system:cluster-trust-bundle-discovery, read access to clustertrustbundles, to every
+    ServiceAccount), so it is asked of the server rather than written down.
+    """
+    name = f"bare-{uuid.uuid4().hex[:8]}"
+    deployed.cluster.kubectl("create", "serviceaccount", name, "-n", HOME)
+    try:
+        token = create_token(deployed.cluster, name, HOME)
+        resources, _ = _can_i_list(deployed, token, namespace)
+    finally:
+        deployed.cluster.kubectl("delete", "serviceaccount", name, "-n", HOME)
+    return resources
+
+
 @pytest.mark.parametrize("namespace_", [HOME, "some-team"])
 def test_can_i_list_is_exactly_the_spec_rbac(deployed: Deployed, namespace_: str) -> None:
+    baseline = _baseline(deployed, namespace_)
+    # The default policy lets anyone ask about themselves and, beyond that, only read.
+    assert SELF_REVIEWS.items() <= baseline.items()
+    assert all(
+        set(verbs) <= {"get", "list", "watch"}
+        for resource, verbs in baseline.items()
+        if resource not in SELF_REVIEWS
+    ), baseline
+    assert not set(baseline) & set(SPEC_ROWS)
     resources, url_verbs = _can_i_list(deployed, deployed.token, namespace_)
-    expected = {**SPEC_ROWS, **SELF_REVIEWS}
+    expected = {**SPEC_ROWS, **baseline}
     if namespace_ == HOME:
         expected.update(LEASE_ROW)  # leases only where the operator keeps its Lease
     assert resources == expected
