@@ -274,12 +274,14 @@ def _started(row: dict[str, Any]) -> datetime:
 
 def test_missing_deployment_patch_is_reported_and_backed_off(
     deployed: Deployed,
+    # Before start_operator: set up first, so torn down last, after the operator has stopped
+    # (it releases its Lease with the identity it still has).
+    crippled_identity: Any,
     start_operator: StartOperator,
     prometheus: PrometheusServer,
     namespace: str,
     gauge: GaugeSetter,
     case: str,
-    crippled_identity: Any,
 ) -> None:
     kubeconfig = crippled_identity("deployments", "patch")
     gauge(0.9)
@@ -321,12 +323,14 @@ def test_missing_deployment_patch_is_reported_and_backed_off(
 
 def test_missing_status_update_is_reported_without_crashing(
     deployed: Deployed,
+    # Before start_operator: set up first, so torn down last, after the operator has stopped
+    # (it releases its Lease with the identity it still has).
+    crippled_identity: Any,
     start_operator: StartOperator,
     prometheus: PrometheusServer,
     namespace: str,
     gauge: GaugeSetter,
     case: str,
-    crippled_identity: Any,
 ) -> None:
     kubeconfig = crippled_identity("rolloutanalyses/status", "update")
     gauge(0.1)

@@ -247,3 +247,54 @@ def test_an_edited_spec_during_an_attempt_keeps_its_immediate_due_time(
     later = soon + timedelta(seconds=30)
     assert not dispatcher.reschedule(row.pk, generation=1, due_at=later, backoff_attempt=0)
     assert Analysis.objects.get(pk=row.pk).next_due_at == soon
+
+
+# Every shape of status the reconciler writes, each checked by the cluster's own validation of
+# the CRD's status schema (the real kube-apiserver's, not only devcluster's): an invalid query,
+# no data (NaN, an empty vector), an infinite value, and a number too small for a float32.
+STATUS_CASES = {
+    "invalid-query": (
+        ["max(sentinel_test_value"],
+        ("Ready", "False", "InvalidQuery"),
+        ("Healthy", "Unknown", "NotEvaluated"),
+    ),
+    "no-data": (
+        ["0 / 0", 'vector(1) and on() absent(up{job="no-such-job"}) == 2'],
+        ("Ready", "True", "Evaluating"),
+        ("Healthy", "Unknown", "NoData"),
+    ),
+    "infinite": (
+        ["1 / 0"],
+        ("Ready", "True", "Evaluating"),
+        ("Healthy", "False", "ThresholdExceeded"),
+    ),
+    "tiny": (
+        ["1e-300"],
+        ("Ready", "True", "Evaluating"),
+        ("Healthy", "True", "WithinThresholds"),
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(STATUS_CASES))
+def test_every_status_shape_is_accepted_by_the_cluster(
+    reconciler: Reconciler, kube_client: kube.KubeClient, namespace: str, shape: str
+) -> None:
+    queries, ready, healthy = STATUS_CASES[shape]
+    metrics = [
+        {"name": f"m{index}", "query": query, "maxValue": 0.5}
+        for index, query in enumerate(queries)
+    ]
+    _deploy(kube_client, namespace)
+    _create(kube_client, namespace, "ra", metrics=metrics)
+    assert reconciler.reconcile(namespace, "ra").result == Result.EVALUATED
+    resource = kube_client.request("GET", kube.analysis_path(namespace, "ra"))
+    for type_, status, reason in (ready, healthy):
+        found = condition(resource, type_)
+        assert (found["status"], found["reason"]) == (status, reason), resource["status"]
+    # What was written is what the server kept: every metric's result, none pruned.
+    results = resource["status"].get("metricResults") or []
+    if shape != "invalid-query":
+        assert [r["name"] for r in results] == [m["name"] for m in metrics]
+    row = Analysis.objects.get(namespace=namespace, name="ra")
+    assert row.resource_version == resource["metadata"]["resourceVersion"]
