@@ -52,8 +52,10 @@ clean:
 
 # Everything local: devcluster, the CRD and a checkout Deployment, real Prometheus scraping a
 # demo app that regresses after two minutes, the operator and the web UI on :8000.
-demo: venv demo-debs
-	$(BIN)/python -m demo
+# CLUSTER=real runs it on the real control plane instead (SPEC §9a), built first when needed.
+CLUSTER ?= dev
+demo: venv demo-debs $(if $(filter real,$(CLUSTER)),realcluster)
+	SENTINEL_DEMO_CLUSTER=$(CLUSTER) $(BIN)/python -m demo
 
 # The real control plane (SPEC §9a): kube-apiserver, kube-controller-manager and etcd built with
 # `go build` from the versions pinned in realcluster/go.mod, into a cache outside the tree keyed

@@ -27,8 +27,16 @@ from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince
 from django.views.decorators.http import require_POST
 
-# Imported for its side effect: it registers the REST API tokens with the same admin site.
-from analyses import admin_compat, admin_views, services, token_admin  # noqa: F401
+# Imported for their side effect: they register the REST API tokens and the namespace grants
+# with the same admin site.
+from analyses import (  # noqa: F401
+    access,
+    admin_compat,
+    admin_views,
+    grant_admin,
+    services,
+    token_admin,
+)
 from analyses.admin_forms import (
     AnalysisForm,
     MetricForm,
@@ -36,6 +44,7 @@ from analyses.admin_forms import (
     describe_invalid,
     spec_from_forms,
 )
+from analyses.login_limits import ThrottledLoginForm
 from analyses.models import Analysis, AnalysisMetric
 from sentinel_core.spec import InvalidSpecError
 
@@ -44,6 +53,8 @@ admin.site.index_template = "admin/analyses/index.html"
 admin.site.site_header = "Rollout Sentinel"
 admin.site.site_title = "Rollout Sentinel"
 admin.site.index_title = "Administration"
+# Failed logins are counted per username and address (analyses.login_limits).
+admin.site.login_form = ThrottledLoginForm
 
 # Where a refusal from the cluster is kept between the failed save and the second rendering.
 _REFUSAL = "_sentinel_cluster_refusal"
@@ -161,14 +172,36 @@ class AnalysisAdmin(admin.ModelAdmin):
             timesince(obj.last_evaluation_at),
         )
 
-    # -- permissions -----------------------------------------------------------------------
+    # -- permissions: model permissions say what, analyses.access says where ---------------
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Analysis]:
+        # Outside SENTINEL_NAMESPACES or the user's namespaces, an analysis does not exist.
+        return access.visible(request.user, super().get_queryset(request))
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Any:
+        # A malformed id is "no such analysis", like an unknown one.
+        if not str(object_id).isdigit():
+            return None
+        return super().get_object(request, object_id, from_field)
 
     def has_change_permission(self, request: HttpRequest, obj: Analysis | None = None) -> bool:
         # A deleted analysis is history: shown, never edited.
-        return super().has_change_permission(request, obj) and not (obj and obj.is_deleted)
+        return (
+            super().has_change_permission(request, obj)
+            and not (obj and obj.is_deleted)
+            and (obj is None or access.allows(request.user, access.Verb.UPDATE, obj.namespace))
+        )
+
+    def has_perm_to_act(self, request: HttpRequest) -> bool:
+        """Return whether the user holds the model permission resume and evaluate need."""
+        return super().has_change_permission(request)
 
     def has_delete_permission(self, request: HttpRequest, obj: Analysis | None = None) -> bool:
-        return super().has_delete_permission(request, obj) and not (obj and obj.is_deleted)
+        return (
+            super().has_delete_permission(request, obj)
+            and not (obj and obj.is_deleted)
+            and (obj is None or access.allows(request.user, access.Verb.DELETE, obj.namespace))
+        )
 
     # -- forms -----------------------------------------------------------------------------
 
@@ -194,10 +227,11 @@ class AnalysisAdmin(admin.ModelAdmin):
         self, request: HttpRequest, obj: Analysis | None = None, change: bool = False, **kwargs: Any
     ) -> type[forms.ModelForm]:
         form = super().get_form(request, obj, change, **kwargs)
+        extra: dict[str, Any] = {"sentinel_user": request.user}
         refusal = getattr(request, _REFUSAL, ())
         if refusal:
-            return type(form.__name__, (form,), {"cluster_refusal": refusal})
-        return form
+            extra["cluster_refusal"] = refusal
+        return type(form.__name__, (form,), extra)
 
     # -- pages -----------------------------------------------------------------------------
 

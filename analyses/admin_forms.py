@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from django import forms
 from django.core.validators import MinValueValidator, RegexValidator
 
+from analyses import access, scope
 from analyses.models import Analysis, AnalysisMetric
 from sentinel_core.spec import (
     DEFAULT_INTERVAL,
@@ -59,6 +60,8 @@ class AnalysisForm(forms.ModelForm):
 
     # Set by the admin on a second rendering, after the cluster refused the save.
     cluster_refusal: ClassVar[tuple[str, ...]] = ()
+    # Set by the admin: the user saving, whose right to create in the namespace is checked.
+    sentinel_user: ClassVar[Any] = None
 
     class Meta:
         model = Analysis
@@ -85,6 +88,16 @@ class AnalysisForm(forms.ModelForm):
         if self.instance.pk is not None:
             self.fields["interval"].initial = self.instance.spec.get("interval", DEFAULT_INTERVAL)
             self.fields["seen_generation"].initial = self.instance.generation
+
+    def clean_namespace(self) -> str:
+        namespace: str = self.cleaned_data["namespace"]
+        if not scope.in_scope(namespace):
+            raise forms.ValidationError(scope.outside_message(namespace))
+        if self.instance.pk is None and not access.allows(
+            self.sentinel_user, access.Verb.CREATE, namespace
+        ):
+            raise forms.ValidationError(f"You may not create analyses in namespace {namespace}.")
+        return namespace
 
     def clean_interval(self) -> str:
         interval: str = self.cleaned_data["interval"].strip()

@@ -16,14 +16,13 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import get_object_or_404
+from django.db.models import Count, Q, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
-from analyses import services
+from analyses import access, services
 from analyses.charts import ChartPoint, render_metric_chart
 from analyses.models import Analysis, Evaluation, MetricResult
 from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
@@ -91,7 +90,7 @@ def overview(admin: AnalysisAdmin, request: HttpRequest) -> TemplateResponse:
     """Render counts by verdict, paused targets and analyses not ready, each a link."""
     if not admin.has_view_or_change_permission(request):
         raise PermissionDenied
-    live = Analysis.objects.live()
+    live = access.visible(request.user, Analysis.objects.live())
     totals = live.aggregate(
         total=Count("pk"),
         paused=Count("pk", filter=Q(paused=True)),
@@ -144,7 +143,7 @@ def overview(admin: AnalysisAdmin, request: HttpRequest) -> TemplateResponse:
             "Not ready", totals["not_ready"], changelist_url(ready__exact="0"), "notready"
         ),
         "not_ready_reasons": not_ready_reasons,
-        "paused_targets": paused_targets(),
+        "paused_targets": paused_targets(live),
         "not_ready_rows": list(
             live.filter(ready=False).order_by("namespace", "name")[:OVERVIEW_LIST_LIMIT]
         ),
@@ -152,10 +151,10 @@ def overview(admin: AnalysisAdmin, request: HttpRequest) -> TemplateResponse:
     return TemplateResponse(request, "admin/analyses/overview.html", context)
 
 
-def paused_targets() -> list[PausedTarget]:
-    """Return the Deployments paused by live analyses, with the analyses that paused each."""
+def paused_targets(live: QuerySet[Analysis]) -> list[PausedTarget]:
+    """Return the Deployments paused by ``live`` analyses, with the analyses that paused each."""
     holders: dict[tuple[str, str], list[str]] = defaultdict(list)
-    rows = Analysis.objects.live().filter(paused=True).order_by("namespace", "target_name", "name")
+    rows = live.filter(paused=True).order_by("namespace", "target_name", "name")
     for namespace, target, name in rows.values_list("namespace", "target_name", "name"):
         holders[(namespace, target)].append(name)
     return [
@@ -174,7 +173,11 @@ def detail_context(
 ) -> dict[str, Any]:
     """Return what the change page shows besides the form: status, history, graphs, actions."""
     status = AnalysisStatus.from_dict(analysis.status)
-    can_act = admin.has_change_permission(request, analysis)
+    can_act = (
+        not analysis.is_deleted
+        and admin.has_perm_to_act(request)
+        and access.allows(request.user, access.Verb.RESUME, analysis.namespace)
+    )
     history = list(
         Evaluation.objects.filter(analysis=analysis)
         .order_by("-started_at", "-id")
@@ -299,8 +302,14 @@ def describe_failure(exc: services.ServiceError) -> str:
 
 
 def _actionable(admin: AnalysisAdmin, request: HttpRequest, object_id: str) -> Analysis:
-    analysis = get_object_or_404(Analysis.objects.live(), pk=object_id)
-    if not admin.has_change_permission(request, analysis):
+    # Change permission (what) and the resume right in the namespace (where); an analysis the
+    # user may not see is 404, one they see but may not act on is 403.
+    analysis = admin.get_object(request, object_id)
+    if analysis is None or analysis.is_deleted:
+        raise Http404("No such analysis.")
+    if not admin.has_perm_to_act(request) or not access.allows(
+        request.user, access.Verb.RESUME, analysis.namespace
+    ):
         raise PermissionDenied
     return analysis
 

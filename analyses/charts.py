@@ -25,6 +25,10 @@ _LEFT, _RIGHT, _TOP, _BOTTOM = 58.0, 18.0, 18.0, 30.0
 # Headroom above the highest of data and maxValue, so the line never touches the frame.
 _HEADROOM = 1.15
 _Y_TICKS = 4
+# Finite values beyond ±_LIMIT (up to ±1.8e308) would overflow the span to infinity; they are
+# drawn at the edge like infinite ones. Spans under _MIN_SPAN underflow the tick step to 0.
+_LIMIT = 1e300
+_MIN_SPAN = 1e-290
 # Beyond this many samples, dots would merge into a smear; only breaches keep theirs.
 _MAX_DOTS = 160
 
@@ -133,14 +137,22 @@ def render_metric_chart(
 
 
 def _frame(points: Sequence[ChartPoint], max_value: float, width: float, height: float) -> _Frame:
-    finite = [p.value for p in points if p.value is not None and math.isfinite(p.value)]
-    lo = min([0.0, *finite, max_value])
-    hi = max([*finite, max_value])
-    hi = lo + (hi - lo) * _HEADROOM if hi > lo else lo + 1.0
+    finite = [_drawable(p.value) for p in points if p.value is not None and math.isfinite(p.value)]
+    lo = min([0.0, *finite, _drawable(max_value)])
+    hi = max([*finite, _drawable(max_value)])
+    # A span of a few denormals has no power of ten to step by: such data is drawn as flat,
+    # in a band as wide as the values are large (1.0 would vanish next to 1e300).
+    flat_span = max(1.0, abs(lo))
+    hi = lo + (hi - lo) * _HEADROOM if hi - lo > _MIN_SPAN else lo + flat_span
     lo, hi = _nice_bounds(lo, hi)
     stamps = [p.at.timestamp() for p in points]
     t0, t1 = (min(stamps), max(stamps)) if stamps else (0.0, 0.0)
     return _Frame(width=width, height=height, t0=t0, t1=t1, lo=lo, hi=hi)
+
+
+def _drawable(value: float) -> float:
+    """Return ``value`` within ±``_LIMIT``, where spans and ticks cannot overflow."""
+    return min(max(value, -_LIMIT), _LIMIT)
 
 
 def _nice_step(span: float) -> float:

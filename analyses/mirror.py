@@ -9,24 +9,36 @@ server's JSON as dicts (what ``CustomObjectsApi`` and watch events return).
 Every write is one short transaction. With SQLite, the embedded default, a transaction holds the
 database's only write lock from ``BEGIN IMMEDIATE`` to ``COMMIT``, so the checks that find
 nothing to do run outside any transaction, and long jobs (pruning) commit in batches.
+
+The API server accepts more than the mirror's columns hold (a condition reason of 1,024
+characters in a 64-character column), so descriptive columns are truncated to their size; and
+one object the mirror cannot hold is logged and skipped by ``sync_all``, never allowed to fail
+the whole list (the watch relists after a failed sync, and would relist forever).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from django.db import transaction
+from django.db import DataError, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from analyses.models import Analysis, AnalysisMetric, Evaluation
 from sentinel_core.conditions import ConditionType
-from sentinel_core.resource import AnalysisResource
+from sentinel_core.resource import AnalysisResource, MalformedResource
 from sentinel_core.spec import MetricSpec
+
+log = logging.getLogger(__name__)
+
+# What one object the mirror cannot hold raises: metadata missing or too long (ValueError,
+# MalformedResource), a number beyond the column (OverflowError on SQLite, DataError elsewhere).
+UNMIRRORABLE = (ValueError, OverflowError, DataError)
 
 # Rows per pruning transaction: small enough that other writers wait milliseconds, not seconds.
 _PRUNE_BATCH = 500
@@ -41,6 +53,8 @@ class SyncResult:
     unchanged: int
     # Rows that were live in the mirror but absent from the list.
     deleted: int
+    # Listed objects not mirrored: unreadable, unmirrorable, or outside ``namespaces``.
+    skipped: int = 0
 
 
 class _Change(Enum):
@@ -51,8 +65,37 @@ class _Change(Enum):
     STALE = "stale"
 
 
+# Identity columns are never truncated: two objects must not collapse into one row. The API
+# server keeps them within these sizes anyway; an object beyond them is refused.
+_IDENTITY = ("uid", "namespace", "name")
+
+
+def _limit(column: str) -> int | None:
+    field = Analysis._meta.get_field(column)
+    return field.max_length if isinstance(field, models.CharField) else None
+
+
+def _check_identity(resource: AnalysisResource) -> None:
+    for column in _IDENTITY:
+        value, most = str(getattr(resource, column)), _limit(column)
+        if most is not None and len(value) > most:
+            raise MalformedResource(f"metadata {column} is longer than {most} characters")
+
+
+def _fit(column: str, value: Any) -> Any:
+    """Return ``value`` cut to the column's size (a reason of 1,024 characters fits 64)."""
+    most = _limit(column)
+    if most is not None and isinstance(value, str) and len(value) > most:
+        return value[:most]
+    return value
+
+
 def _columns(resource: AnalysisResource) -> dict[str, Any]:
-    """Return the values to store on the row (uid and created_at excluded)."""
+    """Return the values to store on the row (uid and created_at excluded), cut to size."""
+    return {column: _fit(column, value) for column, value in _raw_columns(resource).items()}
+
+
+def _raw_columns(resource: AnalysisResource) -> dict[str, Any]:
     summary, status = resource.summary, resource.status
     ready = status.condition(ConditionType.READY)
     return {
@@ -86,7 +129,7 @@ def upsert_from_resource(
     evaluates it at once; status-only changes (the operator's own writes) leave the schedule
     alone. Another live row under the same namespace/name but with a different uid is an earlier
     incarnation whose DELETED event was missed: it is marked deleted and keeps its history.
-    Raise ``MalformedResource`` when metadata is missing.
+    Raise ``MalformedResource`` when metadata is missing or longer than its column.
     """
     row, change = _upsert(AnalysisResource.read(obj), now=now or timezone.now(), listed_at=None)
     assert row is not None  # only a resync with ``listed_at`` can skip a row
@@ -117,21 +160,45 @@ def sync_all(
 
     ``listed_at`` is when the list request was sent. The watch keeps writing while a resync
     runs; a row it wrote (or marked deleted) after ``listed_at`` is newer than the list, so the
-    list neither overwrites, revives nor deletes it. ``namespaces`` limits deletion to the
-    namespaces that were listed (``SENTINEL_NAMESPACES``); None means all.
+    list neither overwrites, revives nor deletes it. ``namespaces`` (``SENTINEL_NAMESPACES``;
+    None means all) bounds it: objects in other namespaces are never mirrored, rows in other
+    namespaces never deleted.
+
+    Each object is mirrored on its own: one that cannot be (metadata missing, a number beyond
+    its column) is logged and skipped, and its existing row is kept, not marked deleted.
     """
     at = now or timezone.now()
+    scope = None if namespaces is None else frozenset(namespaces)
     counts = dict.fromkeys(_Change, 0)
+    skipped = 0
     seen: set[str] = set()
     for obj in objects:
-        resource = AnalysisResource.read(obj)
+        try:
+            resource = AnalysisResource.read(obj)
+        except MalformedResource as exc:
+            log.warning("mirror: skipped an unreadable listed object: %s", exc)
+            skipped += 1
+            continue
+        if scope is not None and resource.namespace not in scope:
+            log.warning(
+                "mirror: skipped %s/%s: outside SENTINEL_NAMESPACES",
+                resource.namespace,
+                resource.name,
+            )
+            skipped += 1
+            continue
         seen.add(resource.uid)
-        _, change = _upsert(resource, now=at, listed_at=listed_at)
+        try:
+            _, change = _upsert(resource, now=at, listed_at=listed_at)
+        except UNMIRRORABLE as exc:
+            log.warning("mirror: skipped %s/%s: %s", resource.namespace, resource.name, exc)
+            skipped += 1
+            continue
         counts[change] += 1
 
     live = Analysis.objects.live()
-    if namespaces is not None:
-        live = live.filter(namespace__in=list(namespaces))
+    if scope is not None:
+        live = live.filter(namespace__in=list(scope))
     missing = [
         pk
         for pk, uid, mirrored_at in live.values_list("pk", "uid", "mirrored_at")
@@ -151,6 +218,7 @@ def sync_all(
         updated=counts[_Change.UPDATED],
         unchanged=counts[_Change.UNCHANGED] + counts[_Change.STALE],
         deleted=deleted,
+        skipped=skipped,
     )
 
 
@@ -186,6 +254,7 @@ def prune_history(older_than: datetime) -> int:
 def _upsert(
     resource: AnalysisResource, *, now: datetime, listed_at: datetime | None
 ) -> tuple[Analysis | None, _Change]:
+    _check_identity(resource)
     existing = Analysis.objects.filter(uid=resource.uid).first()
     if _unchanged(existing, resource):
         return existing, _Change.UNCHANGED

@@ -215,5 +215,7 @@ class MetricResult(models.Model):
         return f"{self.name}={shown} (max {self.max_value:g}): {self.verdict}"
 
 
-# REST API tokens live in their own module; imported here so Django registers the model.
+# REST API tokens and namespace grants live in their own modules; imported here so Django
+# registers the models.
+from analyses.grant_models import NamespaceGrant  # noqa: E402, F401
 from analyses.token_models import ApiToken  # noqa: E402, F401

@@ -28,7 +28,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from analyses import mirror
+from analyses import mirror, scope
 from analyses.models import Analysis
 from sentinel_cluster import kube, writes
 from sentinel_cluster.events import record_events
@@ -128,6 +128,7 @@ def create_analysis(
     now: datetime | None = None,
 ) -> Analysis:
     """Create the resource in the cluster, then mirror the API server's answer."""
+    _require_scope(namespace)
     client = client or kube_client()
     body = {
         "apiVersion": f"{kube.GROUP}/{kube.VERSION}",
@@ -168,6 +169,7 @@ def update_analysis(
     does not hold. Every spec field is written out (defaults included), so nothing of the old
     spec survives the merge.
     """
+    _require_scope(analysis.namespace)
     client = client or kube_client()
     path = kube.analysis_path(analysis.namespace, analysis.name)
 
@@ -196,6 +198,7 @@ def delete_analysis(
     ``resource_version`` defaults to the mirror's (see ``_preconditioned``). The mirror row is
     then marked deleted (its history is kept for the retention period).
     """
+    _require_scope(analysis.namespace)
     client = client or kube_client()
     path = kube.analysis_path(analysis.namespace, analysis.name)
 
@@ -227,6 +230,7 @@ def resume_analysis(
     a target that still carries its pause would be a lie, whereas a running target under a
     stale status is what the operator already handles as a ``kubectl rollout resume``.
     """
+    _require_scope(analysis.namespace)
     client = client or kube_client()
     moment = now or timezone.now()
     path = kube.analysis_path(analysis.namespace, analysis.name)
@@ -277,6 +281,7 @@ def evaluate_now(analysis: Analysis, *, now: datetime | None = None) -> datetime
     the resource's. Return the due time; raise ``ResourceConflict`` when the analysis has been
     deleted meanwhile.
     """
+    _require_scope(analysis.namespace)
     moment = now or timezone.now()
     updated = Analysis.objects.live().filter(pk=analysis.pk).update(next_due_at=moment)
     if not updated:
@@ -287,6 +292,14 @@ def evaluate_now(analysis: Analysis, *, now: datetime | None = None) -> datetime
 
 
 # -- helpers -------------------------------------------------------------------------------
+
+
+def _require_scope(namespace: str) -> None:
+    # The last line behind the API's and the admin's own checks: nothing outside
+    # SENTINEL_NAMESPACES is written, whoever calls.
+    if not scope.in_scope(namespace):
+        message = scope.outside_message(namespace)
+        raise ResourceRejected(message[0].upper() + message[1:] + ".", {"namespace": [message]})
 
 
 @contextlib.contextmanager

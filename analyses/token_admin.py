@@ -17,16 +17,20 @@ from analyses.token_models import ApiToken
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ["prefix", "name", "user", "created_at", "last_used_at", "revoked"]
+    list_display = ["prefix", "name", "user", "created_at", "expires_at", "last_used_at", "revoked"]
     list_filter = ["revoked"]
     search_fields = ["prefix", "name", "user__username"]
-    readonly_fields = ["user", "prefix", "created_at", "last_used_at"]
-    fields = ["user", "name", "prefix", "created_at", "last_used_at", "revoked"]
+    fields = ["user", "name", "prefix", "created_at", "expires_at", "last_used_at", "revoked"]
     actions = ["revoke"]
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # A token made here could never be shown; `manage.py create_api_token` prints it.
         return False
+
+    def get_readonly_fields(self, request: HttpRequest, obj: ApiToken | None = None) -> Any:
+        fixed = ["user", "prefix", "created_at", "expires_at", "last_used_at"]
+        # Revoking is for good: the box is no longer a box once ticked and saved.
+        return [*fixed, "revoked"] if obj is not None and obj.revoked else fixed
 
     @admin.action(description="Revoke the selected tokens", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:

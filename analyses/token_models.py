@@ -7,6 +7,8 @@ logic (issuing, checking) lives in ``analyses.tokens``, the DRF authentication c
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
@@ -27,12 +29,22 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField()
     # Updated at most once a minute (see ``analyses.tokens``), not on every request.
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # After this moment the token no longer authenticates; None means it never expires.
+    expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Once set, never cleared (see save): a leaked token must not come back to life.
     revoked = models.BooleanField(default=False)
 
     class Meta:
         app_label = "analyses"
         ordering = ["-created_at", "-id"]
         verbose_name = "API token"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Save the row, keeping a revoked token revoked whatever the form or caller sent."""
+        stored = ApiToken.objects.filter(pk=self.pk, revoked=True)
+        if self.pk is not None and not self.revoked and stored.exists():
+            self.revoked = True
+        super().save(*args, **kwargs)
 
     def __str__(self) -> str:
         state = " (revoked)" if self.revoked else ""

@@ -46,6 +46,7 @@ def issue(
     *,
     now: datetime,
     name: str = "",
+    expires_in: timedelta | None = None,
     random_bytes: Callable[[int], bytes] = secrets.token_bytes,
 ) -> IssuedToken:
     """Create a token for ``user`` and return it with its plaintext (never stored)."""
@@ -57,12 +58,13 @@ def issue(
         prefix=plaintext[:_SHOWN],
         digest=digest(plaintext),
         created_at=now,
+        expires_at=now + expires_in if expires_in is not None else None,
     )
     return IssuedToken(token=row, plaintext=plaintext)
 
 
 def check(plaintext: str, *, now: datetime) -> ApiToken | None:
-    """Return the live token matching ``plaintext``, or None when unknown or revoked.
+    """Return the live token matching ``plaintext``, or None when unknown, expired or revoked.
 
     Malformed input yields None, never an exception; the user must still be checked for
     ``is_active`` by the caller.
@@ -74,7 +76,7 @@ def check(plaintext: str, *, now: datetime) -> ApiToken | None:
         .filter(digest=digest(plaintext), revoked=False)
         .first()
     )
-    if token is None:
+    if token is None or (token.expires_at is not None and token.expires_at <= now):
         return None
     if token.last_used_at is None or now - token.last_used_at >= _LAST_USED_RESOLUTION:
         # A single UPDATE: no read-modify-write race, and only once a minute per token.

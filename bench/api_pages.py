@@ -34,6 +34,7 @@ from testkit.operator import migrate_database
 from testkit.paths import MANAGE, REPO_ROOT
 from testkit.ports import free_port
 from testkit.processes import ChildProcess
+from testkit.site_env import with_defaults
 from testkit.waiting import wait_until
 
 TARGET_P99 = 0.050
@@ -236,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
         for stale in workdir.glob("api.sqlite3*"):
             stale.unlink()
         env = {
-            **os.environ,
+            **with_defaults(os.environ),
             "DATABASE_URL": f"sqlite:///{database.resolve()}",
             "SENTINEL_ALLOWED_HOSTS": "127.0.0.1,localhost",
         }

@@ -1,9 +1,11 @@
 """``python -m demo`` (``make demo``): the whole Rollout Sentinel story on one machine.
 
-devcluster with the CRD, a ``checkout`` Deployment and the SPEC §3 analysis; a demo app whose
-latency regresses after a while, scraped by the real Prometheus; the operator and the web UI.
+devcluster (or, with ``make demo CLUSTER=real``, the real control plane of ``realcluster``) with
+the CRD, a ``checkout`` Deployment and the SPEC §3 analysis; a demo app whose latency regresses
+after a while, scraped by the real Prometheus; the operator and the web UI.
 Modules: ``settings`` (environment knobs), ``app`` (the synthetic checkout service),
 ``manifests`` (what is applied), ``children`` (the subprocesses), ``status`` (the status log),
 ``banner`` (the text for a person) and ``runner`` (the orchestration). devcluster, Prometheus,
-free ports and kubectl come from the test kit (``testkit``), shared with the tests and ``bench``.
+realcluster, free ports and kubectl come from the test kit (``testkit``), shared with the tests
+and ``bench``.
 """

@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 
 from demo import manifests
-from demo.settings import DemoSettings
+from demo.settings import REALCLUSTER, DemoSettings
 from demo.status import Snapshot
 
 
@@ -22,11 +22,13 @@ def banner(
     kubeconfig: Path,
     kubectl_dir: Path | None,
     prometheus_url: str,
+    cluster: str,
 ) -> str:
     """Return the banner: where the UI is, admin's password, commands to paste, the story.
 
     ``kubectl_dir`` is the directory of the kubectl the demo uses when it is not on the user's
     PATH (the venv's ``.venv/bin``): the banner prints the ``export PATH`` line for it.
+    ``cluster`` says which cluster serves and where.
     """
     ui = f"http://127.0.0.1:{settings.web_port}"
     shell = [f"   export KUBECONFIG={shlex.quote(str(kubeconfig))}"]
@@ -41,6 +43,7 @@ def banner(
         f"                user admin, password {password}",
         f"   REST API:    {ui}/api/v1/analyses/",
         f"   Prometheus:  {prometheus_url}/graph",
+        f"   Cluster:     {cluster}",
         f"   Logs:        {settings.work_dir}/*.log",
         "",
         " Try, in another terminal:",
@@ -48,6 +51,7 @@ def banner(
         "   kubectl get ra -w",
         "   kubectl describe ra checkout",
         "   kubectl rollout resume deployment/checkout      # after the operator pauses it",
+        *_real_cluster_hints(settings),
         "",
         f" Story: checkout is healthy (p99 ≈ 0.09 s) for {settings.regression_after:.0f} s, "
         "then regresses (p99 ≈ 0.4 s,",
@@ -59,6 +63,18 @@ def banner(
         "",
     ]
     return "\n".join(lines)
+
+
+def _real_cluster_hints(settings: DemoSettings) -> list[str]:
+    """Return the lines only the real control plane answers: it has a controller manager."""
+    if settings.cluster != REALCLUSTER:
+        return []
+    return [
+        "   kubectl get rs,pods                             # real ReplicaSets; Pending pods "
+        "(no kubelet)",
+        f"   kubectl set image deployment/checkout {manifests.NAME}={manifests.NEXT_IMAGE}",
+        "                                                   # while paused: no new ReplicaSet",
+    ]
 
 
 def hint(previous: Snapshot | None, current: Snapshot) -> str | None:

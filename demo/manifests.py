@@ -13,6 +13,8 @@ from testkit.manifests import analysis_manifest, deployment_manifest, to_yaml
 NAMESPACE = "default"
 NAME = "checkout"
 IMAGE = "registry.example.com/shop/checkout:2.4.0"
+# What the banner suggests rolling out on the real control plane, where it makes a ReplicaSet.
+NEXT_IMAGE = "registry.example.com/shop/checkout:2.5.0"
 FAILURE_LIMIT = 3
 MAX_VALUE = 0.25
 METRIC = "p99-latency"

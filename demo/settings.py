@@ -2,6 +2,8 @@
 
 Defaults tell the story in a few minutes for a person at a terminal; the demo's own test
 (``tests/demo``) shortens it and moves everything to free ports and a scratch directory.
+``SENTINEL_DEMO_CLUSTER`` (``make demo CLUSTER=real``) picks the cluster: devcluster by default,
+or the real control plane that ``make realcluster`` builds (SPEC §9a).
 """
 
 from __future__ import annotations
@@ -17,6 +19,12 @@ DEFAULT_WEB_PORT = 8000
 
 _DURATION = re.compile(r"^[1-9][0-9]*(s|m|h)$")
 
+# The clusters the demo can run on: devcluster (starts in two seconds, needs no Go), and
+# realcluster, kube-apiserver + etcd + kube-controller-manager built by `make realcluster`.
+DEVCLUSTER = "dev"
+REALCLUSTER = "real"
+CLUSTERS = (DEVCLUSTER, REALCLUSTER)
+
 
 class DemoError(Exception):
     """The demo cannot go on; the message is one sentence for the person running it."""
@@ -26,6 +34,8 @@ class DemoError(Exception):
 class DemoSettings:
     project_dir: Path
     work_dir: Path
+    # DEVCLUSTER or REALCLUSTER.
+    cluster: str
     # Web UI port; busy means another demo (or anything else) runs: a clear error.
     web_port: int
     # None: PREFERRED_CLUSTER_PORT if free, else any free port; 0: any free port.
@@ -44,6 +54,7 @@ class DemoSettings:
         return cls(
             project_dir=project_dir,
             work_dir=work_dir if work_dir.is_absolute() else project_dir / work_dir,
+            cluster=_cluster(env.get("SENTINEL_DEMO_CLUSTER", "")),
             web_port=_port("SENTINEL_DEMO_PORT", env.get("SENTINEL_DEMO_PORT", ""))
             or DEFAULT_WEB_PORT,
             cluster_port=_port("SENTINEL_DEMO_CLUSTER_PORT", cluster_raw) if cluster_raw else None,
@@ -55,6 +66,16 @@ class DemoSettings:
                 "SENTINEL_DEMO_RATE_WINDOW", env.get("SENTINEL_DEMO_RATE_WINDOW", "1m")
             ),
         )
+
+
+def _cluster(raw: str) -> str:
+    value = raw.strip() or DEVCLUSTER
+    if value not in CLUSTERS:
+        raise DemoError(
+            f"SENTINEL_DEMO_CLUSTER={raw!r} (make demo CLUSTER=...) is neither {DEVCLUSTER!r} "
+            f"(devcluster, the default) nor {REALCLUSTER!r} (the real control plane)."
+        )
+    return value
 
 
 def _port(name: str, raw: str) -> int:

@@ -7,6 +7,7 @@ handlers.py calls ``admit`` for every create, update and patch.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from typing import Any
 from devcluster import builtins
 from devcluster import schema as schema_module
 from devcluster.crd_validation import crd_causes
+from devcluster.gofmt import go_json, go_quote
 from devcluster.resources import ResourceType
 from devcluster.status import ApiError, bad_request, invalid
 
@@ -32,6 +34,8 @@ _LABEL_MESSAGE = (
     "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
     "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
 )
+# Metadata collections ObjectMeta serializes with omitempty.
+_OMITTED_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences")
 # Metadata fields a client may not set; the server owns them.
 _SERVER_METADATA = ("uid", "creationTimestamp", "deletionTimestamp", "generation")
 
@@ -241,7 +245,11 @@ def admit(
             else:
                 metadata.pop(key, None)
         for key in ("name", "namespace"):
-            metadata[key] = old["metadata"].get(key, "")
+            # A cluster-scoped object has no namespace at all, not an empty one.
+            if key in old["metadata"]:
+                metadata[key] = old["metadata"][key]
+            else:
+                metadata.pop(key, None)
         if _tracks_generation(rtype) and _spec_part(rtype, new) != _spec_part(rtype, old):
             metadata["generation"] = int(old["metadata"].get("generation", 1)) + 1
     else:
@@ -249,10 +257,20 @@ def admit(
             metadata.pop(key, None)
         if _tracks_generation(rtype):
             metadata["generation"] = 1
+    for key in _OMITTED_WHEN_EMPTY:
+        # ObjectMeta's omitempty: the real server stores no empty labels, annotations, ...
+        if key in metadata and not metadata[key]:
+            del metadata[key]
     causes = check_name(rtype, metadata.get("name", "")) if old is None else []
     causes += _check_labels(metadata)
-    if rtype.schema is not None:
+    if rtype.schema is not None and subresource == "status" and rtype.custom:
+        causes += _status_causes(rtype.schema, new)
+    elif rtype.schema is not None:
         causes += list(schema_module.validate(rtype.schema, new))
+    if old is not None:
+        causes += _new_finalizer_causes(metadata, old["metadata"], twice=rtype.custom)
+    if old is not None and rtype.kind in ("RoleBinding", "ClusterRoleBinding"):
+        causes += _role_ref_causes(new, old)
     if rtype.group == "apps" and rtype.kind == "Deployment" and subresource != "status":
         causes += [Cause(*problem) for problem in builtins.deployment_problems(new)]
     if rtype.kind == "CustomResourceDefinition":
@@ -260,6 +278,56 @@ def admit(
     if causes:
         raise invalid(rtype.kind, rtype.group, metadata.get("name", ""), causes)
     return Admitted(new, tuple(warnings))
+
+
+def _status_causes(schema: Mapping[str, Any], new: Mapping[str, Any]) -> list[Any]:
+    """Validate a status write as apiextensions-apiserver does: the status alone, against
+    the status schema, so the message says "failures in body" while the field is
+    "status.failures"."""
+    status_schema = (schema.get("properties") or {}).get("status")
+    if status_schema is None or "status" not in new:
+        return []
+    return [
+        dataclasses.replace(cause, field=f"status.{cause.field}" if cause.field else "status")
+        for cause in schema_module.validate_value(status_schema, new["status"], "")
+    ]
+
+
+def _new_finalizer_causes(
+    meta: Mapping[str, Any], old_meta: Mapping[str, Any], *, twice: bool
+) -> list[Cause]:
+    """An object being deleted takes no new finalizers.
+
+    apiextensions-apiserver checks a custom resource's metadata twice on an update (its
+    strategy, then its validator), so there the one cause is reported ``twice``.
+    """
+    if not old_meta.get("deletionTimestamp"):
+        return []
+    added = sorted(set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ()))
+    if not added:
+        return []
+    shown = "[]string{" + ", ".join(go_quote(name) for name in added) + "}"
+    message = (
+        "Forbidden: no new finalizers can be added if the object is being deleted, "
+        f"found new finalizers {shown}"
+    )
+    return [Cause("FieldValueForbidden", "metadata.finalizers", message)] * (2 if twice else 1)
+
+
+def _role_ref_causes(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+    """A binding's roleRef cannot change (pkg/apis/rbac/validation)."""
+    ref, before = new.get("roleRef") or {}, old.get("roleRef") or {}
+    keys = ("apiGroup", "kind", "name")
+    if all(ref.get(key) == before.get(key) for key in keys):
+        return []
+    # The internal rbac.RoleRef, JSON-encoded with its Go field names in declaration order.
+    shown = ",".join(
+        f"{go_json(go_name)}:{go_json(ref.get(key, ''))}"
+        for go_name, key in zip(("APIGroup", "Kind", "Name"), keys, strict=True)
+    )
+    return [
+        Cause("FieldValueInvalid", "roleRef", f"Invalid value: {{{shown}}}: field is immutable")
+    ]
 
 
 def _check_type(rtype: ResourceType, new: Mapping[str, Any]) -> None:

@@ -21,6 +21,7 @@ import hmac
 import json
 import os
 import secrets
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +45,12 @@ class UserInfo:
     name: str
     uid: str = ""
     groups: tuple[str, ...] = ()
+    # user.Info's extra, as (key, values) pairs so that the identity stays hashable.
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
+
+# The extra a ServiceAccount token's user gets: which credential (JWT ID) authenticated it.
+CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"
 
 ANONYMOUS = UserInfo("system:anonymous", groups=("system:unauthenticated",))
 
@@ -59,14 +65,16 @@ class TokenClaims:
     audiences: tuple[str, ...]
     issued_at: dt.datetime
     expires_at: dt.datetime
+    token_id: str = ""  # the jti claim
 
 
-def serviceaccount_user(namespace: str, name: str, uid: str = "") -> UserInfo:
-    """Return the identity Kubernetes gives a ServiceAccount."""
+def serviceaccount_user(namespace: str, name: str, uid: str = "", token_id: str = "") -> UserInfo:
+    """Return the identity Kubernetes gives a ServiceAccount (authenticated by ``token_id``)."""
     return UserInfo(
         f"{_SA_PREFIX}{namespace}:{name}",
         uid,
         ("system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"),
+        ((CREDENTIAL_ID, (f"JTI={token_id}",)),) if token_id else (),
     )
 
 
@@ -121,7 +129,7 @@ class Authenticator:
             return None
         if serviceaccount_uid(claims.namespace, claims.name) != claims.uid:
             return None
-        return serviceaccount_user(claims.namespace, claims.name, claims.uid)
+        return serviceaccount_user(claims.namespace, claims.name, claims.uid, claims.token_id)
 
     def verify(self, token: str, *, now: dt.datetime | None = None) -> TokenClaims | None:
         """Return the claims of a ServiceAccount token signed by this key, or None.
@@ -168,7 +176,8 @@ class Authenticator:
             "exp": int(expires.timestamp()),
             "iat": int(issued.timestamp()),
             "iss": ISSUER,
-            "jti": self._random_bytes(16).hex(),
+            # A random (version 4) UUID, as kube-apiserver's token generator makes it.
+            "jti": str(uuid.UUID(bytes=self._random_bytes(16), version=4)),
             "kubernetes.io": {
                 "namespace": namespace,
                 "serviceaccount": {"name": name, "uid": uid},
@@ -258,6 +267,7 @@ def _claims(payload: Mapping[str, Any]) -> TokenClaims:
         audiences=tuple(audiences),
         issued_at=dt.datetime.fromtimestamp(int(payload.get("nbf", payload["iat"])), dt.UTC),
         expires_at=dt.datetime.fromtimestamp(int(payload["exp"]), dt.UTC),
+        token_id=str(payload.get("jti") or ""),
     )
 
 

@@ -12,6 +12,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from devcluster.gofmt import go_json
+
 _EVENT_FIELDS = (
     # (core/v1 field, events.k8s.io/v1 field)
     ("involvedObject", "regarding"),
@@ -131,11 +133,6 @@ def fold_string_data(secret: dict[str, Any]) -> None:
     secret.setdefault("type", "Opaque")
 
 
-def _go_map(labels: Mapping[str, Any]) -> str:
-    inner = ", ".join(f'"{key}":"{labels[key]}"' for key in sorted(labels))
-    return f"map[string]string{{{inner}}}"
-
-
 def deployment_problems(deployment: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """Return (reason, field, message) for what apps/v1 validation rejects beyond the schema."""
     spec = deployment.get("spec") or {}
@@ -149,7 +146,7 @@ def deployment_problems(deployment: Mapping[str, Any]) -> list[tuple[str, str, s
             (
                 "FieldValueInvalid",
                 "spec.template.metadata.labels",
-                f"Invalid value: {_go_map(labels)}: `selector` does not match template `labels`",
+                f"Invalid value: {go_json(labels)}: `selector` does not match template `labels`",
             )
         ]
     containers = ((spec.get("template") or {}).get("spec") or {}).get("containers")
@@ -194,6 +191,13 @@ def scale_of(deployment: Mapping[str, Any]) -> dict[str, Any]:
             "selector": selector_string((deployment.get("spec") or {}).get("selector")),
         },
     }
+
+
+def default_crd(crd: dict[str, Any]) -> None:
+    """Apply apiextensions/v1 defaulting: a CRD without conversion converts with None."""
+    spec = crd.get("spec")
+    if isinstance(spec, dict) and not spec.get("conversion"):
+        spec["conversion"] = {"strategy": "None"}
 
 
 def crd_status(crd: dict[str, Any], now: str) -> None:

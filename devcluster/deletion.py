@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from devcluster.resources import Registry, ResourceType, types_from_crd
 from devcluster.results import Result, dry_run
-from devcluster.status import conflict
+from devcluster.status import ApiError, details
 from devcluster.store import Store
 
 if TYPE_CHECKING:
@@ -43,18 +43,31 @@ class DeletionMixin:
             preconditions = (
                 (body or {}).get("preconditions") or {} if isinstance(body, dict) else {}
             )
-            if preconditions.get("uid") and preconditions["uid"] != old["metadata"].get("uid"):
-                raise conflict(rtype.plural, rtype.group, name)
-            wanted_rv = preconditions.get("resourceVersion")
-            if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
-                raise conflict(rtype.plural, rtype.group, name)
+            uid, rv = old["metadata"].get("uid", ""), old["metadata"]["resourceVersion"]
+            wanted_uid, wanted_rv = preconditions.get("uid"), preconditions.get("resourceVersion")
+            if wanted_uid and wanted_uid != uid:
+                raise failed_precondition(
+                    rtype,
+                    name,
+                    f"the UID in the precondition ({wanted_uid}) does not match the UID in "
+                    f"record ({uid}). The object might have been deleted and then recreated",
+                )
+            if wanted_rv and wanted_rv != rv:
+                raise failed_precondition(
+                    rtype,
+                    name,
+                    f"the ResourceVersion in the precondition ({wanted_rv}) does not match the "
+                    f"ResourceVersion in record ({rv}). The object might have been modified",
+                )
             meta = old["metadata"]
             if dry_run(query, body):
                 return Result(200, self._deleted_body(rtype, old))
             if meta.get("finalizers") or rtype.plural == "namespaces":
                 if not meta.get("deletionTimestamp"):
                     meta["deletionTimestamp"] = self.now()
-                    meta["deletionGracePeriodSeconds"] = 0
+                    if rtype.plural != "namespaces":
+                        # The namespace registry sets only the timestamp (and the phase).
+                        meta["deletionGracePeriodSeconds"] = 0
                     if "generation" in meta:
                         meta["generation"] = int(meta["generation"]) + 1
                     if rtype.plural == "namespaces":
@@ -64,26 +77,30 @@ class DeletionMixin:
                     self._empty_namespace(name)
                     if self.store.get(rtype.storage_key, "", name) is None:
                         return Result(200, self._deleted_body(rtype, old))
-                return Result(202, self.present(rtype, old))
+                # 200 as on kube-apiserver: it answers 202 only when the client asked for
+                # orphanDependents=false, which kubectl and client-go no longer send.
+                return Result(200, self.present(rtype, old))
             removed = self.store.remove(rtype.storage_key, namespace, name)
             assert removed is not None
             self._after_delete(rtype, removed)
             return Result(200, self._deleted_body(rtype, removed))
 
     def _deleted_body(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        if rtype.custom or rtype.plural in ("namespaces", "customresourcedefinitions"):
+        # Namespaces and CRDs answer with the object (their registries finalize them); every
+        # other kind, custom resources included, with a Success Status once it is gone.
+        if rtype.plural in ("namespaces", "customresourcedefinitions"):
             return self.present(rtype, obj)
         return {
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
             "status": "Success",
-            "details": {
-                "name": obj["metadata"]["name"],
-                "group": rtype.group,
-                "kind": rtype.plural,
-                "uid": obj["metadata"].get("uid", ""),
-            },
+            "details": details(
+                name=obj["metadata"]["name"],
+                group=rtype.group,
+                kind=rtype.plural,
+                uid=obj["metadata"].get("uid", ""),
+            ),
         }
 
     def delete_collection(
@@ -129,3 +146,14 @@ class DeletionMixin:
                     self.store.remove(rtype.storage_key, namespace, meta["name"])
         if remaining == 0:
             self.store.remove("/namespaces", "", namespace)
+
+
+def failed_precondition(rtype: ResourceType, name: str, why: str) -> ApiError:
+    """The 409 of a failed delete precondition: it names the kind, not the resource."""
+    qualified = f"{rtype.kind}.{rtype.group}" if rtype.group else rtype.kind
+    return ApiError(
+        409,
+        f'Operation cannot be fulfilled on {qualified} "{name}": {why}',
+        reason="Conflict",
+        details=details(name=name, group=rtype.group, kind=rtype.kind),
+    )

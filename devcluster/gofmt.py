@@ -1,16 +1,17 @@
 """Print decoded JSON values the way Go's fmt and strconv do, for byte-identical error texts.
 
 schema.py (field.Error messages) and crd_validation.py call these: apimachinery's field.Error
-prints bad values with %v for numbers and bools, %q for strings and %#v for maps and slices
-decoded from JSON, and kube-openapi names JSON types in its messages.
+prints bad values with %v for numbers and bools, %q for strings and json.Marshal for maps,
+slices and null, and kube-openapi names JSON types in its messages.
 """
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["go_float", "go_quote", "go_value", "type_name"]
+__all__ = ["go_float", "go_json", "go_quote", "go_value", "type_name"]
 
 
 def type_name(value: Any) -> str:
@@ -83,9 +84,11 @@ def go_float(number: float) -> str:
 
 
 def go_value(value: Any) -> str:
-    """Return a bad value as field.Error.ErrorBody prints it."""
-    if value is None:
-        return "null"
+    """Return a bad value as field.Error.ErrorBody prints it (apimachinery v0.37).
+
+    Numbers and bools with %v, strings with %q, anything else (maps, lists, null) as
+    encoding/json marshals it: ``{"name":"p99"}``.
+    """
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -94,16 +97,51 @@ def go_value(value: Any) -> str:
         return go_float(value)
     if isinstance(value, str):
         return go_quote(value)
-    return _go_sharp(value)
+    return go_json(value)
 
 
-def _go_sharp(value: Any) -> str:
-    """Return ``value`` as Go's %#v prints an interface{} holding decoded JSON."""
+def go_json(value: Any) -> str:
+    """Return ``value`` as Go's json.Marshal encodes decoded JSON: map keys sorted, no spaces,
+    ``<``, ``>`` and ``&`` escaped for HTML, floats without a needless ``.0``."""
     if value is None:
-        return "interface {}(nil)"
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _json_float(value)
+    if isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False)
+        for char, escaped in _HTML_ESCAPES.items():
+            text = text.replace(char, escaped)
+        return text
     if isinstance(value, dict):
-        entries = ", ".join(f"{go_quote(k)}:{_go_sharp(value[k])}" for k in sorted(value))
-        return "map[string]interface {}{" + entries + "}"
-    if isinstance(value, list):
-        return "[]interface {}{" + ", ".join(_go_sharp(v) for v in value) + "}"
-    return go_value(value)
+        entries = (f"{go_json(str(key))}:{go_json(value[key])}" for key in sorted(value))
+        return "{" + ",".join(entries) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(go_json(item) for item in value) + "]"
+    return go_json(str(value))
+
+
+_HTML_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+
+
+def _json_float(number: float) -> str:
+    """encoding/json's float64: 'f' format between 1e-6 and 1e21, 'e' format (e-07 → e-7)
+    outside it."""
+    if number.is_integer() and abs(number) < 1e21:
+        return str(int(number))
+    magnitude = abs(number)
+    if 1e-6 <= magnitude < 1e21:
+        return format(Decimal(repr(number)), "f")
+    text = go_float(number)
+    mantissa, _, exponent = text.partition("e")
+    sign, digits = exponent[0], exponent[1:].lstrip("0") or "0"
+    return f"{mantissa}e{sign}{digits}"

@@ -17,12 +17,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 from devcluster import builtins, listing, patching, timestamps
-from devcluster.admission import admit
+from devcluster.admission import Cause, admit
 from devcluster.auth import API_AUDIENCES
 from devcluster.deletion import DeletionMixin
 from devcluster.resources import Registry, ResourceType, types_from_crd
 from devcluster.results import Result, dry_run, timestamp
-from devcluster.status import ApiError, already_exists, bad_request, conflict, not_found
+from devcluster.status import (
+    ApiError,
+    already_exists,
+    bad_request,
+    conflict,
+    invalid,
+    not_found,
+)
 from devcluster.store import Store
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -96,6 +103,12 @@ class Cluster(DeletionMixin):
         """Answer a list with selectors and limit/continue."""
         items, rv = self.store.list(rtype.storage_key, namespace)
         items = [self.present(rtype, item) for item in items]
+        if not rtype.custom:
+            # A built-in kind's list is a typed list: its items carry no kind or apiVersion.
+            items = [
+                {key: value for key, value in item.items() if key not in ("kind", "apiVersion")}
+                for item in items
+            ]
         return Result(200, listing.list_body(rtype, items, rv, query))
 
     # -- create ----------------------------------------------------------------------------------
@@ -274,7 +287,11 @@ class Cluster(DeletionMixin):
             builtins.default_deployment(obj)
             builtins.simulate_deployment_status(obj, self.now())
         elif rtype.kind == "CustomResourceDefinition":
+            builtins.default_crd(obj)
             builtins.crd_status(obj, self.now())
+        elif rtype.kind == "Event":
+            # core/v1 eventTime is a MicroTime without omitempty: a zero one is sent as null.
+            obj.setdefault("eventTime", None)
         elif rtype.kind == "Namespace":
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj.setdefault("status", {}).setdefault("phase", "Active")
@@ -305,10 +322,19 @@ class Cluster(DeletionMixin):
         spec = dict((body or {}).get("spec") or {}) if isinstance(body, dict) else {}
         seconds = int(spec.get("expirationSeconds") or 3600)
         if seconds < 600:
-            raise ApiError(
-                422,
-                f'TokenRequest.authentication.k8s.io "{name}" is invalid: spec.expirationSeconds: '
-                "Invalid value: %d: may not specify a duration less than 10 minutes" % seconds,
+            # Validated before the TokenRequest gets a name: the Status names "".
+            raise invalid(
+                "TokenRequest",
+                "authentication.k8s.io",
+                "",
+                [
+                    Cause(
+                        "FieldValueInvalid",
+                        "spec.expirationSeconds",
+                        f"Invalid value: {seconds}: may not specify a duration less than 10 "
+                        "minutes",
+                    )
+                ],
             )
         audiences = list(spec.get("audiences") or API_AUDIENCES)
         token, expires = self._issue_token(
@@ -324,7 +350,13 @@ class Cluster(DeletionMixin):
             {
                 "kind": "TokenRequest",
                 "apiVersion": "authentication.k8s.io/v1",
-                "metadata": {"name": name, "namespace": namespace, "creationTimestamp": None},
+                # The ServiceAccount's uid; created now.
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "uid": account["metadata"]["uid"],
+                    "creationTimestamp": self.now(),
+                },
                 "spec": {
                     **spec,
                     "audiences": audiences,

@@ -77,8 +77,15 @@ def object_filter(
         by_labels = (
             selectors.label_selector(query["labelSelector"]) if query.get("labelSelector") else None
         )
+        # Kinds with a field label conversion of their own word an unknown field one way,
+        # the rest (ConfigMap, Deployment, Lease, RBAC, ...) apimachinery's default way.
+        own = rtype.custom or rtype.kind in ("Event", "Namespace", "Secret")
         by_fields = (
-            selectors.field_selector(query["fieldSelector"], object_fields(rtype))
+            selectors.field_selector(
+                query["fieldSelector"],
+                object_fields(rtype),
+                refusal=selectors.not_supported if own else selectors.not_known,
+            )
             if query.get("fieldSelector")
             else None
         )

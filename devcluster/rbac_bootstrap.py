@@ -172,6 +172,23 @@ BOOTSTRAP_CLUSTER_ROLES: tuple[dict[str, Any], ...] = (
             },
         ],
     ),
+    # Every ServiceAccount may read the issuer's discovery documents (devcluster serves
+    # none, but the grant shows in `kubectl auth can-i --list`). The real server's
+    # system:cluster-trust-bundle-discovery is left out: see docs/devcluster.md.
+    _bootstrap_role(
+        "system:service-account-issuer-discovery",
+        [
+            {
+                "nonResourceURLs": [
+                    "/.well-known/openid-configuration",
+                    "/.well-known/openid-configuration/",
+                    "/openid/v1/jwks",
+                    "/openid/v1/jwks/",
+                ],
+                "verbs": ["get"],
+            }
+        ],
+    ),
     *DEFAULT_USER_ROLES,
 )
 BOOTSTRAP_CLUSTER_ROLE_BINDINGS: tuple[dict[str, Any], ...] = (
@@ -181,4 +198,5 @@ BOOTSTRAP_CLUSTER_ROLE_BINDINGS: tuple[dict[str, Any], ...] = (
         "system:public-info-viewer", ["system:authenticated", "system:unauthenticated"]
     ),
     _bootstrap_binding("system:basic-user", ["system:authenticated"]),
+    _bootstrap_binding("system:service-account-issuer-discovery", ["system:serviceaccounts"]),
 )

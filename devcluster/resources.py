@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+# apiextensions-apiserver lists a custom resource's verbs in this (unsorted) order.
+CUSTOM_VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")
 CREATE_ONLY = ("create",)
 
 
@@ -194,10 +196,23 @@ def types_from_crd(crd: Mapping[str, Any]) -> list[ResourceType]:
                 subresources=frozenset(key for key in ("status", "scale") if key in subresources),
                 schema=schema,
                 printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
+                verbs=CUSTOM_VERBS,
                 custom=True,
             )
         )
     return result
+
+
+# The order of kube-apiserver v1.37's /apis (its groups' priorities); a client resolving a
+# name that two groups share ("events") takes the first. CRD groups follow.
+_GROUP_ORDER = (
+    "", "apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io",
+    "authorization.k8s.io", "autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io",
+    "policy", "rbac.authorization.k8s.io", "storage.k8s.io", "admissionregistration.k8s.io",
+    "apiextensions.k8s.io", "scheduling.k8s.io", "coordination.k8s.io", "node.k8s.io",
+    "discovery.k8s.io", "resource.k8s.io", "flowcontrol.apiserver.k8s.io",
+    "storagemigration.k8s.io",
+)  # fmt: skip
 
 
 class Registry:
@@ -233,10 +248,13 @@ class Registry:
         return None
 
     def group_versions(self) -> dict[str, list[str]]:
-        """Return {group: [versions]} in serving order ("" is the core group)."""
+        """Return {group: [versions]} in serving order ("" is the core group): built-in
+        groups in kube-apiserver's order, then the CRDs' groups."""
         result: dict[str, list[str]] = {}
         for rtype in self.types:
             versions = result.setdefault(rtype.group, [])
             if rtype.version not in versions:
                 versions.append(rtype.version)
-        return result
+        rank = {group: index for index, group in enumerate(_GROUP_ORDER)}
+        ordered = sorted(result, key=lambda group: rank.get(group, len(rank)))
+        return {group: result[group] for group in ordered}

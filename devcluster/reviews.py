@@ -6,12 +6,13 @@ authentication.k8s.io review resources; decisions come from rbac.py.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from devcluster import rbac
 from devcluster.auth import UserInfo
 from devcluster.resources import ResourceType
-from devcluster.results import Result
+from devcluster.results import Result, timestamp
 from devcluster.status import ApiError
 
 
@@ -30,12 +31,14 @@ def review(
         info: dict[str, Any] = {"username": user.name, "groups": list(user.groups)}
         if user.uid:
             info["uid"] = user.uid
+        if user.extra:
+            info["extra"] = {key: list(values) for key, values in user.extra}
         return Result(
             201,
             {
                 "kind": rtype.kind,
                 "apiVersion": rtype.group_version,
-                "metadata": {"creationTimestamp": None},
+                "metadata": {"creationTimestamp": timestamp(datetime.now(UTC))},
                 "status": {"userInfo": info},
             },
         )

@@ -302,17 +302,28 @@ def _unescape(value: str) -> str:
     return "".join(out)
 
 
+def not_supported(name: str) -> str:
+    """The refusal of a kind with its own field label conversion (Event, Secret, ...)."""
+    return f"field label not supported: {name}"
+
+
+def not_known(name: str) -> str:
+    """The refusal of apimachinery's DefaultMetaV1FieldSelectorConversion (every other kind)."""
+    return f'"{name}" is not a known field selector: only "metadata.name", "metadata.namespace"'
+
+
 def field_selector(
     expression: str,
     fields: Callable[[Mapping[str, Any]], Mapping[str, str]],
     *,
     supported: Iterable[str] | None = None,
+    refusal: Callable[[str], str] = not_supported,
 ) -> Callable[[Mapping[str, Any]], bool]:
     """Return a predicate over objects for a ``fieldSelector`` expression.
 
     ``fields`` maps an object to its selectable fields (``metadata.name``, ...), like the server's
     per-resource field label functions. Fields outside ``supported`` (by default the keys
-    ``fields`` returns for an empty object) raise ``field label not supported: <field>``.
+    ``fields`` returns for an empty object) raise a SelectorError worded by ``refusal``.
     """
     known = set(supported) if supported is not None else set(fields({}))
     terms: list[tuple[str, str, str]] = []
@@ -325,7 +336,7 @@ def field_selector(
         name, operator, raw = split
         value = _unescape(raw)
         if name not in known:
-            raise SelectorError(f"field label not supported: {name}")
+            raise SelectorError(refusal(name))
         terms.append((name, operator, value))
 
     def matches(obj: Mapping[str, Any]) -> bool:

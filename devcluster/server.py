@@ -344,12 +344,14 @@ class _Handler(BaseHTTPRequestHandler):
         cluster = self.server.app.cluster
         as_table = self._wants_table()
         as_metadata = self._wants_metadata()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("Cache-Control", "no-cache, private")
-        self.end_headers()
-        self.close_connection = True
+
+        def start() -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Cache-Control", "no-cache, private")
+            self.end_headers()
+            self.wfile.flush()
 
         def send(event: Mapping[str, Any]) -> bool:
             if as_metadata and event["type"] in ("ADDED", "MODIFIED", "DELETED"):
@@ -384,12 +386,16 @@ class _Handler(BaseHTTPRequestHandler):
             query,
             send,
             alive=self._alive,
+            start=start,
         )
         try:
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (OSError, ssl.SSLError):
             pass
+        # A watch that ran out its timeoutSeconds ends like any response: the connection stays
+        # open for the client's next request, which HTTP clients with a pool send on it.
+        self.close_connection = not self._alive()
 
     def _alive(self) -> bool:
         # A watch client sends nothing after its request; readable means it went away.

@@ -69,6 +69,11 @@ def status_body(
     return body
 
 
+def details(**fields: Any) -> dict[str, Any]:
+    """Return StatusDetails without its empty fields (they are omitempty in Kubernetes)."""
+    return {key: value for key, value in fields.items() if value}
+
+
 def _qualified(resource: str, group: str) -> str:
     return f"{resource}.{group}" if group else resource
 
@@ -78,7 +83,7 @@ def not_found(resource: str, group: str, name: str) -> ApiError:
     return ApiError(
         404,
         f'{_qualified(resource, group)} "{name}" not found',
-        details={"name": name, "group": group, "kind": resource},
+        details=details(name=name, group=group, kind=resource),
     )
 
 
@@ -88,7 +93,7 @@ def already_exists(resource: str, group: str, name: str) -> ApiError:
         409,
         f'{_qualified(resource, group)} "{name}" already exists',
         reason="AlreadyExists",
-        details={"name": name, "group": group, "kind": resource},
+        details=details(name=name, group=group, kind=resource),
     )
 
 
@@ -99,28 +104,31 @@ def conflict(resource: str, group: str, name: str) -> ApiError:
         f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": '
         "the object has been modified; please apply your changes to the latest version "
         "and try again",
-        details={"name": name, "group": group, "kind": resource},
+        details=details(name=name, group=group, kind=resource),
     )
 
 
 def invalid(kind: str, group: str, name: str, causes: Sequence[Any]) -> ApiError:
     """Return the 422 for a failed validation; ``causes`` are schema.Cause values."""
-    parts = [
-        f"{cause.field}: {cause.message}" if cause.field else cause.message for cause in causes
-    ]
+    # field.ErrorList.ToAggregate drops repeated errors from the message (not the causes).
+    parts = list(
+        dict.fromkeys(
+            f"{cause.field}: {cause.message}" if cause.field else cause.message for cause in causes
+        )
+    )
     summary = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
     return ApiError(
         422,
         f'{kind}{"." + group if group else ""} "{name}" is invalid: {summary}',
-        details={
-            "name": name,
-            "group": group,
-            "kind": kind,
-            "causes": [
+        details=details(
+            name=name,
+            group=group,
+            kind=kind,
+            causes=[
                 {"reason": cause.reason, "message": cause.message, "field": cause.field}
                 for cause in causes
             ],
-        },
+        ),
     )
 
 

@@ -1,7 +1,8 @@
 """``meta.k8s.io/v1`` Table responses (what ``kubectl get`` asks for).
 
-CRD kinds use their additionalPrinterColumns evaluated with jsonpath.py; a few built-ins
-get the columns a real server prints; everything else gets Name and Age.
+CRD kinds use their additionalPrinterColumns (Age alone when they declare none) evaluated
+with jsonpath.py; the built-ins devcluster serves get the columns, descriptions and cells
+kube-apiserver v1.37 prints (table_docs.py); anything else gets Name and Age.
 Called by server.py when the Accept header asks for ``as=Table``.
 """
 
@@ -12,46 +13,38 @@ from datetime import UTC, datetime
 from typing import Any
 
 from devcluster import jsonpath
+from devcluster import table_docs as docs
 from devcluster.durations import human_duration
 from devcluster.resources import ResourceType
 
-_NAME = {
-    "name": "Name",
-    "type": "string",
-    "format": "name",
-    "description": "Name must be unique within a namespace.",
-    "priority": 0,
-}
-_AGE = {
-    "name": "Age",
-    "type": "string",
-    "format": "",
-    "description": "CreationTimestamp is a timestamp representing the server time when this "
-    "object was created.",
-    "priority": 0,
-}
+
+def _column(
+    name: str, kind: str = "string", description: str = "", priority: int = 0, fmt: str = ""
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "type": kind,
+        "format": fmt,
+        "description": description,
+        "priority": priority,
+    }
+
+
+_NAME = _column("Name", description=docs.NAME, fmt="name")
+_AGE = _column("Age", description=docs.CREATION_TIMESTAMP)
+_CREATED_AT = _column("Created At", "date", docs.CREATION_TIMESTAMP)
 
 
 def _age(timestamp: Any, now: datetime) -> str:
     if not isinstance(timestamp, str) or not timestamp:
         return "<unknown>"
     try:
-        moment = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
     except ValueError:
         return "<unknown>"
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
     return human_duration((now - moment).total_seconds())
-
-
-def _column(
-    name: str, kind: str = "string", description: str = "", priority: int = 0
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "type": kind,
-        "format": "",
-        "description": description,
-        "priority": priority,
-    }
 
 
 Cells = Callable[[Mapping[str, Any], datetime], list[Any]]
@@ -64,6 +57,10 @@ def _get(obj: Mapping[str, Any], *path: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
+def _name(obj: Mapping[str, Any]) -> str:
+    return str(_get(obj, "metadata", "name", default=""))
+
+
 def _created(obj: Mapping[str, Any], now: datetime) -> str:
     return _age(_get(obj, "metadata", "creationTimestamp"), now)
 
@@ -74,6 +71,7 @@ def _deployment_cells(obj: Mapping[str, Any], now: datetime) -> list[Any]:
     selector = _get(obj, "spec", "selector", default={})
     labels = ",".join(f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items()))
     return [
+        _name(obj),
         f"{_get(obj, 'status', 'readyReplicas', default=0)}/{replicas}",
         _get(obj, "status", "updatedReplicas", default=0),
         _get(obj, "status", "availableReplicas", default=0),
@@ -96,6 +94,7 @@ def _binding_cells(obj: Mapping[str, Any], now: datetime) -> list[Any]:
 
     role = _get(obj, "roleRef", default={})
     return [
+        _name(obj),
         f"{role.get('kind', '')}/{role.get('name', '')}",
         _created(obj, now),
         names("User"),
@@ -104,103 +103,209 @@ def _binding_cells(obj: Mapping[str, Any], now: datetime) -> list[Any]:
     ]
 
 
-_BINDING_COLUMNS = [
-    _column("Role"),
-    dict(_AGE),
-    _column("Users", priority=1),
-    _column("Groups", priority=1),
-    _column("ServiceAccounts", priority=1),
-]
-_CREATED_AT = (
-    [_column("Created At", "date")],
-    lambda o, n: [_get(o, "metadata", "creationTimestamp")],
-    None,
-)
-
-
-def _event_cells(obj: Mapping[str, Any], now: datetime) -> list[Any]:
-    involved = _get(obj, "involvedObject", default=None) or _get(obj, "regarding", default={})
-    last = (
-        _get(obj, "lastTimestamp")
-        or _get(obj, "eventTime")
-        or _get(obj, "metadata", "creationTimestamp")
-    )
+def _binding_columns(role_ref: str, kind: str) -> list[dict[str, Any]]:
     return [
-        _age(str(last)[:19] + "Z" if last else "", now),
-        _get(obj, "type", default=""),
-        _get(obj, "reason", default=""),
-        f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
-        _get(obj, "message", default=None) or _get(obj, "note", default=""),
+        _NAME,
+        _column("Role", description=role_ref),
+        _AGE,
+        _column("Users", description=f"Users in the {kind}", priority=1),
+        _column("Groups", description=f"Groups in the {kind}", priority=1),
+        _column("ServiceAccounts", description=f"ServiceAccounts in the {kind}", priority=1),
     ]
 
 
-_BUILTIN_COLUMNS: dict[tuple[str, str], tuple[list[dict[str, Any]], Cells, bool | None]] = {
-    # (group, kind): (columns, cells, True: replace Name / False: append Age / None: as is)
+def _crd_cells(obj: Mapping[str, Any], now: datetime) -> list[Any]:
+    spec = _get(obj, "spec", default={})
+    versions = sorted(
+        str(v.get("name")) + ("(storage)" if v.get("storage") else "")
+        for v in spec.get("versions") or []
+        if v.get("served")
+    )
+    conditions = _get(obj, "status", "conditions", default=[])
+    return [
+        _name(obj),
+        spec.get("scope", ""),
+        ",".join(versions),
+        _get(obj, "metadata", "creationTimestamp"),
+        spec.get("group", ""),
+        _get(spec, "names", "kind", default=""),
+        ",".join(_get(spec, "names", "shortNames", default=[])),
+        any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions),
+    ]
+
+
+def _event_cells(obj: Mapping[str, Any], now: datetime) -> list[Any]:
+    # pkg/printers/internalversion printEvent, as the server prints it (always wide).
+    involved = _get(obj, "involvedObject", default=None) or _get(obj, "regarding", default={})
+    first = _get(obj, "firstTimestamp") or _get(obj, "eventTime")
+    first_seen = _age(first, now)
+    last = _get(obj, "lastTimestamp")
+    last_seen = _age(last, now) if last else first_seen
+    count = _get(obj, "count") or 1
+    series = _get(obj, "series")
+    if isinstance(series, Mapping):
+        last_seen = _age(series.get("lastObservedTime"), now)
+        count = series.get("count") or count
+    kind = str(involved.get("kind", "")).lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    component = _get(obj, "source", "component") or _get(obj, "reportingController", default="")
+    host = _get(obj, "source", "host") or _get(obj, "reportingInstance", default="")
+    message = _get(obj, "message", default=None) or _get(obj, "note", default="")
+    return [
+        last_seen,
+        _get(obj, "type", default=""),
+        _get(obj, "reason", default=""),
+        target,
+        involved.get("fieldPath", ""),
+        f"{component}, {host}" if host else component,
+        str(message).strip(),
+        first_seen,
+        int(count),
+        _name(obj),
+    ]
+
+
+_EVENT_COLUMNS = [
+    _column("Last Seen", description=docs.EVENT_LAST_TIMESTAMP),
+    _column("Type", description=docs.EVENT_TYPE),
+    _column("Reason", description=docs.EVENT_REASON),
+    _column("Object", description=docs.EVENT_INVOLVED_OBJECT),
+    _column("Subobject", description=docs.EVENT_FIELD_PATH, priority=1),
+    _column("Source", description=docs.EVENT_SOURCE, priority=1),
+    _column("Message", description=docs.EVENT_MESSAGE),
+    _column("First Seen", description=docs.EVENT_FIRST_TIMESTAMP, priority=1),
+    _column("Count", description=docs.EVENT_COUNT, priority=1),
+    {**_NAME, "priority": 1},
+]
+
+# (group, kind) -> (every column, the cells of one object), as pkg/printers/internalversion
+# (and apiextensions' CRD table convertor) define them for kube-apiserver v1.37.
+_BUILTIN: dict[tuple[str, str], tuple[list[dict[str, Any]], Cells]] = {
     ("apps", "Deployment"): (
         [
-            _column("Ready"),
-            _column("Up-to-date", "integer"),
-            _column("Available", "integer"),
-            dict(_AGE),
-            _column("Containers", priority=1),
-            _column("Images", priority=1),
-            _column("Selector", priority=1),
+            _NAME,
+            _column("Ready", description="Number of the pod with ready state"),
+            _column("Up-to-date", description=docs.UPDATED_REPLICAS),
+            _column("Available", description=docs.AVAILABLE_REPLICAS),
+            _AGE,
+            _column(
+                "Containers", description="Names of each container in the template.", priority=1
+            ),
+            _column(
+                "Images",
+                description="Images referenced by each container in the template.",
+                priority=1,
+            ),
+            _column("Selector", description=docs.DEPLOYMENT_SELECTOR, priority=1),
         ],
         _deployment_cells,
-        None,
     ),
     ("coordination.k8s.io", "Lease"): (
-        [_column("Holder"), dict(_AGE)],
-        lambda o, n: [_get(o, "spec", "holderIdentity", default=""), _created(o, n)],
-        None,
+        [_NAME, _column("Holder", description=docs.HOLDER_IDENTITY), _AGE],
+        lambda o, n: [_name(o), _get(o, "spec", "holderIdentity", default=""), _created(o, n)],
     ),
-    ("rbac.authorization.k8s.io", "Role"): _CREATED_AT,
-    ("rbac.authorization.k8s.io", "ClusterRole"): _CREATED_AT,
-    ("rbac.authorization.k8s.io", "RoleBinding"): (_BINDING_COLUMNS, _binding_cells, None),
-    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): (_BINDING_COLUMNS, _binding_cells, None),
-    ("", "Namespace"): ([_column("Status")], lambda o, n: [_get(o, "status", "phase")], False),
+    ("rbac.authorization.k8s.io", "Role"): (
+        [_NAME, _CREATED_AT],
+        lambda o, n: [_name(o), _get(o, "metadata", "creationTimestamp")],
+    ),
+    ("rbac.authorization.k8s.io", "ClusterRole"): (
+        [_NAME, _CREATED_AT],
+        lambda o, n: [_name(o), _get(o, "metadata", "creationTimestamp")],
+    ),
+    ("rbac.authorization.k8s.io", "RoleBinding"): (
+        _binding_columns(docs.ROLE_BINDING_ROLE_REF, "roleBinding"),
+        _binding_cells,
+    ),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): (
+        _binding_columns(docs.CLUSTER_ROLE_BINDING_ROLE_REF, "clusterRoleBinding"),
+        _binding_cells,
+    ),
+    ("", "Namespace"): (
+        [_NAME, _column("Status", description="The status of the namespace"), _AGE],
+        lambda o, n: [_name(o), _get(o, "status", "phase", default=""), _created(o, n)],
+    ),
     ("", "ConfigMap"): (
-        [_column("Data", "integer")],
-        lambda o, n: [len(_get(o, "data", default={})) + len(_get(o, "binaryData", default={}))],
-        False,
+        [_NAME, _column("Data", description=docs.CONFIGMAP_DATA), _AGE],
+        lambda o, n: [
+            _name(o),
+            len(_get(o, "data", default={})) + len(_get(o, "binaryData", default={})),
+            _created(o, n),
+        ],
     ),
     ("", "Secret"): (
-        [_column("Type"), _column("Data", "integer")],
-        lambda o, n: [_get(o, "type", default="Opaque"), len(_get(o, "data", default={}))],
-        False,
-    ),
-    ("", "ServiceAccount"): (
-        [_column("Secrets", "integer")],
-        lambda o, n: [len(_get(o, "secrets", default=[]))],
-        False,
-    ),
-    ("apiextensions.k8s.io", "CustomResourceDefinition"): _CREATED_AT,
-    ("", "Event"): (
         [
-            _column("Last Seen"),
-            _column("Type"),
-            _column("Reason"),
-            _column("Object"),
-            _column("Message"),
+            _NAME,
+            _column("Type", description=docs.SECRET_TYPE),
+            _column("Data", description=docs.SECRET_DATA),
+            _AGE,
         ],
-        _event_cells,
-        True,
+        lambda o, n: [
+            _name(o),
+            _get(o, "type", default=""),
+            len(_get(o, "data", default={})),
+            _created(o, n),
+        ],
     ),
+    ("", "ServiceAccount"): ([_NAME, _AGE], lambda o, n: [_name(o), _created(o, n)]),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): (
+        [
+            _NAME,
+            _column("Scope", description="Cluster/Namespaced"),
+            _column("Versions", description="Served versions"),
+            _CREATED_AT,
+            _column("Group", description="API group", priority=1),
+            _column("Kind", description="CustomResource kind", priority=1),
+            _column("ShortNames", description="Short names", priority=1),
+            _column("Established", "boolean", "Established status", priority=1),
+        ],
+        _crd_cells,
+    ),
+    ("", "Event"): (_EVENT_COLUMNS, _event_cells),
+    ("events.k8s.io", "Event"): (_EVENT_COLUMNS, _event_cells),
 }
 
+# A CRD version without additionalPrinterColumns is served with this one.
+_DEFAULT_CRD_COLUMNS = (
+    {
+        "name": "Age",
+        "type": "date",
+        "description": docs.CREATION_TIMESTAMP,
+        "jsonPath": ".metadata.creationTimestamp",
+    },
+)
 
-def _crd_cell(column: Mapping[str, Any], obj: Mapping[str, Any], now: datetime) -> Any:
-    try:
-        values = jsonpath.evaluate(str(column.get("jsonPath", "")), obj)
-    except Exception:
-        return None
-    if not values:
-        return None
-    if column.get("type") == "date":
-        return _age(values[0], now)
-    if len(values) == 1:
-        return values[0]
-    return ",".join(str(value) for value in values)
+
+def _crd_columns(rtype: ResourceType) -> tuple[list[dict[str, Any]], Cells]:
+    """A custom resource's columns (apiextensions-apiserver's table convertor)."""
+    defined = [c for c in rtype.printer_columns if c.get("name")] or list(_DEFAULT_CRD_COLUMNS)
+    columns = [_NAME]
+    for column in defined:
+        description = column.get("description") or (
+            f"Custom resource definition column (in JSONPath format): {column.get('jsonPath')}"
+        )
+        columns.append(
+            _column(
+                column["name"],
+                column.get("type", "string"),
+                description,
+                column.get("priority", 0),
+                column.get("format", ""),
+            )
+        )
+
+    def cells(obj: Mapping[str, Any], now: datetime) -> list[Any]:
+        row: list[Any] = [_name(obj)]
+        for column in defined:
+            try:
+                value = jsonpath.cell(
+                    str(column.get("jsonPath", "")), obj, column.get("type", "string"), now=now
+                )
+            except jsonpath.JSONPathError:
+                value = None
+            row.append(value)
+        return row
+
+    return columns, cells
 
 
 def _row_object(obj: Mapping[str, Any], include: str) -> Any:
@@ -224,77 +329,23 @@ def table(
     now: datetime,
 ) -> dict[str, Any]:
     """Return a Table for ``objects`` (list_metadata None for a single GET)."""
-    columns: list[dict[str, Any]] = [dict(_NAME)]
-    cells: Callable[[Mapping[str, Any]], list[Any]]
-    if rtype.printer_columns:
-        defined = [c for c in rtype.printer_columns if c.get("name")]
-        has_age = any(c.get("name") == "Age" for c in defined)
-        for column in defined:
-            columns.append(
-                {
-                    "name": column["name"],
-                    "type": "string"
-                    if column.get("type") == "date"
-                    else column.get("type", "string"),
-                    "format": column.get("format", ""),
-                    "description": column.get("description", ""),
-                    "priority": column.get("priority", 0),
-                }
-            )
-        if not has_age:
-            columns.append(dict(_AGE))
-
-        def cells(obj: Mapping[str, Any]) -> list[Any]:
-            row = [_crd_cell(column, obj, now) for column in defined]
-            if not has_age:
-                row.append(_age(_get(obj, "metadata", "creationTimestamp"), now))
-            return row
-
-    elif (rtype.group, rtype.kind) in _BUILTIN_COLUMNS:
-        extra, builtin_cells, replaces_name = _BUILTIN_COLUMNS[(rtype.group, rtype.kind)]
-        if replaces_name is None:
-            # The kind's columns include its own Age or "Created At" column.
-            columns += extra
-
-            def cells(obj: Mapping[str, Any]) -> list[Any]:
-                return builtin_cells(obj, now)
-
-        elif replaces_name:
-            columns = list(extra)
-
-            def cells(obj: Mapping[str, Any]) -> list[Any]:
-                return builtin_cells(obj, now)
-
-        else:
-            columns += [*extra, dict(_AGE)]
-
-            def cells(obj: Mapping[str, Any]) -> list[Any]:
-                return [
-                    *builtin_cells(obj, now),
-                    _age(_get(obj, "metadata", "creationTimestamp"), now),
-                ]
+    if rtype.custom:
+        columns, cells = _crd_columns(rtype)
     else:
-        columns.append(dict(_AGE))
-
-        def cells(obj: Mapping[str, Any]) -> list[Any]:
-            return [_age(_get(obj, "metadata", "creationTimestamp"), now)]
-
-    name_first = columns[0]["name"] == "Name"
+        columns, cells = _BUILTIN.get(
+            (rtype.group, rtype.kind), ([_NAME, _AGE], lambda o, n: [_name(o), _created(o, n)])
+        )
     rows = []
     for obj in objects:
-        row_cells = cells(obj)
-        if name_first:
-            row_cells = [_get(obj, "metadata", "name", default=""), *row_cells]
-        row: dict[str, Any] = {"cells": row_cells}
+        row: dict[str, Any] = {"cells": cells(obj, now)}
         embedded = _row_object(obj, include_object)
         if embedded is not None:
             row["object"] = embedded
         rows.append(row)
-    body: dict[str, Any] = {
+    return {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": dict(list_metadata or {}),
-        "columnDefinitions": columns,
+        "columnDefinitions": [dict(column) for column in columns],
         "rows": rows,
     }
-    return body

@@ -76,8 +76,14 @@ def stream(
     query: Mapping[str, str],
     send: Callable[[Mapping[str, Any]], bool],
     alive: Callable[[], bool] = lambda: True,
+    start: Callable[[], None] = lambda: None,
 ) -> None:
-    """Send watch events to ``send`` until timeout, disconnect or server shutdown."""
+    """Send watch events to ``send`` until timeout, disconnect or server shutdown.
+
+    ``start`` (the response headers) is called once the watch has its starting point, as
+    kube-apiserver registers a watcher before it answers: a client that saw the headers
+    may write, and the watch sees the write.
+    """
     store = cluster.store
     selector_query = dict(query)
     if name:
@@ -99,6 +105,7 @@ def stream(
     initial_events = query.get("sendInitialEvents") == "true"
     if requested in ("", "0") or initial_events:
         items, last = store.list(rtype.storage_key, namespace)
+        start()
         for item in items:
             shown = cluster.present(rtype, item)
             if translate("ADDED", shown) and not send({"type": "ADDED", "object": shown}):
@@ -119,10 +126,12 @@ def stream(
         try:
             last = int(requested)
         except ValueError:
+            start()
             send(_gone(requested, store.resource_version))
             return
         for key, state in store.states_at(last, rtype.storage_key).items():
             translate.prime(key, cluster.present(rtype, state) if state is not None else None)
+        start()
     next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
     while not store.closed and alive():
         with store.lock:

@@ -28,6 +28,9 @@ VERSION = "v1alpha1"
 PLURAL = "rolloutanalyses"
 
 MERGE_PATCH = "application/merge-patch+json"
+# The longest watch event line accepted: the API server stores objects of at most ~1.5 MiB
+# (etcd's request limit); far past that is a broken or hostile stream, not a big object.
+MAX_WATCH_LINE = 16 * 1024 * 1024
 
 
 class KubeError(Exception):
@@ -57,8 +60,10 @@ class Invalid(KubeError):
 
     @property
     def causes(self) -> list[dict[str, str]]:
-        details = (self.body or {}).get("details") or {}
-        return list(details.get("causes") or [])
+        body = self.body if isinstance(self.body, Mapping) else {}
+        details = body.get("details")
+        causes = details.get("causes") if isinstance(details, Mapping) else None
+        return [cause for cause in causes or [] if isinstance(cause, dict)]
 
 
 class Gone(KubeError):
@@ -122,9 +127,12 @@ class KubeClient:
         """Send one request and return the decoded JSON answer; raise a ``KubeError``."""
         response = self._send(method, path, query, body, content_type, timeout, stream=False)
         try:
-            return json.loads(response.data or b"{}")
-        except ValueError as exc:
+            answer = json.loads(response.data or b"{}")
+        except (ValueError, RecursionError) as exc:
             raise Unavailable(f"{method} {path}: the API server sent invalid JSON") from exc
+        if not isinstance(answer, dict):
+            raise Unavailable(f"{method} {path}: the API server sent no JSON object")
+        return answer
 
     def list_all(self, path: str, *, page: int = 500) -> tuple[list[dict[str, Any]], str]:
         """Return every item of a collection (following ``continue``) and the list's version."""
@@ -150,30 +158,15 @@ class KubeClient:
         }
         response = self._send("GET", path, query, None, "", timeout_seconds + 10, stream=True)
         raw = response.response
-        buffer = b""
+        decoder = WatchDecoder(path)
         try:
             for chunk in raw.stream(4096, decode_content=True):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    if line.strip():
-                        yield self._event(line, path)
-            if buffer.strip():
-                yield self._event(buffer, path)
+                yield from decoder.feed(chunk)
+            yield from decoder.finish()
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise Unavailable(f"watch {path} broke off: {exc}") from exc
         finally:
             raw.release_conn()
-
-    def _event(self, line: bytes, path: str) -> WatchEvent:
-        try:
-            data = json.loads(line)
-        except ValueError as exc:
-            raise Unavailable(f"watch {path}: the API server sent invalid JSON") from exc
-        if data.get("type") == "ERROR":
-            status = data.get("object") or {}
-            raise _error(int(status.get("code") or 500), status, f"watch {path}")
-        return WatchEvent(type=str(data.get("type")), object=data.get("object") or {})
 
     def _send(
         self,
@@ -209,16 +202,80 @@ class KubeClient:
         if response.status >= 300:
             try:
                 status = json.loads(response.data or b"{}")
-            except ValueError:
+            except (ValueError, RecursionError):
                 status = {}
-            raise _error(response.status, status, f"{method} {path}")
+            raise _error(
+                response.status, status if isinstance(status, dict) else {}, f"{method} {path}"
+            )
         return response
 
 
 def _error(code: int, status: Mapping[str, Any], what: str) -> KubeError:
-    message = status.get("message") or f"HTTP {code}"
+    # Only strings are shown: any other JSON value could be huge or nested too deeply to print.
+    message = _text(status.get("message")) or f"HTTP {code}"
     cls = _BY_STATUS.get(code, Unavailable if code >= 500 else KubeError)
-    return cls(f"{what}: {message}", status=code, reason=status.get("reason", ""), body=status)
+    return cls(f"{what}: {message}", status=code, reason=_text(status.get("reason")), body=status)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+class WatchDecoder:
+    """Split a watch stream into ``WatchEvent``s: the bytes in, events or a ``KubeError`` out.
+
+    ``KubeClient.watch`` feeds it the stream's chunks as they arrive; it does no I/O, so any
+    stream can be tested without a server. Events are JSON objects, one per line. Whatever the
+    bytes, it yields events or raises a ``KubeError``: ``Unavailable`` for anything that is not
+    an event (invalid or deeply nested JSON, a line longer than ``max_line``), the error the
+    server meant for an ``ERROR`` event (``Gone`` for 410).
+    """
+
+    def __init__(self, path: str, *, max_line: int = MAX_WATCH_LINE) -> None:
+        self.path = path
+        self.max_line = max_line
+        self._buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> list[WatchEvent]:
+        """Return the events completed by ``chunk``."""
+        self._buffer += chunk
+        events: list[WatchEvent] = []
+        while (end := self._buffer.find(b"\n")) >= 0:
+            line = bytes(self._buffer[:end])
+            del self._buffer[: end + 1]
+            if line.strip():
+                events.append(decode_event(line, self.path, max_line=self.max_line))
+        if len(self._buffer) > self.max_line:
+            # Unbounded growth is the risk, not the line itself: stop before holding more.
+            raise Unavailable(f"watch {self.path}: an event is longer than {self.max_line} bytes")
+        return events
+
+    def finish(self) -> list[WatchEvent]:
+        """Return the last event when the stream ended without a newline after it."""
+        line, self._buffer = bytes(self._buffer), bytearray()
+        return [decode_event(line, self.path, max_line=self.max_line)] if line.strip() else []
+
+
+def decode_event(line: bytes, path: str, *, max_line: int = MAX_WATCH_LINE) -> WatchEvent:
+    """Return the event of one watch line; raise a ``KubeError`` (see ``WatchDecoder``)."""
+    if len(line) > max_line:
+        raise Unavailable(f"watch {path}: an event is longer than {max_line} bytes")
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        # RecursionError: JSON nested thousands deep is no event either.
+        raise Unavailable(f"watch {path}: the API server sent invalid JSON") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        raise Unavailable(f"watch {path}: the API server sent something that is not an event")
+    obj = data.get("object")
+    if data["type"] == "ERROR":
+        status = obj if isinstance(obj, dict) else {}
+        code = status.get("code")
+        valid = isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599
+        raise _error(code if valid else 500, status, f"watch {path}")
+    if obj is not None and not isinstance(obj, dict):
+        raise Unavailable(f"watch {path}: an event's object is not a JSON object")
+    return WatchEvent(type=data["type"], object=obj or {})
 
 
 def analyses_path(namespace: str | None = None) -> str:

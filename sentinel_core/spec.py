@@ -24,6 +24,11 @@ DEFAULT_INTERVAL = "30s"
 DEFAULT_INTERVAL_SECONDS = 30.0
 DEFAULT_FAILURE_LIMIT = 3
 MIN_INTERVAL_SECONDS = 5
+# Size limits against abuse (SPEC §3.1), the CRD's maxItems / maxLength: one analysis must not
+# make the operator send dozens of queries per evaluation, or a query of megabytes.
+MAX_METRICS = 20
+MAX_QUERY_LENGTH = 4096
+MAX_METRIC_NAME_LENGTH = 63
 # The CRD declares failureLimit as int32.
 _MAX_FAILURE_LIMIT = 2**31 - 1
 # Go's time.Duration is an int64 of nanoseconds; longer durations do not parse in Go either.
@@ -255,7 +260,9 @@ def _parse_target(raw: object, path: str, strict: bool, errors: list[FieldError]
     ok = True
     if kind not in _TARGET_KINDS:
         errors.append(
-            FieldError(f"{path}.kind", f"must be one of {', '.join(_TARGET_KINDS)}, got {kind!r}")
+            FieldError(
+                f"{path}.kind", f"must be one of {', '.join(_TARGET_KINDS)}, got {_shown(kind)}"
+            )
         )
         ok = False
     name = raw.get("name")
@@ -286,6 +293,9 @@ def _parse_metrics(
     if not raw:
         errors.append(FieldError(path, "must contain at least one metric"))
         return []
+    if len(raw) > MAX_METRICS:
+        # The API server's wording for maxItems; the items are still checked, as it does.
+        errors.append(FieldError(path, f"must have at most {MAX_METRICS} items"))
     metrics: list[MetricSpec] = []
     first_index: dict[str, int] = {}
     for index, item in enumerate(raw):
@@ -299,7 +309,11 @@ def _parse_metrics(
         name = item.get("name")
         if name is None or name == "":
             errors.append(FieldError(f"{item_path}.name", "is required"))
-        elif not isinstance(name, str) or len(name) > 63 or not DNS1123_LABEL.fullmatch(name):
+        elif (
+            not isinstance(name, str)
+            or len(name) > MAX_METRIC_NAME_LENGTH
+            or not DNS1123_LABEL.fullmatch(name)
+        ):
             errors.append(
                 FieldError(
                     f"{item_path}.name",
@@ -321,6 +335,13 @@ def _parse_metrics(
             errors.append(FieldError(f"{item_path}.query", "is required"))
         elif not isinstance(query, str) or not query.strip():
             errors.append(FieldError(f"{item_path}.query", "must be a non-empty PromQL string"))
+        elif len(query) > MAX_QUERY_LENGTH:
+            # Counted in characters, as the API server counts maxLength (it says "bytes").
+            errors.append(
+                FieldError(
+                    f"{item_path}.query", f"may not be more than {MAX_QUERY_LENGTH} characters"
+                )
+            )
         raw_max = item.get("maxValue")
         max_value = number(raw_max)
         if raw_max is None:
@@ -330,6 +351,13 @@ def _parse_metrics(
         if len(errors) == before:
             metrics.append(MetricSpec(name=name, query=query, max_value=max_value))
     return metrics
+
+
+def _shown(value: object) -> str:
+    """Return a short text of a wrong value; a big or nested one must not bloat the message."""
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 64 else repr(value[:64]) + "…"
+    return f"a {type(value).__name__}" if isinstance(value, list | dict) else repr(value)[:64]
 
 
 def _unknown_fields(

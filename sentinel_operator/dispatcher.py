@@ -11,13 +11,16 @@ compare-and-set on the due time it was read with. So a row is queued once even i
 the analysis: it becomes due again when the claim runs out. The reconciler overwrites the claim
 with the real next due time when it finishes. Only the leader dispatches; ``runtime`` runs
 ``Dispatcher.run`` in a thread.
+
+Scope: with ``SENTINEL_NAMESPACES`` set, only rows in those namespaces are ever dispatched,
+whatever else the database holds (SPEC §13 item 19); the reconcile task refuses the others too.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from django.db import close_old_connections
@@ -67,6 +70,7 @@ class Dispatcher:
         poll_interval: float = POLL_INTERVAL,
         claim_timeout: timedelta = CLAIM_TIMEOUT,
         batch: int = BATCH,
+        namespaces: Sequence[str] = (),
     ) -> None:
         self._now = now
         self._is_leader = is_leader
@@ -74,15 +78,17 @@ class Dispatcher:
         self.poll_interval = poll_interval
         self.claim_timeout = claim_timeout
         self.batch = batch
+        # Empty means every namespace, as SENTINEL_NAMESPACES does.
+        self.namespaces = tuple(namespaces)
 
     def dispatch_due(self) -> int:
         """Claim and queue every analysis due now (one pass); return how many were queued."""
         now = self._now()
-        due = list(
-            Analysis.objects.due(now).values_list("pk", "namespace", "name", "next_due_at")[
-                : self.batch
-            ]
-        )
+        rows = Analysis.objects.due(now)
+        if self.namespaces:
+            # Filtered in the query, so rows out of scope never fill a batch either.
+            rows = rows.filter(namespace__in=self.namespaces)
+        due = list(rows.values_list("pk", "namespace", "name", "next_due_at")[: self.batch])
         queued = 0
         claimed_until = now + self.claim_timeout
         for pk, namespace, name, due_at in due:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,6 +31,18 @@ _QUERY_ERROR_TYPES = frozenset({"bad_data", "execution"})
 # Status messages end up in conditions and events; a runaway error text must not bloat them.
 _MAX_MESSAGE = 500
 
+# The default cap on one answer (SENTINEL_PROMETHEUS_MAX_BYTES): thousands of series fit in it.
+DEFAULT_MAX_BYTES = 4 * 1024 * 1024
+# Bytes per read of a streamed answer.
+_CHUNK = 64 * 1024
+
+
+class _Overdue:
+    """The answer was still arriving when the client's timeout ran out."""
+
+
+_OVERDUE = _Overdue()
+
 # Called once per HTTP request with what it produced; the operator counts requests by outcome.
 RequestHook = Callable[[Measurement], None]
 
@@ -45,6 +58,8 @@ class PrometheusClient:
         timeout: float = 5.0,
         session: requests.Session | None = None,
         on_request: RequestHook | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -53,6 +68,10 @@ class PrometheusClient:
             raise ValueError(f"Prometheus timeout must be positive, got {timeout!r}.")
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        if max_bytes <= 0:
+            raise ValueError(f"Prometheus answer cap must be positive, got {max_bytes!r}.")
+        self.max_bytes = max_bytes
+        self._clock = clock
         self._token = token
         self._session = session if session is not None else requests.Session()
         self._on_request = on_request
@@ -75,71 +94,64 @@ class PrometheusClient:
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
         try:
-            response = self._session.get(
+            # Streamed, so that the body is read only up to ``max_bytes`` (SPEC §13 item 18):
+            # one query matching every series must not exhaust the worker's memory.
+            with self._session.get(
                 f"{self.base_url}/api/v1/query",
                 params={"query": query, "timeout": self._server_timeout},
                 headers=headers,
                 timeout=self.timeout,
                 # A redirect is a misconfigured URL to report, not a place to send the token.
                 allow_redirects=False,
-            )
-            body = response.content
+                stream=True,
+            ) as response:
+                body = self._read_capped(response)
+                if body is None:
+                    return self._unavailable(metric, self._too_large())
+                if isinstance(body, _Overdue):
+                    return self._unavailable(metric, self._late())
         except requests.RequestException as exc:
             return self._unavailable(metric, self._transport_cause(exc))
-        return self._from_response(metric, response, body)
+        answer = parse_answer(
+            metric,
+            status=response.status_code,
+            reason=response.reason or "",
+            content_type=response.headers.get("Content-Type", ""),
+            body=body,
+        )
+        if answer.error is None:
+            return answer
+        return self._measurement(metric, error=answer.error, message=answer.message)
 
-    def _from_response(self, metric: str, response: requests.Response, body: bytes) -> Measurement:
-        status = f"HTTP {response.status_code} {response.reason or ''}".strip()
-        try:
-            payload = json.loads(body)
-        except ValueError as exc:
-            if response.status_code != 200:
-                return self._unavailable(metric, f"Prometheus answered {status}")
-            if _looks_like_html(body, response.headers.get("Content-Type", "")):
-                return self._unavailable(
-                    metric, "Prometheus answered with an HTML page instead of JSON"
-                )
-            return self._unavailable(metric, f"Prometheus answered with invalid JSON ({exc})")
-        if not isinstance(payload, dict) or "status" not in payload:
-            return self._unavailable(metric, f"Prometheus answered {status} without an API body")
-        if payload["status"] == "error":
-            error_type = str(payload.get("errorType", "unknown"))
-            error = str(payload.get("error", "")) or "no error text"
-            if error_type in _QUERY_ERROR_TYPES:
-                return self._invalid(metric, error)
-            return self._unavailable(metric, f"Prometheus error {error_type}: {error}")
-        if response.status_code != 200 or payload["status"] != "success":
-            return self._unavailable(metric, f"Prometheus answered {status}")
-        return self._from_data(metric, payload.get("data"))
+    def _read_capped(self, response: requests.Response) -> bytes | _Overdue | None:
+        """Return the body, None when it exceeds ``max_bytes``, or ``_OVERDUE`` past the timeout.
 
-    def _from_data(self, metric: str, data: Any) -> Measurement:
-        if not isinstance(data, dict):
-            return self._unavailable(metric, "Prometheus answered without a data object")
-        result_type, result = data.get("resultType"), data.get("result")
-        if result_type == "scalar":
-            samples = [result]
-        elif result_type == "vector" and isinstance(result, list):
-            if any(isinstance(item, dict) and "histogram" in item for item in result):
-                return self._invalid(
-                    metric,
-                    "the query returned native histograms, not numbers; wrap it in "
-                    "histogram_quantile() or a similar function",
-                )
-            samples = [item.get("value") if isinstance(item, dict) else None for item in result]
-        elif result_type in ("matrix", "string"):
-            kind = "a range vector (matrix)" if result_type == "matrix" else "a string"
-            return self._invalid(
-                metric,
-                f"the query returned {kind}; an instant query must return a scalar or a vector",
-            )
-        else:
-            return self._unavailable(
-                metric, f"Prometheus answered an unknown result {result_type!r}"
-            )
-        texts = [_sample_text(sample) for sample in samples]
-        if any(text is None for text in texts):
-            return self._unavailable(metric, "Prometheus answered a malformed sample")
-        return _worst(metric, [text for text in texts if text is not None])
+        The cap counts decoded bytes, so a small gzip body that inflates past it is refused too.
+        The read timeout of ``requests`` applies to each read; the deadline bounds the whole
+        answer, so a server dripping bytes cannot hold a worker for long either.
+        """
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            return None
+        deadline = self._clock() + self.timeout
+        body = bytearray()
+        for chunk in response.iter_content(chunk_size=_CHUNK):
+            body += chunk
+            if len(body) > self.max_bytes:
+                return None
+            if self._clock() > deadline:
+                return _OVERDUE
+        return bytes(body)
+
+    def _too_large(self) -> str:
+        return (
+            f"Prometheus answered more than {_size(self.max_bytes)}, the most the operator "
+            "reads (SENTINEL_PROMETHEUS_MAX_BYTES); the answer was too large: narrow the query "
+            "or aggregate it, e.g. with max() or topk()"
+        )
+
+    def _late(self) -> str:
+        return f"Prometheus at {self._where} did not answer within {self.timeout:g} s"
 
     def _transport_cause(self, exc: requests.RequestException) -> str:
         chain = _chain(exc)
@@ -161,9 +173,6 @@ class PrometheusClient:
     def _unavailable(self, metric: str, message: str) -> Measurement:
         return self._measurement(metric, error=MeasurementError.UNAVAILABLE, message=message)
 
-    def _invalid(self, metric: str, message: str) -> Measurement:
-        return self._measurement(metric, error=MeasurementError.INVALID_QUERY, message=message)
-
     def _measurement(self, metric: str, *, error: MeasurementError, message: str) -> Measurement:
         return Measurement(metric=metric, error=error, message=self._clean(message))
 
@@ -172,6 +181,89 @@ class PrometheusClient:
         if self._token:
             line = line.replace(self._token, "***")
         return line if len(line) <= _MAX_MESSAGE else line[: _MAX_MESSAGE - 1] + "…"
+
+
+def parse_answer(
+    metric: str, *, status: int, reason: str, content_type: str, body: bytes
+) -> Measurement:
+    """Return the Measurement of one Prometheus answer (a pure function of what arrived).
+
+    Never raise, whatever the bytes: a body that is not a Prometheus API answer is
+    ``UNAVAILABLE`` (also JSON nested too deeply to decode), a refused query ``INVALID_QUERY``.
+    Messages are raw here; the client cleans them (token, length) before they leave it.
+    """
+    where = f"HTTP {status} {reason}".strip()
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        # RecursionError: a body nested thousands deep; it is no answer either.
+        if status != 200:
+            return _unavailable(metric, f"Prometheus answered {where}")
+        if _looks_like_html(body, content_type):
+            return _unavailable(metric, "Prometheus answered with an HTML page instead of JSON")
+        detail = str(exc) if isinstance(exc, ValueError) else "nested too deeply"
+        return _unavailable(metric, f"Prometheus answered with invalid JSON ({detail})")
+    if not isinstance(payload, dict) or "status" not in payload:
+        return _unavailable(metric, f"Prometheus answered {where} without an API body")
+    if payload["status"] == "error":
+        # Only strings are shown: an arbitrary JSON value could be huge or deeply nested.
+        error_type = _text(payload.get("errorType")) or "unknown"
+        error = _text(payload.get("error")) or "no error text"
+        if error_type in _QUERY_ERROR_TYPES:
+            return _invalid(metric, error)
+        return _unavailable(metric, f"Prometheus error {error_type}: {error}")
+    if status != 200 or payload["status"] != "success":
+        return _unavailable(metric, f"Prometheus answered {where}")
+    return _from_data(metric, payload.get("data"))
+
+
+def _from_data(metric: str, data: Any) -> Measurement:
+    if not isinstance(data, dict):
+        return _unavailable(metric, "Prometheus answered without a data object")
+    result_type, result = data.get("resultType"), data.get("result")
+    if result_type == "scalar":
+        samples = [result]
+    elif result_type == "vector" and isinstance(result, list):
+        if any(isinstance(item, dict) and "histogram" in item for item in result):
+            return _invalid(
+                metric,
+                "the query returned native histograms, not numbers; wrap it in "
+                "histogram_quantile() or a similar function",
+            )
+        samples = [item.get("value") if isinstance(item, dict) else None for item in result]
+    elif result_type in ("matrix", "string"):
+        kind = "a range vector (matrix)" if result_type == "matrix" else "a string"
+        return _invalid(
+            metric,
+            f"the query returned {kind}; an instant query must return a scalar or a vector",
+        )
+    else:
+        shown = result_type if isinstance(result_type, str) else type(result_type).__name__
+        return _unavailable(metric, f"Prometheus answered an unknown result {shown[:80]!r}")
+    texts = [_sample_text(sample) for sample in samples]
+    if any(text is None for text in texts):
+        return _unavailable(metric, "Prometheus answered a malformed sample")
+    return _worst(metric, [text for text in texts if text is not None])
+
+
+def _unavailable(metric: str, message: str) -> Measurement:
+    return Measurement(metric=metric, error=MeasurementError.UNAVAILABLE, message=message)
+
+
+def _invalid(metric: str, message: str) -> Measurement:
+    return Measurement(metric=metric, error=MeasurementError.INVALID_QUERY, message=message)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _size(count: int) -> str:
+    if count % (1024 * 1024) == 0:
+        return f"{count // (1024 * 1024)} MiB"
+    if count % 1024 == 0:
+        return f"{count // 1024} KiB"
+    return f"{count} bytes"
 
 
 def _sample_text(sample: Any) -> str | None:

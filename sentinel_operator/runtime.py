@@ -56,7 +56,7 @@ class StartupError(Exception):
 @dataclass(frozen=True)
 class Options:
     metrics_port: int = 9100
-    metrics_address: str = "0.0.0.0"
+    metrics_address: str = "127.0.0.1"
     lease_name: str = "rollout-sentinel"
     lease_namespace: str = field(
         default_factory=lambda: os.environ.get("POD_NAMESPACE") or "default"
@@ -217,7 +217,9 @@ class OperatorRuntime:
         for scope in scopes:
             watch = AnalysisWatch(self.client, namespace=scope, now=_now, is_leader=self._is_leader)
             self._spawn(f"watch-{scope or 'all'}", lambda w=watch: w.run(self.stop_event))
-        dispatcher = Dispatcher(now=_now, is_leader=self._is_leader)
+        dispatcher = Dispatcher(
+            now=_now, is_leader=self._is_leader, namespaces=settings.SENTINEL.namespaces
+        )
         self._spawn("dispatcher", lambda: dispatcher.run(self.stop_event))
 
     def _spawn(self, name: str, target: Callable[[], object]) -> None:

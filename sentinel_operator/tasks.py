@@ -34,6 +34,8 @@ PRUNE_SCHEDULE = "sentinel-prune-history"
 # A full resync repairs anything the watch missed; the watch itself keeps the mirror current.
 RESYNC_MINUTES = 5
 PRUNE_MINUTES = 60
+# What reconcile_task returns for a namespace outside SENTINEL_NAMESPACES.
+OUT_OF_SCOPE = "out_of_scope"
 
 _lock = threading.Lock()
 _reconciler: tuple[int, Reconciler] | None = None
@@ -55,6 +57,7 @@ def build_reconciler(client: kube.KubeClient | None = None) -> Reconciler:
         config.prometheus_url,
         token=config.prometheus_token,
         timeout=config.prometheus_timeout,
+        max_bytes=config.prometheus_max_bytes,
         on_request=_count_request,
     )
     instance = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
@@ -72,6 +75,12 @@ def reconciler() -> Reconciler:
 
 def reconcile_task(namespace: str, name: str, due_at: str | None = None) -> str:
     """Reconcile one analysis; ``due_at`` (ISO 8601) is when the dispatcher found it due."""
+    scope = settings.SENTINEL.namespaces
+    if scope and namespace not in scope:
+        # The dispatcher never queues these; a task that arrives all the same (an old queue
+        # entry, a row written by hand) must not read, measure or pause anything there.
+        log.warning("reconcile %s/%s refused: outside SENTINEL_NAMESPACES", namespace, name)
+        return OUT_OF_SCOPE
     due = datetime.fromisoformat(due_at) if due_at else None
     result: ReconcileOutcome = reconciler().reconcile(namespace, name, due_at=due)
     return result.result.value

@@ -9,6 +9,8 @@ from the list's resourceVersion:
   due at once, so the dispatcher evaluates it within a second and the first status follows.
 - DELETED: ``mark_deleted``, which drops the analysis from the dispatch queue at once.
 - BOOKMARK: only moves the resourceVersion on.
+- An object the mirror cannot hold (``mirror.UNMIRRORABLE``) or outside the watched namespace is
+  logged and skipped; relisting would not change it, and would only repeat.
 - A watch that ends (server timeout) resumes from the last resourceVersion seen; 410 Gone
   relists; any other API error backs off (``backoff.next_delay``) and resumes.
 """
@@ -84,11 +86,19 @@ class AnalysisWatch:
         """Apply one watch event to the mirror."""
         meta = event.object.get("metadata") or {}
         version = meta.get("resourceVersion")
-        if event.type in ("ADDED", "MODIFIED"):
-            mirror.upsert_from_resource(event.object, now=self._now())
+        namespace = str(meta.get("namespace") or "")
+        if self.namespace and namespace != self.namespace and event.type != "BOOKMARK":
+            log.warning("watch %s: ignored an event from namespace %r", self.path, namespace)
+        elif event.type in ("ADDED", "MODIFIED"):
+            try:
+                mirror.upsert_from_resource(event.object, now=self._now())
+            except mirror.UNMIRRORABLE as exc:
+                log.warning(
+                    "watch %s: skipped %s/%s: %s", self.path, namespace, meta.get("name"), exc
+                )
         elif event.type == "DELETED":
             mirror.mark_deleted(
-                str(meta.get("namespace") or ""),
+                namespace,
                 str(meta.get("name") or ""),
                 str(meta.get("uid") or ""),
                 now=self._now(),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -35,6 +35,31 @@ class SentinelConfig:
     q_workers: int = 2
     # Seconds the operator waits for one Prometheus query before calling it unavailable.
     prometheus_timeout: float = 5.0
+    # Largest Prometheus answer the operator reads, in bytes; a bigger one is MetricsUnavailable.
+    prometheus_max_bytes: int = 4 * 1024 * 1024
+    # Where the operator serves /metrics (SENTINEL_METRICS_ADDR): loopback unless deployed
+    # behind a NetworkPolicy, since it names every analysis.
+    metrics_address: str = "127.0.0.1"
+    metrics_port: int = 9100
+    # -- who may do what, where (SPEC §7.1) --
+    # "django" (namespace grants in the admin) or "kubernetes" (SubjectAccessReviews).
+    authz: str = "django"
+    # Header of the authenticating proxy carrying the user ("" = single sign-on off), and
+    # the one carrying its comma-separated groups.
+    remote_user_header: str = ""
+    remote_groups_header: str = ""
+    # Bearer token /metrics of the web app demands; "" means /metrics is not served.
+    metrics_token: str = ""
+    hsts_seconds: int = 0
+    secure_ssl_redirect: bool = False
+    # Header and value that mark a request as HTTPS behind a TLS-terminating proxy.
+    secure_proxy_ssl_header: tuple[str, str] | None = None
+    csrf_trusted_origins: tuple[str, ...] = ()
+    # Session and CSRF cookies only over HTTPS; on unless SENTINEL_DEBUG is.
+    secure_cookies: bool = True
+    # Proxies in front that append to X-Forwarded-For; 0 trusts only the socket's address, so
+    # a client cannot dodge the token-failure throttle by inventing the header.
+    num_proxies: int = 0
 
 
 def parse_duration(name: str, raw: str) -> int:
@@ -120,6 +145,17 @@ def _bool(name: str, raw: str) -> bool:
     raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use true or false.")
 
 
+def _metrics_addr(raw: str) -> dict[str, Any]:
+    """Return the operator's /metrics address and port from ``host:port``."""
+    host, _, port = raw.strip().rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ImproperlyConfigured(
+            f"SENTINEL_METRICS_ADDR={raw!r} is not an address; use host:port, "
+            "e.g. 127.0.0.1:9100 or 0.0.0.0:9100."
+        )
+    return {"metrics_address": host.strip("[]"), "metrics_port": int(port)}
+
+
 def _positive_int(name: str, raw: str, *, maximum: int) -> int:
     value = raw.strip()
     if not value.isdigit() or not 1 <= int(value) <= maximum:
@@ -147,16 +183,11 @@ def _list(raw: str) -> tuple[str, ...]:
 
 def load(env: Mapping[str, str], base_dir: Path) -> SentinelConfig:
     """Return the configuration read from ``env``; raise ImproperlyConfigured on bad values."""
-    debug = _bool("SENTINEL_DEBUG", env.get("SENTINEL_DEBUG", ""))
-    secret_key = env.get("SENTINEL_SECRET_KEY", "")
-    if not secret_key:
-        if not debug and env.get("SENTINEL_REQUIRE_SECRET_KEY"):
-            raise ImproperlyConfigured("SENTINEL_SECRET_KEY must be set in production.")
-        secret_key = "insecure-development-key-set-SENTINEL_SECRET_KEY-in-production"
+    debug = _debug(env)
     broker_url = env.get("SENTINEL_BROKER_URL", "orm://default")
     if not broker_url.startswith("orm://"):
         broker_url = _url("SENTINEL_BROKER_URL", broker_url, {"redis", "rediss"})
-    return SentinelConfig(
+    config = SentinelConfig(
         database=parse_database_url(env.get("DATABASE_URL", ""), base_dir),
         broker_url=broker_url,
         prometheus_url=_url(
@@ -169,7 +200,7 @@ def load(env: Mapping[str, str], base_dir: Path) -> SentinelConfig:
         history_retention_seconds=parse_duration(
             "SENTINEL_HISTORY_RETENTION", env.get("SENTINEL_HISTORY_RETENTION", "30d")
         ),
-        secret_key=secret_key,
+        secret_key=env.get("SENTINEL_SECRET_KEY", ""),
         allowed_hosts=_list(env.get("SENTINEL_ALLOWED_HOSTS", "127.0.0.1,localhost")),
         debug=debug,
         q_workers=_positive_int(
@@ -178,4 +209,104 @@ def load(env: Mapping[str, str], base_dir: Path) -> SentinelConfig:
         prometheus_timeout=_seconds(
             "SENTINEL_PROMETHEUS_TIMEOUT", env.get("SENTINEL_PROMETHEUS_TIMEOUT", "5"), maximum=60
         ),
+        # A cap on each Prometheus answer, so one query matching every series cannot exhaust
+        # a worker's memory (SPEC §13 item 18); at most 1 GiB.
+        **_metrics_addr(env.get("SENTINEL_METRICS_ADDR", "127.0.0.1:9100")),
+        prometheus_max_bytes=_positive_int(
+            "SENTINEL_PROMETHEUS_MAX_BYTES",
+            env.get("SENTINEL_PROMETHEUS_MAX_BYTES", str(4 * 1024 * 1024)),
+            maximum=1024**3,
+        ),
+        **_security(env),
     )
+    # Checked last, so that a malformed setting is reported before a missing key.
+    if not config.secret_key:
+        if not debug:
+            raise ImproperlyConfigured(
+                "SENTINEL_SECRET_KEY must be set when SENTINEL_DEBUG is off; generate one with "
+                "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'."
+            )
+        config = replace(config, secret_key=_DEVELOPMENT_KEY)
+    return config
+
+
+# Used only with SENTINEL_DEBUG on: a development key that says what it is.
+_DEVELOPMENT_KEY = "insecure-development-key-set-SENTINEL_SECRET_KEY-in-production"
+_AUTHZ_MODES = ("django", "kubernetes")
+_HTTP_HEADER = re.compile(r"^[A-Za-z0-9-]+$")
+
+
+def _security(env: Mapping[str, str]) -> dict[str, Any]:
+    """Return the SPEC §7.1 settings: authorization mode, SSO headers, metrics token, TLS."""
+    authz = env.get("SENTINEL_AUTHZ", "django").strip().lower() or "django"
+    if authz not in _AUTHZ_MODES:
+        raise ImproperlyConfigured(
+            f"SENTINEL_AUTHZ={authz!r} is not an authorization mode; use django or kubernetes."
+        )
+    headers = {
+        name: _header(name, env.get(name, ""))
+        for name in ("SENTINEL_REMOTE_USER_HEADER", "SENTINEL_REMOTE_GROUPS_HEADER")
+    }
+    if headers["SENTINEL_REMOTE_GROUPS_HEADER"] and not headers["SENTINEL_REMOTE_USER_HEADER"]:
+        raise ImproperlyConfigured(
+            "SENTINEL_REMOTE_GROUPS_HEADER is set without SENTINEL_REMOTE_USER_HEADER; groups "
+            "are read only from a proxy that also names the user."
+        )
+    # Off unless named: without a proxy that overwrites it, a client could claim HTTPS.
+    proxy_header = env.get("SENTINEL_SECURE_PROXY_SSL_HEADER", "")
+    origins = _list(env.get("SENTINEL_CSRF_TRUSTED_ORIGINS", ""))
+    for origin in origins:
+        _url("SENTINEL_CSRF_TRUSTED_ORIGINS", origin, {"http", "https"})
+    hsts = env.get("SENTINEL_HSTS_SECONDS", "31536000").strip()
+    if not hsts.isdigit():
+        raise ImproperlyConfigured(
+            f"SENTINEL_HSTS_SECONDS={hsts!r} is not a whole number of seconds (0 turns HSTS off)."
+        )
+    return {
+        "authz": authz,
+        "remote_user_header": headers["SENTINEL_REMOTE_USER_HEADER"],
+        "remote_groups_header": headers["SENTINEL_REMOTE_GROUPS_HEADER"],
+        "metrics_token": env.get("SENTINEL_METRICS_TOKEN", ""),
+        "hsts_seconds": int(hsts),
+        "secure_ssl_redirect": _bool(
+            "SENTINEL_SECURE_SSL_REDIRECT", env.get("SENTINEL_SECURE_SSL_REDIRECT", "")
+        ),
+        "secure_proxy_ssl_header": _proxy_header(proxy_header),
+        "csrf_trusted_origins": origins,
+        "num_proxies": _count("SENTINEL_NUM_PROXIES", env.get("SENTINEL_NUM_PROXIES", "0")),
+        "secure_cookies": _bool(
+            "SENTINEL_SECURE_COOKIES",
+            env.get("SENTINEL_SECURE_COOKIES", "false" if _debug(env) else "true"),
+        ),
+    }
+
+
+def _count(name: str, raw: str) -> int:
+    value = raw.strip()
+    if not value.isdigit() or int(value) > 10:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number from 0 to 10.")
+    return int(value)
+
+
+def _debug(env: Mapping[str, str]) -> bool:
+    return _bool("SENTINEL_DEBUG", env.get("SENTINEL_DEBUG", ""))
+
+
+def _header(name: str, raw: str) -> str:
+    value = raw.strip()
+    if value and not _HTTP_HEADER.match(value):
+        raise ImproperlyConfigured(f"{name}={raw!r} is not an HTTP header name.")
+    return value
+
+
+def _proxy_header(raw: str) -> tuple[str, str] | None:
+    # "X-Forwarded-Proto: https" -> ("HTTP_X_FORWARDED_PROTO", "https"); "" turns it off.
+    if not raw.strip():
+        return None
+    header, _, value = raw.partition(":")
+    if not value.strip() or not _HTTP_HEADER.match(header.strip()):
+        raise ImproperlyConfigured(
+            f"SENTINEL_SECURE_PROXY_SSL_HEADER={raw!r} is not 'Header-Name: value', e.g. "
+            "'X-Forwarded-Proto: https'."
+        )
+    return "HTTP_" + header.strip().upper().replace("-", "_"), value.strip()

@@ -28,6 +28,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # 413 for bodies announced over DATA_UPLOAD_MAX_MEMORY_SIZE, before anything reads them.
+    "sentinel_site.limits.BodySizeLimitMiddleware",
     # Serves the admin's and the API docs' static files from gunicorn, so the UI needs no CDN
     # and no separate web server.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -35,9 +37,14 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Single sign-on from a trusted proxy's header; does nothing unless that header is named.
+    "analyses.sso.ProxyUserMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+
+# Larger bodies are refused with 413 before any parsing (SPEC §7.1: 1 MiB).
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 
 ROOT_URLCONF = "sentinel_site.urls"
 WSGI_APPLICATION = "sentinel_site.wsgi.application"
@@ -117,7 +124,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # JSON in and out only: errors stay JSON even for a browser.
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # JSON that is too deep or too large is a 400 / 413, never a 500 (analyses/api/parsers.py).
+    "DEFAULT_PARSER_CLASSES": ["analyses.api.parsers.BoundedJSONParser"],
+    # evaluate/ per user; failed token authentications per client address (429, Retry-After).
+    "DEFAULT_THROTTLE_RATES": {"evaluate": "30/min", "token_failure": "60/min"},
+    # How many X-Forwarded-For hops to believe when telling clients apart (SENTINEL_NUM_PROXIES).
+    "NUM_PROXIES": SENTINEL.num_proxies,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Maps service errors to 400/409/502/503 and adds a stable "code" to error bodies.
     "EXCEPTION_HANDLER": "analyses.api.exceptions.exception_handler",
@@ -134,8 +146,9 @@ SPECTACULAR_SETTINGS = {
         "`python manage.py create_api_token USERNAME` prints one) or a browser session."
     ),
     "VERSION": "v1",
-    # The schema document itself is public (it holds no data); every endpoint needs a login.
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and its docs page need a login like every endpoint (401 otherwise).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # Separate request and response components, so status is absent from request bodies.
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -146,3 +159,46 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"OutcomeEnum": "analyses.models.OUTCOME_CHOICES"},
 }
 # --- end REST API ---------------------------------------------------------------------------
+
+# --- Who may do what, where (SPEC §7.1; analyses/access.py, analyses/sso.py) ----------------
+# Only these namespaces exist for the API, the admin and the services; () means all.
+SENTINEL_NAMESPACES: tuple[str, ...] = SENTINEL.namespaces
+# "django": NamespaceGrant rows; "kubernetes": a SubjectAccessReview per question.
+SENTINEL_AUTHZ = SENTINEL.authz
+# How long one SubjectAccessReview answer is reused for the same user and question.
+SENTINEL_AUTHZ_CACHE_SECONDS = 5.0
+SENTINEL_REMOTE_USER_HEADER = SENTINEL.remote_user_header
+SENTINEL_REMOTE_GROUPS_HEADER = SENTINEL.remote_groups_header
+SENTINEL_METRICS_TOKEN = SENTINEL.metrics_token
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
+if SENTINEL_REMOTE_USER_HEADER:
+    # Users named by the proxy are created on first sight, without a usable password.
+    AUTHENTICATION_BACKENDS.insert(0, "analyses.sso.ProxyUserBackend")
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": f"django.contrib.auth.password_validation.{name}"}
+    for name in (
+        "UserAttributeSimilarityValidator",
+        "MinimumLengthValidator",
+        "CommonPasswordValidator",
+        "NumericPasswordValidator",
+    )
+]
+# Failed admin logins allowed per username and per client address within the window.
+SENTINEL_LOGIN_ATTEMPTS = 5
+SENTINEL_LOGIN_WINDOW_SECONDS = 300
+
+# HTTPS: TLS usually ends at the proxy in front; these make Django trust and enforce it.
+SESSION_COOKIE_SECURE = SENTINEL.secure_cookies
+CSRF_COOKIE_SECURE = SENTINEL.secure_cookies
+SECURE_HSTS_SECONDS = SENTINEL.hsts_seconds
+SECURE_HSTS_INCLUDE_SUBDOMAINS = bool(SENTINEL.hsts_seconds)
+SECURE_HSTS_PRELOAD = bool(SENTINEL.hsts_seconds)
+SECURE_SSL_REDIRECT = SENTINEL.secure_ssl_redirect
+SECURE_PROXY_SSL_HEADER = SENTINEL.secure_proxy_ssl_header
+CSRF_TRUSTED_ORIGINS = list(SENTINEL.csrf_trusted_origins)
+X_FRAME_OPTIONS = "DENY"
+
+# Throttle state (login failures, DRF throttles) in process memory: per web worker.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# --- end who may do what, where -------------------------------------------------------------

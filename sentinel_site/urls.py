@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import include, path
 
-from sentinel_operator.metrics import metrics_view
+from sentinel_site.limits import guarded_metrics
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -13,7 +13,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
-    path("metrics", metrics_view, name="metrics"),
+    path("metrics", guarded_metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("analyses.api.urls")),
 ]

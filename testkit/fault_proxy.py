@@ -2,8 +2,9 @@
 
 Outage tests (the ``fault_proxy`` fixture) point the operator at this proxy
 and switch its mode from Python: pass-through, a fixed 5xx status, a slow answer, an HTML
-page, truncated JSON, a connection cut mid-body, or a Prometheus ``"status":"error"`` body. It
-counts the ``/api/v1/query`` requests it sees and records their Authorization header, so
+page, truncated JSON, a connection cut mid-body, a Prometheus ``"status":"error"`` body, a
+body given byte for byte, or a huge answer (generated as it is sent, never held in memory).
+It counts the ``/api/v1/query`` requests it sees and records their Authorization header, so
 tests can assert the query cadence during an outage and that the bearer token was sent.
 """
 
@@ -22,7 +23,7 @@ from testkit.serving import RunningServer, serve
 
 QUERY_PATH = "/api/v1/query"
 
-FaultKind = Literal["pass", "status", "slow", "html", "truncated", "cut", "error"]
+FaultKind = Literal["pass", "status", "slow", "html", "truncated", "cut", "error", "huge", "body"]
 
 # The HTTP status Prometheus itself uses for each errorType.
 _ERROR_STATUS = {
@@ -50,6 +51,11 @@ class Fault:
     delay: float = 0.0
     error_type: str = ""
     error: str = ""
+    # "huge": how many bytes to send, and whether to announce them in Content-Length.
+    size: int = 0
+    declare_length: bool = False
+    # "body": the exact bytes to answer with.
+    body: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -139,6 +145,20 @@ class FaultProxy(StartStop):
         text = error or f"injected {error_type} error"
         self.set_fault(Fault("error", status=code, error_type=error_type, error=text))
 
+    def huge(self, size: int, *, declare_length: bool = False) -> None:
+        """Answer 200 with a Prometheus-shaped vector of ``size`` bytes (~80 bytes per series).
+
+        Only its size counts: the body is cut at ``size`` and need not end as valid JSON.
+
+        Without ``declare_length`` the body ends when the connection closes, so a client
+        learns its size only by reading it.
+        """
+        self.set_fault(Fault("huge", size=size, declare_length=declare_length))
+
+    def body(self, content: bytes, *, status: int = 200) -> None:
+        """Answer ``status`` with exactly ``content`` as JSON (e.g. JSON nested 100,000 deep)."""
+        self.set_fault(Fault("body", status=status, body=content))
+
     # -- what it saw -----------------------------------------------------------------------
 
     @property
@@ -206,6 +226,10 @@ class _Handler(BaseHTTPRequestHandler):
             error = {"status": "error", "errorType": fault.error_type, "error": fault.error}
             payload = json.dumps(error).encode()
             self._answer(fault.status, payload, "application/json")
+        elif fault.kind == "huge":
+            self._huge(fault)
+        elif fault.kind == "body":
+            self._answer(fault.status, fault.body, "application/json")
         else:
             if fault.kind == "slow" and proxy._stopping.wait(fault.delay):
                 # The proxy is stopping: hang up instead of answering late.
@@ -239,6 +263,32 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         else:
             self._answer(status, content, content_type)
+
+    def _huge(self, fault: Fault) -> None:
+        head = b'{"status":"success","data":{"resultType":"vector","result":['
+        tail = b"]}}"
+        series = b'{"metric":{"__name__":"sentinel_test_value","case":"huge"},"value":[1,"1"]},'
+        # One MiB of series per write; the body is generated as it goes out.
+        block = series * (1024 * 1024 // len(series))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if fault.declare_length:
+            self.send_header("Content-Length", str(fault.size))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        remaining = fault.size - len(head) - len(tail)
+        try:
+            self.wfile.write(head)
+            while remaining > 0:
+                piece = block[:remaining] if remaining < len(block) else block
+                self.wfile.write(piece)
+                remaining -= len(piece)
+            self.wfile.write(tail)
+            self.wfile.flush()
+        except OSError:
+            # The client stopped reading at its cap and hung up: the point of this mode.
+            return
 
     def _answer(
         self, status: int, content: bytes, content_type: str, *, length: int | None = None

@@ -27,12 +27,13 @@ from testkit.fault_proxy import FaultProxy
 from testkit.paths import MANAGE, REPO_ROOT
 from testkit.ports import free_port
 from testkit.processes import ChildProcess
+from testkit.site_env import with_defaults
 from testkit.waiting import wait_until
 
 
 def migrate_database(path: Path) -> Path:
     """Create a migrated SQLite database at ``path``, fold its WAL into the file; return it."""
-    env = dict(os.environ, DATABASE_URL=f"sqlite:///{path}")
+    env = with_defaults(dict(os.environ, DATABASE_URL=f"sqlite:///{path}"))
     subprocess.run(
         [sys.executable, str(MANAGE), "migrate", "-v0"],
         env=env,
@@ -77,7 +78,7 @@ class OperatorProcess:
         # Each process its own multiprocess-metrics directory.
         self.metrics_dir = self.workdir / f"{self.identity}-metrics"
         self.env = {
-            **os.environ,
+            **with_defaults(os.environ),
             "DATABASE_URL": f"sqlite:///{database}",
             "KUBECONFIG": str(kubeconfig),
             "SENTINEL_PROMETHEUS_URL": prometheus_url,

@@ -3,8 +3,9 @@
 ``RealCluster`` spawns ``python -m realcluster`` on a free port, waits until it has written
 its admin kubeconfig (which it does only once ``/readyz`` is ``ok``) and ``/version``
 answers, and offers a configured ``kubernetes`` client and a ``kubectl`` runner. Its public
-surface mirrors ``devcluster.testing.DevCluster`` (without devcluster's fault hooks), so a
-fixture can be parametrized over both clusters.
+surface mirrors ``testkit.devcluster.DevCluster`` (without devcluster's fault hooks), so a
+fixture can be parametrized over both clusters, and ``python -m demo`` (``make demo
+CLUSTER=real``) starts it as it starts devcluster: ``launch``, then ``wait_ready``.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ from __future__ import annotations
 import base64
 import os
 import shutil
-import signal
 import ssl
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from testkit.ports import free_port
+from testkit.processes import ChildProcess
 
 if TYPE_CHECKING:
     import kubernetes.client
@@ -55,29 +57,50 @@ class RealCluster:
         data_dir: Path | None = None,
         port: int | None = None,
         controllers: bool = True,
+        new_session: bool = False,
     ) -> None:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self.port = port
         self.controllers = controllers
+        # Its own session (the demo's choice): a terminal's Ctrl-C reaches only the caller,
+        # which then stops the launcher, and the launcher its three components, in order.
+        self.new_session = new_session
         self.kubeconfig = self.workdir / "kubeconfig"
         self.ca_file = self.workdir / "ca.crt"
+        self.log_path = self.workdir / "realcluster.log"
         self.url = ""
         self.admin_token = ""
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log_path = self.workdir / "realcluster.log"
+        self._child: ChildProcess | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
     @property
     def pid(self) -> int | None:
         """The launcher's process id while it runs."""
-        return self._process.pid if self._process is not None else None
+        return self._child.pid if self._child is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._child is not None and self._child.running
+
+    @property
+    def returncode(self) -> int | None:
+        """Return the exit code of a launcher that exited on its own (None while it runs)."""
+        return None if self._child is None else self._child.returncode
 
     def start(self, timeout: float = 120) -> None:
         """Spawn the launcher and wait until its kubeconfig is written and /version answers."""
-        if self._process is not None:
+        self.launch(ready_timeout=timeout)
+        self.wait_ready(timeout + 5)
+
+    def launch(self, ready_timeout: float = 120) -> None:
+        """Spawn the launcher without waiting for it (``wait_ready`` waits).
+
+        The launcher itself gives up, and says why in its log, after ``ready_timeout``.
+        """
+        if self.running:
             raise RuntimeError("RealCluster is already running.")
         if self.port is None:
             self.port = free_port()
@@ -92,7 +115,7 @@ class RealCluster:
             "--kubeconfig",
             str(self.kubeconfig),
             "--ready-timeout",
-            str(timeout),
+            str(ready_timeout),
         ]
         if self.data_dir is not None:
             command += ["--data-dir", str(self.data_dir)]
@@ -101,14 +124,25 @@ class RealCluster:
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-        log = self._log_path.open("ab")
-        self._process = subprocess.Popen(command, stdout=log, stderr=log, env=env)
-        log.close()
-        deadline = time.monotonic() + timeout + 5
+        # A ChildProcess is SIGTERMed by the kernel when its parent dies, and the launcher
+        # answers SIGTERM by stopping its components: a killed test run or demo leaves nothing.
+        self._child = ChildProcess(
+            command, log=self.log_path, env=env, name="realcluster", new_session=self.new_session
+        )
+        self._child.start()
+
+    def wait_ready(self, timeout: float = 125, check: Callable[[], None] | None = None) -> None:
+        """Wait until the kubeconfig is written and /version answers; ``check`` runs each poll."""
+        child = self._child
+        if child is None:
+            raise RuntimeError("RealCluster.wait_ready before launch.")
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                output = self._log_path.read_text(errors="replace")[-3000:]
-                self._process = None
+            if check is not None:
+                check()
+            if not child.running:
+                output = self.log_path.read_text(errors="replace")[-3000:]
+                self._child = None
                 raise RuntimeError(f"realcluster exited during start-up:\n{output}")
             if self.kubeconfig.exists() and self._load_kubeconfig() and self._version_answers():
                 return
@@ -116,19 +150,17 @@ class RealCluster:
         self.stop()
         raise TimeoutError(f"realcluster did not become ready within {timeout} seconds.")
 
+    def terminate(self) -> None:
+        """Send SIGTERM without waiting, so the caller can stop other children meanwhile."""
+        if self._child is not None:
+            self._child.terminate()
+
     def stop(self) -> None:
         """SIGTERM the launcher (which stops all three components) and wait for it to exit."""
-        process, self._process = self._process, None
-        if process is None:
-            return
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                # The children die with it (PR_SET_PDEATHSIG).
-                process.kill()
-                process.wait(timeout=10)
+        child, self._child = self._child, None
+        if child is not None:
+            # SIGKILL after the timeout; the components then die with it (PR_SET_PDEATHSIG).
+            child.stop(timeout=STOP_TIMEOUT)
 
     def restart(self) -> None:
         """Stop and start again on the same port and data dir."""

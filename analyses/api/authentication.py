@@ -7,6 +7,7 @@ class); session authentication (browser, CSRF enforced) comes second.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django.utils import timezone
@@ -16,7 +17,17 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
 from analyses import tokens
+from analyses.api.throttles import TokenFailureThrottle
 from analyses.token_models import ApiToken
+
+
+class TooManyFailures(AuthenticationFailed):
+    """429, not 401: this client guessed wrong too often; ``Retry-After`` says how long."""
+
+    status_code = 429
+    default_detail = "Too many failed authentications; try again later."
+    default_code = "throttled"
+
 
 # Both spellings name the same tokens; Bearer is what generic HTTP tooling sends.
 _KEYWORDS = (b"token", b"bearer")
@@ -29,6 +40,19 @@ class ApiTokenAuthentication(BaseAuthentication):
         parts = get_authorization_header(request).split()
         if not parts or parts[0].lower() not in _KEYWORDS:
             return None
+        throttle = TokenFailureThrottle()
+        if throttle.blocked(request):
+            refusal = TooManyFailures()
+            # DRF's exception handler turns ``wait`` into the Retry-After header.
+            refusal.wait = math.ceil(throttle.wait() or 1)  # type: ignore[attr-defined]
+            raise refusal
+        try:
+            return self._authenticate(parts, request)
+        except AuthenticationFailed:
+            throttle.failed(request)
+            raise
+
+    def _authenticate(self, parts: list[bytes], request: Request) -> tuple[Any, ApiToken]:
         if len(parts) != 2:
             raise AuthenticationFailed(
                 "Invalid Authorization header: send 'Token <token>' or 'Bearer <token>'."
@@ -39,7 +63,7 @@ class ApiTokenAuthentication(BaseAuthentication):
             raise AuthenticationFailed("Invalid token.") from None
         token = tokens.check(plaintext, now=timezone.now())
         if token is None:
-            raise AuthenticationFailed("Invalid or revoked token.")
+            raise AuthenticationFailed("Invalid, expired or revoked token.")
         if not token.user.is_active:
             raise AuthenticationFailed("The token's user is inactive.")
         return token.user, token

@@ -11,10 +11,14 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404, HttpRequest, JsonResponse
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, status
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
+from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from analyses import services
@@ -85,10 +89,20 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     return response
 
 
-def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
-    """Answer any unknown path under the API with a JSON 404 instead of Django's HTML page."""
-    hint = "" if request.path.endswith("/") else " API paths end with a slash."
-    return JsonResponse(
-        {"detail": f"No API endpoint at {request.path}.{hint}", "code": "not_found"},
-        status=status.HTTP_404_NOT_FOUND,
-    )
+@extend_schema(exclude=True)
+class NotFoundView(APIView):
+    """Answer any unknown path under the API with a JSON 404 instead of Django's HTML page.
+
+    A DRF view so that, like every path under ``/api/``, it is 401 without credentials: what
+    exists there is no business of the anonymous (SPEC §7.1).
+    """
+
+    # Authentication and throttles come from the REST_FRAMEWORK defaults.
+    permission_classes = [IsAuthenticated]
+
+    def _answer(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        path = request.path
+        hint = "" if path.endswith("/") else " API paths end with a slash."
+        raise exceptions.NotFound(f"No API endpoint at {path}.{hint}")
+
+    get = post = put = patch = delete = head = options = _answer

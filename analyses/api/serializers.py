@@ -19,6 +19,7 @@ import yaml
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from analyses import scope
 from analyses.models import Analysis, Evaluation, MetricResult
 from sentinel_core.spec import DNS1123_LABEL, DNS1123_SUBDOMAIN, InvalidSpecError, parse_spec
 
@@ -106,6 +107,9 @@ class AnalysisSerializer(serializers.Serializer):
             except InvalidSpecError as exc:
                 errors.pop("spec", None)
                 errors.update(exc.by_field())
+        namespace = values.get("namespace")
+        if isinstance(namespace, str) and not scope.in_scope(namespace):
+            errors["namespace"] = [scope.outside_message(namespace)]
         if isinstance(self.instance, Analysis):
             for field in ("namespace", "name"):
                 given = values.get(field)

@@ -11,7 +11,7 @@ from typing import Any
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from analyses.api.exceptions import not_found
+from analyses.api.exceptions import NotFoundView
 from analyses.api.views import AnalysisViewSet
 
 app_name = "api"
@@ -47,5 +47,5 @@ urlpatterns = [
     # loads fonts from Google.)
     path("schema/docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     # Last: anything else under /api/v1/ is a JSON 404, not Django's HTML page.
-    re_path(r"^.*$", not_found, name="not-found"),
+    re_path(r"^.*$", NotFoundView.as_view(), name="not-found"),
 ]

@@ -20,11 +20,12 @@ from drf_spectacular.utils import (
 )
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.filters import SearchFilter
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from analyses import services
+from analyses import access, services
 from analyses.api.filters import AnalysisFilter, EvaluationWindowFilter
 from analyses.api.pagination import AnalysisPagination, EvaluationPagination
 from analyses.api.permissions import AnalysisPermissions
@@ -35,6 +36,7 @@ from analyses.api.serializers import (
     EvaluateSerializer,
     EvaluationSerializer,
 )
+from analyses.api.throttles import EvaluateThrottle
 from analyses.models import Analysis, Evaluation
 
 _FIELD_ERRORS = OpenApiResponse(
@@ -64,7 +66,7 @@ def _error(description: str) -> OpenApiResponse:
 
 _READ_ERRORS = {
     401: _error("No or invalid credentials."),
-    403: _error("The user lacks the model permission."),
+    403: _error("The user lacks the model permission or the right in this namespace."),
 }
 _DETAIL_ERRORS = {**_READ_ERRORS, 404: _error("No such analysis.")}
 _WRITE_ERRORS = {
@@ -140,16 +142,40 @@ class AnalysisViewSet(
     # ?search= matches any of these, case-insensitively.
     search_fields = ["name", "namespace", "target_name"]
 
+    # What each action asks of analyses.access, besides the model permission.
+    verbs = {
+        "retrieve": access.Verb.GET,
+        "evaluations": access.Verb.GET,
+        "update": access.Verb.UPDATE,
+        "partial_update": access.Verb.PATCH,
+        "destroy": access.Verb.DELETE,
+        "resume": access.Verb.RESUME,
+        "evaluate": access.Verb.RESUME,
+    }
+
+    def get_queryset(self) -> QuerySet[Analysis]:
+        # Only the namespaces the user may list, inside SENTINEL_NAMESPACES: the rest is 404.
+        return access.visible(self.request.user, super().get_queryset())
+
     def get_object(self) -> Analysis:
         # List filters do not apply to a lookup by namespace and name.
         analysis = get_object_or_404(
             self.get_queryset(), namespace=self.kwargs["namespace"], name=self.kwargs["name"]
         )
         self.check_object_permissions(self.request, analysis)
+        # OPTIONS ("metadata") looks the object up to describe the forms: a read.
+        verb = self.verbs.get(self.action, access.Verb.GET)
+        if not access.allows(self.request.user, verb, analysis.namespace):
+            # Seen (listed) but not allowed: 403, where an unseen one was 404 above.
+            raise PermissionDenied(
+                f"You may not {verb.value} analyses in namespace {analysis.namespace}."
+            )
         return analysis
 
     def perform_create(self, serializer: AnalysisSerializer) -> None:
         data = serializer.validated_data
+        if not access.allows(self.request.user, access.Verb.CREATE, data["namespace"]):
+            raise PermissionDenied(f"You may not create analyses in namespace {data['namespace']}.")
         serializer.instance = services.create_analysis(
             data["namespace"], data["name"], data["spec"]
         )
@@ -218,10 +244,16 @@ class AnalysisViewSet(
         responses={
             202: EvaluateSerializer,
             **_DETAIL_ERRORS,
+            429: _error("Too many evaluate requests; retry after Retry-After seconds."),
             409: _error("The analysis was deleted meanwhile."),
         },
     )
-    @action(detail=True, methods=["post"], serializer_class=EvaluateSerializer)
+    @action(
+        detail=True,
+        methods=["post"],
+        serializer_class=EvaluateSerializer,
+        throttle_classes=[EvaluateThrottle],
+    )
     def evaluate(self, request: Request, namespace: str, name: str) -> Response:
         analysis = self.get_object()
         due = services.evaluate_now(analysis)

@@ -13,6 +13,8 @@ from typing import Any
 import requests
 from django.contrib.auth.models import Permission, User
 
+from analyses.grant_models import NamespaceGrant
+
 _users = itertools.count(1)
 
 ALL_PERMISSIONS = ("view_analysis", "add_analysis", "change_analysis", "delete_analysis")
@@ -54,8 +56,14 @@ class Api:
 MakeApi = Callable[..., Api]
 
 
-def make_user(*codenames: str, is_superuser: bool = False) -> User:
-    """Create a user holding the ``analyses`` permissions ``codenames`` (e.g. view_analysis)."""
+def make_user(
+    *codenames: str, is_superuser: bool = False, namespaces: tuple[str, ...] = ("*",)
+) -> User:
+    """Create a user holding the ``analyses`` permissions ``codenames`` (e.g. view_analysis).
+
+    The user may view, edit and resume in ``namespaces`` (a NamespaceGrant each; ``*`` is
+    every namespace), so that model permissions alone decide unless a test narrows them.
+    """
     user = User.objects.create_user(
         f"user{next(_users)}", password="pw-for-tests", is_superuser=is_superuser
     )
@@ -65,4 +73,8 @@ def make_user(*codenames: str, is_superuser: bool = False) -> User:
         )
         assert permissions.count() == len(codenames), codenames
         user.user_permissions.add(*permissions)
+    for namespace in namespaces:
+        NamespaceGrant.objects.create(
+            user=user, namespace=namespace, can_view=True, can_edit=True, can_resume=True
+        )
     return user

@@ -21,9 +21,17 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
 
 
+def _signed_in() -> dict[str, str]:
+    # The schema and its docs page need a login like every endpoint (tests/api/test_abuse.py).
+    return {"Authorization": f"Token {tokens.issue(make_user(), now=timezone.now()).plaintext}"}
+
+
 def test_schema_describes_every_endpoint(live_server: Any) -> None:
     response = requests.get(
-        f"{live_server.url}/api/v1/schema/", params={"format": "json"}, timeout=30
+        f"{live_server.url}/api/v1/schema/",
+        params={"format": "json"},
+        headers=_signed_in(),
+        timeout=30,
     )
     assert response.status_code == 200
     schema = response.json()
@@ -54,7 +62,9 @@ def test_schema_describes_every_endpoint(live_server: Any) -> None:
 
 
 def test_docs_page_loads_nothing_from_another_host(live_server: Any) -> None:
-    response = requests.get(f"{live_server.url}/api/v1/schema/docs/", timeout=30)
+    response = requests.get(
+        f"{live_server.url}/api/v1/schema/docs/", headers=_signed_in(), timeout=30
+    )
     assert response.status_code == 200
     html = response.text
     assets = re.findall(r'(?:src|href)="([^"]+)"', html)

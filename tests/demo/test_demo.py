@@ -3,6 +3,8 @@
 The demo runs as a subprocess with its story shortened through its environment knobs
 (regression after 5 s, a 5 s interval over a 20 s rate window), on free ports and in a
 scratch directory, against real devcluster, Prometheus, operator, runserver and kubectl.
+``make demo CLUSTER=real`` runs once more, on the real control plane (SPEC §9a), only as long
+as it takes to come up, give the analysis a status and stop on a terminal's Ctrl-C.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import requests
 
 from testkit.kubectl import run_kubectl
 from testkit.paths import REPO_ROOT
-from testkit.ports import free_port
+from testkit.ports import free_port, port_is_free
 from testkit.processes import alive, descendants
 from testkit.waiting import wait_until
 
@@ -43,15 +45,23 @@ _USER_PATH = os.pathsep.join(
 class DemoProcess:
     """The demo subprocess with its output collected line by line."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        argv: list[str] | None = None,
+        *,
+        new_session: bool = False,
+    ) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "demo"],
+            argv or [sys.executable, "-m", "demo"],
             cwd=REPO_ROOT,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            # Its own process group, for a Ctrl-C sent as a terminal sends it: to the group.
+            start_new_session=new_session,
         )
         self.lines: list[str] = []
         self._queue: queue.Queue[str] = queue.Queue()
@@ -132,6 +142,7 @@ def test_demo_tells_the_story_and_stops_cleanly(
     password = demo.wait_for_line(r"user admin, password (\S+)", timeout=1)[1]
     kubeconfig = demo.wait_for_line(r"export KUBECONFIG=(\S+)", timeout=1)[1]
     assert kubeconfig == str(Path(demo_env["SENTINEL_DEMO_DIR"]) / "kubeconfig")
+    demo.wait_for_line(r"Cluster: +devcluster .* at https://127\.0\.0\.1:\d+$", timeout=1)
     for command in ("kubectl get ra -w", "kubectl describe ra checkout", "rollout resume"):
         assert command in demo.output
     banner = _banner(demo)
@@ -224,6 +235,26 @@ def test_a_busy_web_port_is_one_clear_line(demo_env: dict[str, str]) -> None:
     assert not Path(demo_env["SENTINEL_DEMO_DIR"]).exists()  # nothing started, nothing made
 
 
+def test_an_unbuilt_real_control_plane_is_one_clear_line(
+    demo_env: dict[str, str], tmp_path: Path
+) -> None:
+    # An empty binary cache: `python -m demo` cannot build (make demo CLUSTER=real does).
+    result = subprocess.run(
+        [sys.executable, "-m", "demo"],
+        cwd=REPO_ROOT,
+        env=dict(demo_env, SENTINEL_DEMO_CLUSTER="real", REALCLUSTER_CACHE=str(tmp_path / "empty")),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 1
+    [line] = result.stdout.splitlines()
+    assert line.startswith("demo: the real control plane is not built: "), line
+    assert line.endswith("run `make realcluster` first."), line
+    assert "Traceback" not in result.stdout + result.stderr
+    assert not Path(demo_env["SENTINEL_DEMO_DIR"]).exists()  # nothing started, nothing made
+
+
 def test_a_child_dying_early_stops_the_demo_with_its_log(demo: DemoProcess) -> None:
     demo.wait_for_line(r"Rollout Sentinel demo is up", timeout=60)
     children = descendants(demo.process.pid)
@@ -243,3 +274,97 @@ def test_a_child_dying_early_stops_the_demo_with_its_log(demo: DemoProcess) -> N
     while any(alive(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [pid for pid in children if alive(pid)]
+
+
+def test_make_demo_runs_on_devcluster_unless_cluster_is_real() -> None:
+    def recipe(*variables: str) -> list[str]:
+        # -n prints the commands without running them; the venv and apt steps are no-ops here.
+        dry = subprocess.run(
+            ["make", "--no-print-directory", "-n", "demo", *variables],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        return dry.stdout.splitlines()
+
+    default = recipe()
+    assert default[-1].endswith("SENTINEL_DEMO_CLUSTER=dev .venv/bin/python -m demo"), default
+    assert not [line for line in default if "realcluster" in line], default
+    real = recipe("CLUSTER=real")
+    # The build (a no-op once built) comes before the demo, which it would otherwise refuse.
+    assert real[-2:] == [
+        "bash realcluster/build.sh",
+        "SENTINEL_DEMO_CLUSTER=real .venv/bin/python -m demo",
+    ], real
+
+
+def _executable(pid: int) -> str:
+    try:
+        return Path(os.readlink(f"/proc/{pid}/exe")).name
+    except OSError:
+        return ""
+
+
+def test_make_demo_cluster_real_comes_up_and_stops_on_ctrl_c(demo_env: dict[str, str]) -> None:
+    started = time.monotonic()
+    make = DemoProcess(
+        demo_env, ["make", "--no-print-directory", "demo", "CLUSTER=real"], new_session=True
+    )
+    try:
+        make.wait_for_line(r"Rollout Sentinel demo is up", timeout=150)
+        print(f"make demo CLUSTER=real up in {time.monotonic() - started:.1f} s")
+        kubeconfig = make.wait_for_line(r"export KUBECONFIG=(\S+)", timeout=1)[1]
+        assert kubeconfig == str(Path(demo_env["SENTINEL_DEMO_DIR"]) / "kubeconfig")
+        make.wait_for_line(r"user admin, password \S+", timeout=1)
+        port = int(
+            make.wait_for_line(
+                r"Cluster: +Kubernetes v1\.37\.2 \(realcluster.* at https://127\.0\.0\.1:(\d+)$",
+                timeout=1,
+            )[1]
+        )
+
+        # The real control plane answers (devcluster calls itself v1.37.0-devcluster), and its
+        # controller manager made the checkout Deployment's ReplicaSet.
+        version = json.loads(
+            run_kubectl(["version", "-o", "json"], kubeconfig=Path(kubeconfig)).stdout
+        )
+        assert version["serverVersion"]["gitVersion"] == "v1.37.2"
+
+        def replicas() -> list[int]:
+            found = _kubectl_json(kubeconfig, "get", "rs", "-l", "app=checkout")["items"]
+            return [rs["spec"]["replicas"] for rs in found]
+
+        assert wait_until(replicas, timeout=15, interval=0.5) == [3]
+        children = descendants(make.process.pid)
+        components = {_executable(pid) for pid in children}
+        assert {"etcd", "kube-apiserver", "kube-controller-manager"} <= components, components
+
+        # The operator gives the analysis a status.
+        def verdict() -> object:
+            analysis = _kubectl_json(kubeconfig, "get", "ra", "checkout")
+            return (analysis.get("status") or {}).get("lastVerdict")
+
+        assert wait_until(verdict, timeout=30, interval=0.5) in {"Pass", "Fail", "Inconclusive"}
+        children = descendants(make.process.pid)
+    finally:
+        # Ctrl-C in a terminal: SIGINT to the foreground process group, make and the demo.
+        stopping = time.monotonic()
+        if make.process.poll() is None:
+            os.killpg(make.process.pid, signal.SIGINT)
+        try:
+            make.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(make.process.pid, signal.SIGKILL)
+            make.process.wait()
+            raise AssertionError(f"make demo did not stop on Ctrl-C:\n{make.output}") from None
+    make.wait_for_line(r"demo: stopped\.", timeout=2)
+    print(f"Ctrl-C to make's exit: {time.monotonic() - stopping:.1f} s")
+    deadline = time.monotonic() + 5
+    while any(alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [(pid, _executable(pid)) for pid in children if alive(pid)]
+    assert "Traceback" not in make.output
+    # kube-apiserver's port is closed again: nothing of the control plane is left.
+    wait_until(lambda: port_is_free(port), timeout=5, what=f"port {port} to close")

@@ -64,10 +64,13 @@ def test_settings_default_to_the_story_and_reject_malformed_values(tmp_path: Pat
         "10s",
         "1m",
     )
+    assert settings.cluster == "dev"
+    assert DemoSettings.from_env({"SENTINEL_DEMO_CLUSTER": "real"}, tmp_path).cluster == "real"
     for name, raw in [
         ("SENTINEL_DEMO_PORT", "eighty"),
         ("SENTINEL_DEMO_REGRESSION_AFTER", "-3"),
         ("SENTINEL_DEMO_INTERVAL", "10"),
+        ("SENTINEL_DEMO_CLUSTER", "kind"),
     ]:
         with pytest.raises(DemoError, match=name):
             DemoSettings.from_env({name: raw}, tmp_path)

@@ -23,23 +23,34 @@ from testkit.clusters import (
     kubeconfig_for_token,
     wait_crd_served,
 )
+from testkit.manifests import to_yaml
 from testkit.namespaces import fresh_namespace
 from testkit.operator import OperatorStarter, StartOperator
-from tests.deploy.kustomize import DEPLOY, HOME, Deployed
+from tests.deploy.kustomize import HOME, OPERATOR_ACCOUNT, Deployed, for_devcluster, render
 
 
 @pytest.fixture(scope="session")
-def deployed(kube_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Deployed:
-    """The session cluster with ``kubectl apply -k deploy/overlays/ha`` applied for real."""
+def deployed(
+    cluster_kind: str, kube_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> Deployed:
+    """The session cluster with deploy/overlays/ha applied for real.
+
+    All of it on the real cluster; on devcluster minus ``NOT_ON_DEVCLUSTER`` (kinds it does
+    not serve: NetworkPolicies and admission policies).
+    """
     workdir = tmp_path_factory.mktemp("deploy")
-    kube_cluster.kubectl("apply", "-k", str(DEPLOY / "overlays" / "ha"))
+    objects = render(kube_cluster, "overlays/ha")
+    if cluster_kind == "dev":
+        objects = for_devcluster(objects)
+    kube_cluster.kubectl("apply", "-f", "-", input=to_yaml(*objects))
     wait_crd_served(kube_cluster)
-    token = create_token(kube_cluster, HOME, HOME)
+    token = create_token(kube_cluster, OPERATOR_ACCOUNT, HOME)
     return Deployed(
         cluster=kube_cluster,
         admin=kube_client(kube_cluster),
         token=token,
         kubeconfig=kubeconfig_for_token(kube_cluster, token, workdir / "sa-kubeconfig"),
+        objects=tuple(objects),
     )
 
 

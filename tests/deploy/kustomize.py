@@ -18,14 +18,27 @@ from testkit.clusters import Cluster
 from testkit.paths import DEPLOY_DIR
 
 DEPLOY = DEPLOY_DIR
-OVERLAYS = ("single", "ha")
-HOME = "rollout-sentinel"  # the namespace and ServiceAccount name of deploy/base
+OVERLAYS = ("single", "ha", "namespaced")
+HOME = "rollout-sentinel"  # the namespace of deploy/base
+OPERATOR_ACCOUNT = "rollout-sentinel-operator"
+WEB_ACCOUNT = "rollout-sentinel-web"
+# Kinds the devcluster double does not serve (no networking.k8s.io, no admission policies):
+# devcluster gets the overlays without them; realcluster gets everything
+# (tests/deploy/test_hardening.py, tests/realcluster/test_admission_policy.py).
+NOT_ON_DEVCLUSTER = frozenset(
+    {"NetworkPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+)
 
 
 def render(cluster: Cluster, directory: str) -> list[dict[str, Any]]:
     """Render ``deploy/<directory>`` with kubectl's built-in kustomize; return the objects."""
     text = cluster.kubectl("kustomize", str(DEPLOY / directory)).stdout
     return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def for_devcluster(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return ``objects`` without the kinds devcluster does not serve."""
+    return [obj for obj in objects if obj["kind"] not in NOT_ON_DEVCLUSTER]
 
 
 @dataclass(frozen=True)
@@ -36,3 +49,5 @@ class Deployed:
     admin: kube.KubeClient
     token: str
     kubeconfig: Path
+    # What was applied: the whole overlay on the real cluster, minus NOT_ON_DEVCLUSTER on dev.
+    objects: tuple[dict[str, Any], ...]

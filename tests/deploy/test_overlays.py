@@ -19,15 +19,26 @@ import yaml
 
 from testkit.clusters import Cluster, NewCluster
 from testkit.devcluster import DevCluster
-from testkit.manifests import to_yaml
+from testkit.manifests import namespace_manifest, to_yaml
 from testkit.paths import CRD_PATH
-from tests.deploy.kustomize import DEPLOY, HOME, OVERLAYS, Deployed, render
+from tests.deploy.kustomize import (
+    HOME,
+    OPERATOR_ACCOUNT,
+    OVERLAYS,
+    WEB_ACCOUNT,
+    Deployed,
+    for_devcluster,
+    render,
+)
 
-SPEC_RULES = [
+NAMESPACED_TEAMS = ("team-a", "team-b")  # SENTINEL_NAMESPACES of deploy/overlays/namespaced
+
+# SPEC §12, one list per account.
+OPERATOR_RULES = [
     {
         "apiGroups": ["sentinel.example.com"],
         "resources": ["rolloutanalyses"],
-        "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+        "verbs": ["get", "list", "watch"],
     },
     {
         "apiGroups": ["sentinel.example.com"],
@@ -39,7 +50,26 @@ SPEC_RULES = [
         "resources": ["deployments"],
         "verbs": ["get", "list", "watch", "patch"],
     },
+    {"apiGroups": ["apps"], "resources": ["replicasets"], "verbs": ["get", "list"]},
     {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
+]
+WEB_RULES = [
+    {
+        "apiGroups": ["sentinel.example.com"],
+        "resources": ["rolloutanalyses"],
+        "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+    },
+    {
+        "apiGroups": ["sentinel.example.com"],
+        "resources": ["rolloutanalyses/status"],
+        "verbs": ["update", "patch"],
+    },
+    {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "patch"]},
+    {
+        "apiGroups": ["authorization.k8s.io"],
+        "resources": ["subjectaccessreviews"],
+        "verbs": ["create"],
+    },
 ]
 LEASE_RULES = [
     {
@@ -62,18 +92,31 @@ def _one(objects: list[dict[str, Any]], kind: str, name_prefix: str = "") -> dic
     return found[0]
 
 
+def _named(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    found = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
+    assert len(found) == 1, f"{kind} {name}: {len(found)}"
+    return found[0]
+
+
 def _config(objects: list[dict[str, Any]]) -> dict[str, str]:
     return dict(_one(objects, "ConfigMap", "rollout-sentinel")["data"])
 
 
+def _servable(cluster_kind: str, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return what the cluster of that kind serves: everything on real, less on devcluster."""
+    return for_devcluster(objects) if cluster_kind == "dev" else objects
+
+
 @pytest.fixture
 def dry_run_cluster(kube_cluster: Cluster) -> Cluster:
-    """The session cluster, holding the overlays' namespace (whatever else it holds)."""
+    """The session cluster, holding the overlays' namespaces (whatever else it holds)."""
     # A server-side dry run stores nothing, so a namespace created by the same dry run does
-    # not exist for the objects inside it — on a real API server too. Only the namespace is
-    # created for real (applied as the overlays have it, so a later ``apply -k`` agrees).
-    namespace = next(o for o in render(kube_cluster, "base") if o["kind"] == "Namespace")
-    kube_cluster.kubectl("apply", "-f", "-", input=to_yaml(namespace))
+    # not exist for the objects inside it — on a real API server too. Only the namespaces are
+    # created for real: rollout-sentinel as the overlays have it (so a later apply agrees), and
+    # those the `namespaced` overlay binds its Roles in.
+    home = next(o for o in render(kube_cluster, "base") if o["kind"] == "Namespace")
+    teams = [namespace_manifest(name) for name in NAMESPACED_TEAMS]
+    kube_cluster.kubectl("apply", "-f", "-", input=to_yaml(home, *teams))
     return kube_cluster
 
 
@@ -91,8 +134,7 @@ def _stored(cluster: Cluster) -> dict[str, list[str]]:
         "namespaced": [
             "get",
             "deployments,services,configmaps,serviceaccounts,roles,rolebindings,pvc,secrets",
-            "-n",
-            HOME,
+            "--all-namespaces",
         ],
     }
     stored: dict[str, list[str]] = {}
@@ -109,10 +151,10 @@ def _stored(cluster: Cluster) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_overlay_passes_server_side_dry_run_and_stores_nothing(
-    dry_run_cluster: Cluster, overlay: str
+    cluster_kind: str, dry_run_cluster: Cluster, overlay: str
 ) -> None:
     cluster = dry_run_cluster
-    objects = render(cluster, f"overlays/{overlay}")
+    objects = _servable(cluster_kind, render(cluster, f"overlays/{overlay}"))
     before = _stored(cluster)
     result = cluster.kubectl(
         "apply", "--dry-run=server", "-f", "-", input=to_yaml(*objects), check=False
@@ -141,29 +183,32 @@ def test_server_side_dry_run_really_validates(dry_run_cluster: Cluster) -> None:
     assert _stored(cluster)["namespaced"] == before
 
 
-def test_single_applies_for_real_into_a_fresh_cluster(new_cluster: NewCluster) -> None:
-    cluster = new_cluster("single")
+def test_single_applies_for_real_into_a_fresh_cluster(
+    cluster_kind: str, new_cluster: NewCluster
+) -> None:
     # Fresh, because the session clusters hold the ``ha`` overlay under the same names.
-    first = cluster.kubectl("apply", "-k", str(DEPLOY / "overlays" / "single"))
+    cluster = new_cluster("single")
+    manifest = to_yaml(*_servable(cluster_kind, render(cluster, "overlays/single")))
+    first = cluster.kubectl("apply", "-f", "-", input=manifest)
     assert "deployment.apps/rollout-sentinel-web created" in first.stdout
     assert "persistentvolumeclaim/rollout-sentinel-data created" in first.stdout
-    again = cluster.kubectl("apply", "-k", str(DEPLOY / "overlays" / "single"))
+    again = cluster.kubectl("apply", "-f", "-", input=manifest)
     assert all(line.endswith(" unchanged") for line in again.stdout.strip().splitlines())
     deployments = json.loads(cluster.kubectl("get", "deploy", "-n", HOME, "-o", "json").stdout)
     names = [item["metadata"]["name"] for item in deployments["items"]]
-    assert names == ["rollout-sentinel-web"]
+    assert names == ["rollout-sentinel-operator", "rollout-sentinel-web"]
     # The claim sits beside the Pod that mounts it.
     assert cluster.kubectl("get", "pvc", "rollout-sentinel-data", "-n", HOME).returncode == 0
 
 
 def test_ha_is_applied_for_real(deployed: Deployed) -> None:
-    """The session's cluster got ``kubectl apply -k deploy/overlays/ha``; it holds the result."""
+    """The session's cluster got deploy/overlays/ha applied; it holds the result."""
     cluster = deployed.cluster
     deployments = json.loads(cluster.kubectl("get", "deploy", "-n", HOME, "-o", "json").stdout)
     replicas = {d["metadata"]["name"]: d["spec"]["replicas"] for d in deployments["items"]}
     assert replicas == {"rollout-sentinel-web": 3, "rollout-sentinel-operator": 2}
     assert cluster.kubectl("get", "crd", "rolloutanalyses.sentinel.example.com").returncode == 0
-    again = cluster.kubectl("apply", "-k", str(DEPLOY / "overlays" / "ha"))
+    again = cluster.kubectl("apply", "-f", "-", input=to_yaml(*deployed.objects))
     assert all(line.endswith(" unchanged") for line in again.stdout.strip().splitlines())
 
 
@@ -178,21 +223,43 @@ def test_rendered_overlay_carries_the_crd_and_exactly_the_spec_rbac(
     assert crd["spec"] == source["spec"]
     assert crd["metadata"]["name"] == source["metadata"]["name"]
     assert "namespace" not in crd["metadata"]  # cluster-scoped, whatever the base's namespace
-    assert _one(objects, "ClusterRole")["rules"] == SPEC_RULES
+    assert _named(objects, "ClusterRole", OPERATOR_ACCOUNT)["rules"] == OPERATOR_RULES
+    assert _named(objects, "ClusterRole", WEB_ACCOUNT)["rules"][:3] == WEB_RULES[:3]
     assert _one(objects, "Role")["rules"] == LEASE_RULES
-    binding = _one(objects, "ClusterRoleBinding")
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": HOME, "namespace": HOME}]
-    assert _one(objects, "RoleBinding")["metadata"]["namespace"] == HOME
+    if overlay != "namespaced":
+        assert _named(objects, "ClusterRole", WEB_ACCOUNT)["rules"] == WEB_RULES
+        for account in (OPERATOR_ACCOUNT, WEB_ACCOUNT):
+            binding = _named(objects, "ClusterRoleBinding", account)
+            assert binding["subjects"] == [
+                {"kind": "ServiceAccount", "name": account, "namespace": HOME}
+            ]
+    leader = _one(objects, "RoleBinding", "rollout-sentinel-leader-election")
+    assert leader["metadata"]["namespace"] == HOME
+    assert leader["subjects"] == [
+        {"kind": "ServiceAccount", "name": OPERATOR_ACCOUNT, "namespace": HOME}
+    ]
     # Everything namespaced lands in rollout-sentinel; no Secret is ever rendered.
+    cluster_scoped = {
+        "Namespace",
+        "CustomResourceDefinition",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        # kustomize does not know these are cluster-scoped and stamps the namespace on them;
+        # kubectl drops it (tests/deploy/test_hardening.py applies them to realcluster).
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
     for obj in objects:
-        if obj["kind"] not in {"Namespace", "CustomResourceDefinition", "ClusterRole"} and (
-            obj["kind"] != "ClusterRoleBinding"
-        ):
+        if obj["kind"] not in cluster_scoped and obj["metadata"]["name"] not in {
+            OPERATOR_ACCOUNT,
+            WEB_ACCOUNT,
+        }:
             assert obj["metadata"]["namespace"] == HOME, obj["metadata"]
     assert not _find(objects, "Secret")
     for deployment in _find(objects, "Deployment"):
         pod = deployment["spec"]["template"]["spec"]
-        assert pod["serviceAccountName"] == HOME
+        account = deployment["metadata"]["name"]  # each Deployment runs as its own account
+        assert pod["serviceAccountName"] == account
         assert pod["securityContext"]["runAsNonRoot"] is True
         for container in [*pod["containers"], *pod.get("initContainers", [])]:
             # A read-only root filesystem needs a writable /tmp (metrics files, gunicorn).
@@ -204,21 +271,27 @@ def test_rendered_overlay_carries_the_crd_and_exactly_the_spec_rbac(
             assert config == _one(objects, "ConfigMap")["metadata"]["name"]
 
 
-def test_single_is_one_pod_on_sqlite_on_a_volume(devcluster: DevCluster) -> None:
+def test_single_is_one_replica_each_on_sqlite_on_a_volume(devcluster: DevCluster) -> None:
     objects = render(devcluster, "overlays/single")
-    assert [d["metadata"]["name"] for d in _find(objects, "Deployment")] == ["rollout-sentinel-web"]
-    web = _one(objects, "Deployment", "rollout-sentinel-web")
-    assert web["spec"]["replicas"] == 1
-    # Recreate: two pods writing one SQLite file on a ReadWriteOnce volume is never wanted.
-    assert web["spec"]["strategy"] == {"type": "Recreate"}
-    pod = web["spec"]["template"]["spec"]
-    assert sorted(c["name"] for c in pod["containers"]) == ["operator", "web"]
-    assert [c["name"] for c in pod["initContainers"]] == ["migrate"]
-    claim = next(v for v in pod["volumes"] if v["name"] == "data")
-    assert claim["persistentVolumeClaim"]["claimName"] == "rollout-sentinel-data"
+    deployments = {d["metadata"]["name"]: d for d in _find(objects, "Deployment")}
+    assert sorted(deployments) == [OPERATOR_ACCOUNT, WEB_ACCOUNT]
+    claim_name = _one(objects, "PersistentVolumeClaim")["metadata"]["name"]
     assert _one(objects, "PersistentVolumeClaim")["spec"]["accessModes"] == ["ReadWriteOnce"]
-    for container in [*pod["containers"], *pod["initContainers"]]:
-        assert {"name": "data", "mountPath": "/data"} in container["volumeMounts"]
+    for deployment in deployments.values():
+        assert deployment["spec"]["replicas"] == 1
+        # Recreate: two pods of one Deployment writing one SQLite file is never wanted.
+        assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+        pod = deployment["spec"]["template"]["spec"]
+        assert len(pod["containers"]) == 1  # never the web app and the operator in one Pod
+        claim = next(v for v in pod["volumes"] if v["name"] == "data")
+        assert claim["persistentVolumeClaim"]["claimName"] == claim_name
+        for container in [*pod["containers"], *pod.get("initContainers", [])]:
+            assert {"name": "data", "mountPath": "/data"} in container["volumeMounts"]
+    # The ReadWriteOnce volume is mountable on one node only: the operator follows the web Pod.
+    affinity = deployments[OPERATOR_ACCOUNT]["spec"]["template"]["spec"]["affinity"]
+    term = affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    assert term["labelSelector"]["matchLabels"] == {"app.kubernetes.io/component": "web"}
+    assert term["topologyKey"] == "kubernetes.io/hostname"
     config = _config(objects)
     assert config["DATABASE_URL"] == "sqlite:////data/sentinel.sqlite3"
     assert "SENTINEL_BROKER_URL" not in config  # django-q2's ORM broker on the same file
@@ -229,7 +302,9 @@ def test_ha_runs_replicas_on_postgres_and_redis(devcluster: DevCluster) -> None:
     replicas = {d["metadata"]["name"]: d["spec"]["replicas"] for d in _find(objects, "Deployment")}
     assert replicas == {"rollout-sentinel-web": 3, "rollout-sentinel-operator": 2}
     config = _config(objects)
-    assert config["SENTINEL_BROKER_URL"].startswith("redis://")
+    # The broker URL carries the Redis password: built from a Secret in each container
+    # (tests/deploy/test_hardening.py), never in the ConfigMap.
+    assert "SENTINEL_BROKER_URL" not in config
     # The PostgreSQL URL carries a password: it comes from the Secret, never the ConfigMap.
     assert "DATABASE_URL" not in config
     assert not _find(objects, "PersistentVolumeClaim")

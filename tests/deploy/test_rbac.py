@@ -1,9 +1,9 @@
 """SPEC §13 item 17: the operator under deploy/'s RBAC works; with a verb missing it says so.
 
 The ``ha`` overlay is applied for real to the session cluster of each kind (``deployed``
-fixture: devcluster's RBAC authorizer, and the real kube-apiserver's); the operator runs
-as ``python manage.py runoperator`` with a kubeconfig holding the ServiceAccount token minted by
-``kubectl create token rollout-sentinel -n rollout-sentinel`` — so every request it makes is
+fixture: devcluster's RBAC authorizer, and the real kube-apiserver's); the operator runs as
+``python manage.py runoperator`` with a kubeconfig holding the token minted by ``kubectl create
+token rollout-sentinel-operator -n rollout-sentinel`` — so every request it makes is
 authorized by exactly the ClusterRole, Role and bindings of deploy/base/rbac.yaml.
 """
 
@@ -26,21 +26,14 @@ from testkit.observe import condition, events_for
 from testkit.operator import OperatorProcess, StartOperator
 from testkit.prometheus import PrometheusServer
 from testkit.waiting import wait_until
-from tests.deploy.kustomize import HOME, Deployed, render
+from tests.deploy.kustomize import HOME, OPERATOR_ACCOUNT, Deployed, render
 
-# SPEC §12's list as `kubectl auth can-i --list` prints it (resource, verbs).
+# SPEC §12's list for the operator's account as `kubectl auth can-i --list` prints it.
 SPEC_ROWS = {
-    "rolloutanalyses.sentinel.example.com": [
-        "get",
-        "list",
-        "watch",
-        "create",
-        "update",
-        "patch",
-        "delete",
-    ],
+    "rolloutanalyses.sentinel.example.com": ["get", "list", "watch"],
     "rolloutanalyses.sentinel.example.com/status": ["update", "patch"],
     "deployments.apps": ["get", "list", "watch", "patch"],
+    "replicasets.apps": ["get", "list"],
     "events": ["create", "patch"],
     "events.events.k8s.io": ["create", "patch"],
 }
@@ -190,7 +183,11 @@ def crippled_identity(deployed: Deployed, tmp_path: Path) -> Iterator[Any]:
 
     def make(resource: str, verb: str) -> Path:
         name = f"crippled-{uuid.uuid4().hex[:8]}"
-        role = next(o for o in rendered if o["kind"] == "ClusterRole")
+        role = next(
+            o
+            for o in rendered
+            if o["kind"] == "ClusterRole" and o["metadata"]["name"] == OPERATOR_ACCOUNT
+        )
         rules = [dict(rule) for rule in role["rules"]]
         target = next(rule for rule in rules if rule["resources"] == [resource])
         assert verb in target["verbs"]

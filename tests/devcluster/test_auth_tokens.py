@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import re
 import stat
 from pathlib import Path
 
@@ -93,10 +94,17 @@ def test_serviceaccount_token_round_trip(auth: Authenticator, accounts: Accounts
     )
     assert expires == NOW + dt.timedelta(hours=1)
     user = auth.authenticate(f"Bearer {token}", accounts)
+    claims = auth.verify(token, now=NOW)
+    assert claims is not None
     assert user == UserInfo(
         "system:serviceaccount:sentinel:operator",
         "uid-1",
         ("system:serviceaccounts", "system:serviceaccounts:sentinel", "system:authenticated"),
+        # Which token it was, by its JWT ID (a UUID), as kube-apiserver records it.
+        (("authentication.kubernetes.io/credential-id", (f"JTI={claims.token_id}",)),),
+    )
+    assert re.fullmatch(
+        r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", claims.token_id
     )
 
 

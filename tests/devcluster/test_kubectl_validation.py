@@ -39,7 +39,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "duplicate-metric-name",
         {"metrics": [_metric(), _metric(query="rate(x[1m])")]},
-        "spec.metrics[1]: Duplicate value:",
+        # The key fields of the duplicate, JSON-encoded as the real v1.37 server prints them.
+        'spec.metrics[1]: Duplicate value: {"name":"p99"}',
     ),
     (
         "metric-name-dns-label",

@@ -138,13 +138,11 @@ def test_duplicate_list_map_keys_in_a_deployment(deployment_schema: dict[str, An
     lines = [str(c) for c in schema.validate(deployment_schema, obj)]
     prefix = "spec.template.spec.containers"
     assert lines == [
-        f'{prefix}[1]: Duplicate value: map[string]interface {{}}{{"name":"web"}}',
-        f"{prefix}[0].ports[1]: Duplicate value: map[string]interface {{}}"
-        '{"containerPort":80, "protocol":"TCP"}',
-        f'{prefix}[0].env[1]: Duplicate value: map[string]interface {{}}{{"name":"A"}}',
-        f"{prefix}[1].ports[1]: Duplicate value: map[string]interface {{}}"
-        '{"containerPort":80, "protocol":"TCP"}',
-        f'{prefix}[1].env[1]: Duplicate value: map[string]interface {{}}{{"name":"A"}}',
+        f'{prefix}[1]: Duplicate value: {{"name":"web"}}',
+        f'{prefix}[0].ports[1]: Duplicate value: {{"containerPort":80,"protocol":"TCP"}}',
+        f'{prefix}[0].env[1]: Duplicate value: {{"name":"A"}}',
+        f'{prefix}[1].ports[1]: Duplicate value: {{"containerPort":80,"protocol":"TCP"}}',
+        f'{prefix}[1].env[1]: Duplicate value: {{"name":"A"}}',
     ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -23,13 +24,17 @@ def _analysis(name: str, **fields: object) -> Analysis:
     )
 
 
-def test_metrics_page_exposes_each_live_analysis_from_the_mirror(client: Client) -> None:
+def test_metrics_page_exposes_each_live_analysis_from_the_mirror(
+    client: Client, settings: Any
+) -> None:
+    # The web app serves /metrics only to the bearer of this token (docs/security.md).
+    settings.SENTINEL_METRICS_TOKEN = "scrape-token"
     _analysis("checkout", last_verdict="Fail", failures=3, failure_limit=3, paused=True)
     _analysis("search", last_verdict="Pass", ready=True)
     _analysis("old", last_verdict="Fail", deleted_at=datetime.now(UTC))
     _analysis("late", next_due_at=datetime.now(UTC) - timedelta(seconds=5))
 
-    response = client.get("/metrics")
+    response = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-token")
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/plain")
     lines = set(response.content.decode().splitlines())

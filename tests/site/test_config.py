@@ -10,10 +10,12 @@ from django.core.exceptions import ImproperlyConfigured
 from sentinel_site import config
 
 ROOT = Path(__file__).resolve().parents[2]
+# With SENTINEL_DEBUG off (the default) a key is required (tests/site/test_production_settings).
+KEY = {"SENTINEL_SECRET_KEY": "tests-only-" + "k" * 50}
 
 
 def test_defaults_give_sqlite_in_wal_mode_and_orm_broker(tmp_path: Path) -> None:
-    cfg = config.load({}, tmp_path)
+    cfg = config.load(KEY, tmp_path)
     assert cfg.database["ENGINE"] == "django.db.backends.sqlite3"
     assert cfg.database["NAME"] == str(tmp_path / "var" / "sentinel.sqlite3")
     assert "journal_mode=WAL" in cfg.database["OPTIONS"]["init_command"]
@@ -23,7 +25,7 @@ def test_defaults_give_sqlite_in_wal_mode_and_orm_broker(tmp_path: Path) -> None
 
 
 def test_postgres_url_is_split_into_django_settings(tmp_path: Path) -> None:
-    cfg = config.load({"DATABASE_URL": "postgres://u:p%40ss@db:5433/sentinel"}, tmp_path)
+    cfg = config.load({**KEY, "DATABASE_URL": "postgres://u:p%40ss@db:5433/sentinel"}, tmp_path)
     assert cfg.database["NAME"] == "sentinel"
     assert cfg.database["PASSWORD"] == "p@ss"
     assert (cfg.database["HOST"], cfg.database["PORT"]) == ("db", "5433")
@@ -37,6 +39,8 @@ def test_postgres_url_is_split_into_django_settings(tmp_path: Path) -> None:
         ("SENTINEL_HISTORY_RETENTION", "thirty days", "is not a duration"),
         ("SENTINEL_BROKER_URL", "amqp://q", "is not a redis or rediss URL"),
         ("SENTINEL_DEBUG", "maybe", "is not a boolean"),
+        ("SENTINEL_METRICS_ADDR", "9100", "is not an address"),
+        ("SENTINEL_METRICS_ADDR", "0.0.0.0:http", "is not an address"),
     ],
 )
 def test_malformed_setting_names_the_variable(
@@ -45,6 +49,13 @@ def test_malformed_setting_names_the_variable(
     with pytest.raises(ImproperlyConfigured, match=fragment) as info:
         config.load({name: value}, tmp_path)
     assert name in str(info.value)
+
+
+def test_operator_metrics_listen_on_loopback_unless_told_otherwise(tmp_path: Path) -> None:
+    default = config.load(KEY, tmp_path)
+    assert (default.metrics_address, default.metrics_port) == ("127.0.0.1", 9100)
+    deployed = config.load({**KEY, "SENTINEL_METRICS_ADDR": "0.0.0.0:9200"}, tmp_path)
+    assert (deployed.metrics_address, deployed.metrics_port) == ("0.0.0.0", 9200)
 
 
 def test_password_is_not_echoed_in_errors(tmp_path: Path) -> None:

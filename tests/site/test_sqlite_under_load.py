@@ -104,8 +104,9 @@ def test_default_sqlite_configuration_never_reports_database_is_locked(tmp_path:
 
 
 def test_worker_count_comes_from_the_environment(tmp_path: Path) -> None:
-    assert config.load({}, tmp_path).q_workers == 2
-    assert config.load({"SENTINEL_Q_WORKERS": "6"}, tmp_path).q_workers == 6
+    key = {"SENTINEL_SECRET_KEY": "tests-only-" + "k" * 50}
+    assert config.load(key, tmp_path).q_workers == 2
+    assert config.load({**key, "SENTINEL_Q_WORKERS": "6"}, tmp_path).q_workers == 6
     for bad in ("0", "many", "-1", "65"):
         with pytest.raises(ImproperlyConfigured, match="SENTINEL_Q_WORKERS"):
             config.load({"SENTINEL_Q_WORKERS": bad}, tmp_path)
@@ -121,6 +122,9 @@ def _environment(database: Path) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="sentinel_site.settings",
         DATABASE_URL=f"sqlite:///{database}",
         SENTINEL_Q_WORKERS=str(WORKERS),
+        # Production mode needs a key; the test logs in over plain HTTP (no Secure cookies).
+        SENTINEL_SECRET_KEY="tests-only-" + "k" * 50,
+        SENTINEL_SECURE_COOKIES="false",
         DJANGO_SUPERUSER_PASSWORD=PASSWORD,
         PYTHONUNBUFFERED="1",
     )

@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
+from analyses.grant_models import NamespaceGrant
 from testkit.devcluster import DevCluster
 
 
@@ -32,6 +33,10 @@ def viewer(db: None) -> User:
     user = User.objects.create_user("viewer", "viewer@example.com", None, is_staff=True)
     user.user_permissions.add(
         Permission.objects.get(codename="view_analysis", content_type__app_label="analyses")
+    )
+    # Every right in every namespace: here the model permission alone keeps the user read-only.
+    NamespaceGrant.objects.create(
+        user=user, namespace="*", can_view=True, can_edit=True, can_resume=True
     )
     return user
 

@@ -12,6 +12,7 @@ import socket
 from argparse import ArgumentParser
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from sentinel_operator import runtime
@@ -22,10 +23,15 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument(
-            "--metrics-port", type=int, default=9100, help="port of /metrics (default 9100)"
+            "--metrics-port",
+            type=int,
+            default=None,
+            help="port of /metrics (default: SENTINEL_METRICS_ADDR's, 9100)",
         )
         parser.add_argument(
-            "--metrics-address", default="0.0.0.0", help="address of /metrics (default all)"
+            "--metrics-address",
+            default=None,
+            help="address of /metrics (default: SENTINEL_METRICS_ADDR's, 127.0.0.1)",
         )
         parser.add_argument(
             "--lease-name", default="rollout-sentinel", help="name of the leader-election Lease"
@@ -47,8 +53,8 @@ class Command(BaseCommand):
         if duration < 2:
             raise CommandError("--lease-duration must be at least 2 seconds.", returncode=2)
         options = runtime.Options(
-            metrics_port=int(opts["metrics_port"]),
-            metrics_address=str(opts["metrics_address"]),
+            metrics_port=int(opts["metrics_port"] or settings.SENTINEL.metrics_port),
+            metrics_address=str(opts["metrics_address"] or settings.SENTINEL.metrics_address),
             lease_name=str(opts["lease_name"]),
             lease_namespace=os.environ.get("POD_NAMESPACE") or "default",
             identity=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",

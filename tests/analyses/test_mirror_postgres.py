@@ -1,0 +1,66 @@
+"""The mirror's robustness on PostgreSQL, which, unlike SQLite, enforces column sizes and ranges.
+
+On SQLite a 1,024-character reason fits a 64-character column, so the failure the issue
+describes (one long reason fails the upsert, the failed sync makes the watch relist, forever)
+only shows on PostgreSQL. A real server (``testkit.databases.PostgresServer``), migrated with
+``manage.py migrate``, then ``sync_all`` run in a ``manage.py shell`` on that database: the long
+reason is cut, the object whose count is beyond the integer column is skipped, the rest are
+mirrored and the sync returns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from testkit.databases import PostgresServer
+from testkit.paths import MANAGE, REPO_ROOT
+
+SCRIPT = textwrap.dedent(
+    """
+    import copy, json
+    from datetime import UTC, datetime
+    from analyses import mirror
+    from analyses.models import Analysis
+    from tests.analyses.resources import paused_status, resource
+
+    long_reason = resource("long-reason", uid="uid-long", status=paused_status())
+    for item in long_reason["status"]["conditions"]:
+        item["reason"] = "R" * 1024
+    huge = resource("huge", uid="uid-huge", status=paused_status())
+    huge["status"]["failures"] = 2**40
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    result = mirror.sync_all(
+        [long_reason, huge, resource("last", uid="uid-last")], listed_at=now, now=now
+    )
+    rows = {row.name: row.ready_reason for row in Analysis.objects.live()}
+    print(json.dumps({"skipped": result.skipped, "created": result.created, "rows": rows}))
+    """
+)
+
+
+def _manage(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(MANAGE), *args],
+        env={**os.environ, "DATABASE_URL": url},
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_sync_all_on_postgres_cuts_long_reasons_and_skips_out_of_range_counts() -> None:
+    with PostgresServer() as postgres:
+        migrated = _manage(postgres.url, "migrate", "--no-input", "-v0")
+        assert migrated.returncode == 0, migrated.stderr
+
+        ran = _manage(postgres.url, "shell", "-c", SCRIPT)
+
+    assert ran.returncode == 0, ran.stderr
+    outcome = json.loads(ran.stdout.strip().splitlines()[-1])
+    # "huge" (2**40 failures, beyond PostgreSQL's integer) is skipped; "last" has no status yet.
+    assert outcome == {"skipped": 1, "created": 2, "rows": {"long-reason": "R" * 64, "last": ""}}

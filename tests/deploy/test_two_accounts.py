@@ -1,0 +1,237 @@
+"""SPEC §12 "Two ServiceAccounts": the web app's account can do exactly its list, the operator's
+cannot do the web app's part, and the ``namespaced`` overlay grants both only in the namespaces
+of ``SENTINEL_NAMESPACES``.
+
+Tokens are minted by ``kubectl create token`` for the accounts deploy/ creates, so every answer
+comes from exactly deploy/'s RBAC on the API server (the operator's own list and its run under
+its token are tests/deploy/test_rbac.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sentinel_cluster import kube
+from testkit.clusters import create_token, kube_client, kubeconfig_for_token, kubectl_apply
+from testkit.devcluster import DevCluster
+from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric, to_yaml
+from testkit.metrics_app import GaugeSetter, MetricsApp
+from testkit.operator import StartOperator
+from testkit.prometheus import PrometheusServer
+from testkit.waiting import wait_until
+from tests.deploy.kustomize import (
+    HOME,
+    OPERATOR_ACCOUNT,
+    WEB_ACCOUNT,
+    Deployed,
+    for_devcluster,
+    render,
+)
+
+# SPEC §12's list for the web app's account as `kubectl auth can-i --list` prints it.
+WEB_ROWS = {
+    "rolloutanalyses.sentinel.example.com": [
+        "get",
+        "list",
+        "watch",
+        "create",
+        "update",
+        "patch",
+        "delete",
+    ],
+    "rolloutanalyses.sentinel.example.com/status": ["update", "patch"],
+    "deployments.apps": ["get", "patch"],
+    "subjectaccessreviews.authorization.k8s.io": ["create"],
+}
+# What every authenticated identity may do; not granted by deploy/.
+SELF_REVIEWS = {
+    "selfsubjectreviews.authentication.k8s.io": ["create"],
+    "selfsubjectaccessreviews.authorization.k8s.io": ["create"],
+    "selfsubjectrulesreviews.authorization.k8s.io": ["create"],
+}
+
+
+def _can_i_list(cluster: DevCluster, token: str, namespace: str) -> dict[str, list[str]]:
+    out = cluster.kubectl("auth", "can-i", "--list", "-n", namespace, token=token).stdout
+    rows: dict[str, list[str]] = {}
+    for line in out.splitlines()[1:]:
+        verbs = re.search(r"\[([^\]]*)\]\s*$", line)
+        assert verbs, line
+        if not line.startswith(" "):  # resource rows; non-resource URLs are test_rbac's
+            rows[line.split()[0]] = verbs.group(1).split()
+    return rows
+
+
+def _can(cluster: DevCluster, token: str, *question: str) -> bool:
+    answer = cluster.kubectl("auth", "can-i", *question, token=token, check=False)
+    assert answer.stdout.strip() in {"yes", "no"}, answer.stdout + answer.stderr
+    return answer.stdout.strip() == "yes"
+
+
+@pytest.fixture(scope="module")
+def web_token(deployed: Deployed) -> str:
+    return create_token(deployed.cluster, WEB_ACCOUNT, HOME)
+
+
+@pytest.mark.parametrize("namespace_", [HOME, "some-team"])
+def test_web_can_i_list_is_exactly_the_spec_rbac(
+    deployed: Deployed, web_token: str, namespace_: str
+) -> None:
+    # No leases, not even in its own namespace: only the operator elects a leader.
+    assert _can_i_list(deployed.cluster, web_token, namespace_) == {**WEB_ROWS, **SELF_REVIEWS}
+
+
+def test_web_account_does_its_whole_list_and_nothing_else(
+    deployed: Deployed, web_token: str, namespace: str, tmp_path: Path
+) -> None:
+    cluster = deployed.cluster
+    kubectl_apply(cluster, deployment_manifest("checkout", namespace))
+    analysis = analysis_manifest("checkout", namespace, metrics=[gauge_metric("web", 0.5)])
+
+    def run(*args: str, input: str | None = None) -> str:
+        result = cluster.kubectl(*args, "-n", namespace, input=input, token=web_token, check=False)
+        assert result.returncode == 0, (args, result.stderr)
+        return result.stdout
+
+    run("create", "-f", "-", input=to_yaml(analysis))
+    assert "checkout" in run("get", "rolloutanalyses", "-o", "name")
+    run("patch", "rolloutanalysis", "checkout", "--type=merge", "-p", '{"spec":{"dryRun":true}}')
+    stored = json.loads(run("get", "rolloutanalysis", "checkout", "-o", "json"))
+    assert stored["spec"]["dryRun"] is True
+    replaced = run("replace", "-f", "-", input=json.dumps(stored))
+    assert "replaced" in replaced
+    # The status subresource as the web app writes it (resume): one PATCH, no GET first —
+    # `kubectl patch --subresource=status` would GET it, which the account may not.
+    as_web = kube.KubeClient(
+        kube.load_api_client(str(kubeconfig_for_token(cluster, web_token, tmp_path / "web")))
+    )
+    as_web.request(
+        "PATCH",
+        kube.analysis_path(namespace, "checkout") + "/status",
+        body={"status": {"observedGeneration": stored["metadata"]["generation"]}},
+        content_type="application/merge-patch+json",
+    )
+    run("patch", "deployment", "checkout", "--type=merge", "-p", '{"spec":{"paused":false}}')
+    assert run("get", "deployment", "checkout", "-o", "name").strip().endswith("checkout")
+    run("delete", "rolloutanalysis", "checkout")
+    # Everything else is refused by the API server, here and in the operator's namespace.
+    for question in (
+        ("list", "deployments.apps"),
+        ("update", "deployments.apps"),
+        ("delete", "deployments.apps"),
+        ("get", "replicasets.apps"),
+        ("create", "events"),
+        ("get", "secrets"),
+        ("get", "configmaps"),
+        ("create", "pods"),
+    ):
+        assert not _can(cluster, web_token, *question, "-n", namespace), question
+    assert not _can(cluster, web_token, "get", "leases.coordination.k8s.io", "-n", HOME)
+    failed = cluster.kubectl("get", "deployments", "-n", namespace, token=web_token, check=False)
+    assert failed.returncode != 0 and "forbidden" in failed.stderr.lower()
+
+
+def test_operator_account_cannot_do_the_web_apps_part(deployed: Deployed) -> None:
+    token = deployed.token  # the operator's (conftest's `deployed`)
+    for question in (
+        ("create", "rolloutanalyses.sentinel.example.com"),
+        ("update", "rolloutanalyses.sentinel.example.com"),
+        ("delete", "rolloutanalyses.sentinel.example.com"),
+        ("create", "subjectaccessreviews.authorization.k8s.io"),
+    ):
+        assert not _can(deployed.cluster, token, *question, "-n", "some-team"), question
+
+
+TEAMS = ("team-a", "team-b")
+
+
+@pytest.fixture(scope="module")
+def namespaced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
+    """A fresh devcluster with the ``namespaced`` overlay applied for real."""
+    with DevCluster(tmp_path_factory.mktemp("namespaced-devcluster")) as cluster:
+        for name in (*TEAMS, "elsewhere"):
+            cluster.kubectl("create", "namespace", name)
+        objects = for_devcluster(render(cluster, "overlays/namespaced"))
+        cluster.kubectl("apply", "-f", "-", input=to_yaml(*objects))
+        yield cluster
+
+
+def test_namespaced_lists_agree(namespaced: DevCluster) -> None:
+    objects = render(namespaced, "overlays/namespaced")
+    config = next(o for o in objects if o["kind"] == "ConfigMap")["data"]
+    listed = config["SENTINEL_NAMESPACES"].split(",")
+    assert sorted(listed) == list(TEAMS)
+    for account in (OPERATOR_ACCOUNT, WEB_ACCOUNT):
+        bound = sorted(
+            o["metadata"]["namespace"]
+            for o in objects
+            if o["kind"] == "RoleBinding" and o["roleRef"]["name"] == account
+        )
+        assert bound == sorted(listed), account
+        # No cluster-wide binding of the account's ClusterRole is left.
+        assert not [
+            o
+            for o in objects
+            if o["kind"] == "ClusterRoleBinding" and o["roleRef"]["name"] == account
+        ]
+
+
+@pytest.mark.parametrize("account", [OPERATOR_ACCOUNT, WEB_ACCOUNT])
+def test_namespaced_grants_only_in_the_listed_namespaces(
+    namespaced: DevCluster, account: str, tmp_path: Path
+) -> None:
+    token = create_token(namespaced, account, HOME)
+    for team in TEAMS:
+        assert _can(namespaced, token, "list", "rolloutanalyses.sentinel.example.com", "-n", team)
+        assert _can(namespaced, token, "patch", "deployments.apps", "-n", team)
+    for elsewhere in ("elsewhere", HOME):
+        assert not _can(
+            namespaced, token, "get", "rolloutanalyses.sentinel.example.com", "-n", elsewhere
+        )
+        assert not _can(namespaced, token, "patch", "deployments.apps", "-n", elsewhere)
+    assert not _can(
+        namespaced, token, "list", "rolloutanalyses.sentinel.example.com", "--all-namespaces"
+    )
+    # Leases in its own namespace for the operator only; reviews (cluster-scoped) for the web.
+    lease = _can(namespaced, token, "update", "leases.coordination.k8s.io", "-n", HOME)
+    assert lease is (account == OPERATOR_ACCOUNT)
+    review = _can(namespaced, token, "create", "subjectaccessreviews.authorization.k8s.io")
+    assert review is (account == WEB_ACCOUNT)
+
+
+def test_operator_works_under_the_namespaced_rbac(
+    namespaced: DevCluster,
+    start_operator: StartOperator,
+    prometheus: PrometheusServer,
+    metrics_app: MetricsApp,
+    case: str,
+    tmp_path: Path,
+) -> None:
+    """With only RoleBindings in team-a and team-b, the operator scoped to them still pauses."""
+    GaugeSetter(metrics_app, prometheus, case)(0.9)
+    token = create_token(namespaced, OPERATOR_ACCOUNT, HOME)
+    operator = start_operator(
+        kubeconfig=kubeconfig_for_token(namespaced, token, tmp_path / "operator"),
+        prometheus_url=prometheus.url,
+        namespaces=list(TEAMS),
+    )
+    kubectl_apply(namespaced, deployment_manifest("checkout", "team-b"))
+    kubectl_apply(
+        namespaced,
+        analysis_manifest("checkout", "team-b", metrics=[gauge_metric(case, 0.5)], failure_limit=1),
+    )
+    admin = kube_client(namespaced)
+
+    def paused() -> bool:
+        deployment = admin.request("GET", kube.deployment_path("team-b", "checkout"))
+        return deployment["spec"].get("paused") is True
+
+    wait_until(paused, timeout=30, what=f"the pause under namespaced RBAC\n{operator.log}")
+    lease = admin.request("GET", kube.lease_path(HOME, operator.lease_name))
+    assert lease["spec"]["holderIdentity"] == operator.identity
+    assert "refused" not in operator.log and "Forbidden" not in operator.log, operator.log

@@ -1,0 +1,228 @@
+"""Apply, get and patch (merge, JSON, strategic) every kind the product uses.
+
+Each kind goes through the same eight steps, with kubectl and the official client taking
+turns: ``kubectl create`` (-o json), the Python client's GET, ``kubectl patch --type=merge``,
+a JSON patch through the client, ``kubectl patch`` (strategic merge, kubectl's default; a
+custom resource refuses it with 415), ``kubectl apply`` of a changed manifest (a three-way
+patch computed from the last-applied annotation), ``kubectl get -o wide`` and the Table
+the client gets for the object (what kubectl prints from).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from tests.realcluster.differential import manifests as m
+from tests.realcluster.differential.runner import JSON_PATCH, TABLE, Script, Session
+
+script = Script()
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind, the object of it the script writes, and the three patches it sends."""
+
+    kind: str
+    resource: str  # kubectl's name for the resource type
+    path: str  # the REST collection
+    manifest: dict[str, Any]
+    merge: dict[str, Any]
+    json_patch: list[dict[str, Any]]
+    strategic: dict[str, Any]
+    changed: dict[str, Any]  # applied again after the patches
+
+    @property
+    def name(self) -> str:
+        return str(self.manifest["metadata"].get("name", ""))
+
+    @property
+    def namespace(self) -> list[str]:
+        ns = self.manifest["metadata"].get("namespace")
+        return ["-n", ns] if ns else []
+
+
+def _with(obj: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    return {**obj, **changes}
+
+
+def _labels(obj: dict[str, Any], **labels: str) -> dict[str, Any]:
+    meta = dict(obj["metadata"])
+    meta["labels"] = {**meta.get("labels", {}), **labels}
+    return {**obj, "metadata": meta}
+
+
+CRD = m.rollout_analysis("guard")
+DEPLOY = m.deployment("checkout")
+LEASE = m.lease("sentinel-leader")
+ROLE = m.role("sentinel-operator")
+CLUSTER_ROLE = m.cluster_role("sentinel-reader")
+ANNOTATE = [{"op": "add", "path": "/metadata/annotations", "value": {"sentinel/step": "json"}}]
+
+KINDS = [
+    Kind(
+        "Namespace",
+        "namespace",
+        "/api/v1/namespaces",
+        m.namespace(m.NS_B, team="sentinel"),
+        {"metadata": {"labels": {"tier": "one"}}},
+        ANNOTATE,
+        {"metadata": {"labels": {"tier": "two"}}},
+        _labels(m.namespace(m.NS_B, team="sentinel"), applied="again"),
+    ),
+    Kind(
+        "ConfigMap",
+        "configmap",
+        f"/api/v1/namespaces/{m.NS}/configmaps",
+        m.config_map("settings", app="sentinel"),
+        {"data": {"mode": "observe", "interval": None}},
+        [{"op": "add", "path": "/data/extra", "value": "1"}, *ANNOTATE],
+        {"data": {"mode": "guard"}},
+        _with(m.config_map("settings", app="sentinel"), data={"mode": "applied"}),
+    ),
+    Kind(
+        "Secret",
+        "secret",
+        f"/api/v1/namespaces/{m.NS}/secrets",
+        m.secret("prometheus-auth"),
+        {"stringData": {"token": "abc"}},
+        [{"op": "replace", "path": "/data/user", "value": "YWRtaW4="}],
+        {"data": {"user": None}},
+        _with(m.secret("prometheus-auth"), stringData={"password": "changed"}),
+    ),
+    Kind(
+        "ServiceAccount",
+        "serviceaccount",
+        f"/api/v1/namespaces/{m.NS}/serviceaccounts",
+        m.service_account(m.SA),
+        {"metadata": {"labels": {"tier": "one"}}},
+        ANNOTATE,
+        {"automountServiceAccountToken": False},
+        _labels(m.service_account(m.SA), applied="again"),
+    ),
+    Kind(
+        "Deployment",
+        "deployment",
+        f"/apis/apps/v1/namespaces/{m.NS}/deployments",
+        DEPLOY,
+        {"spec": {"replicas": 3}},
+        [{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "nginx:2"}],
+        # Containers merge by name: only the sidecar changes, the app container stays.
+        {"spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "b:2"}]}}}},
+        _labels(DEPLOY, applied="again"),
+    ),
+    Kind(
+        "RolloutAnalysis",
+        "rolloutanalysis",
+        m.ra_path(),
+        CRD,
+        {"spec": {"failureLimit": 5}},
+        [{"op": "replace", "path": "/spec/interval", "value": "1m"}],
+        {"spec": {"dryRun": True}},
+        _labels(CRD, applied="again"),
+    ),
+    Kind(
+        "Lease",
+        "lease",
+        f"/apis/coordination.k8s.io/v1/namespaces/{m.NS}/leases",
+        LEASE,
+        {"spec": {"holderIdentity": "sentinel-1"}},
+        [{"op": "replace", "path": "/spec/leaseTransitions", "value": 1}],
+        {"spec": {"renewTime": "2026-11-30T10:00:20.654321Z"}},
+        _with(LEASE, spec={**LEASE["spec"], "holderIdentity": "sentinel-2"}),
+    ),
+    Kind(
+        "Role",
+        "role",
+        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{m.NS}/roles",
+        ROLE,
+        {"metadata": {"labels": {"tier": "one"}}},
+        [{"op": "add", "path": "/rules/0/verbs/-", "value": "update"}],
+        {"rules": ROLE["rules"]},
+        _labels(ROLE, applied="again"),
+    ),
+    Kind(
+        "RoleBinding",
+        "rolebinding",
+        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{m.NS}/rolebindings",
+        m.role_binding("sentinel-operator", "Role", "sentinel-operator"),
+        {"metadata": {"labels": {"tier": "one"}}},
+        # roleRef is immutable: the server must refuse this one.
+        [{"op": "replace", "path": "/roleRef/name", "value": "other"}],
+        {"metadata": {"labels": {"tier": "two"}}},
+        _labels(m.role_binding("sentinel-operator", "Role", "sentinel-operator"), applied="again"),
+    ),
+    Kind(
+        "ClusterRole",
+        "clusterrole",
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        CLUSTER_ROLE,
+        {"metadata": {"labels": {"tier": "one"}}},
+        [{"op": "add", "path": "/rules/0/verbs/-", "value": "watch"}],
+        {"rules": CLUSTER_ROLE["rules"]},
+        _labels(CLUSTER_ROLE, applied="again"),
+    ),
+    Kind(
+        "ClusterRoleBinding",
+        "clusterrolebinding",
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        m.cluster_role_binding("sentinel-reader", "sentinel-reader"),
+        {"metadata": {"labels": {"tier": "one"}}},
+        ANNOTATE,
+        {"subjects": [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}]},
+        m.cluster_role_binding("sentinel-reader", "sentinel-reader"),
+    ),
+]
+
+
+def _register(kind: Kind) -> None:
+    ref = f"{kind.resource}/{kind.name}"
+
+    @script.op(f"{kind.kind}: kubectl create")
+    def create(s: Session) -> Any:
+        # --save-config: the apply step below then computes a three-way patch, as for a
+        # user who applied the object in the first place.
+        manifest = m.to_yaml(kind.manifest)
+        return s.kubectl(
+            "create", "--save-config", "-f", "-", "-o", "json", input=manifest, out="json"
+        )
+
+    @script.op(f"{kind.kind}: python get")
+    def get(s: Session) -> Any:
+        return s.raw("GET", f"{kind.path}/{kind.name}")
+
+    @script.op(f"{kind.kind}: kubectl patch --type=merge")
+    def merge(s: Session) -> Any:
+        patch = json.dumps(kind.merge)
+        return s.kubectl(
+            "patch", ref, *kind.namespace, "--type=merge", "-p", patch, "-o", "json", out="json"
+        )
+
+    @script.op(f"{kind.kind}: python patch json")
+    def json_patch(s: Session) -> Any:
+        path = f"{kind.path}/{kind.name}"
+        return s.raw("PATCH", path, body=kind.json_patch, content_type=JSON_PATCH)
+
+    @script.op(f"{kind.kind}: kubectl patch strategic")
+    def strategic(s: Session) -> Any:
+        patch = json.dumps(kind.strategic)
+        return s.kubectl("patch", ref, *kind.namespace, "-p", patch, "-o", "json", out="json")
+
+    @script.op(f"{kind.kind}: kubectl apply")
+    def apply(s: Session) -> Any:
+        return s.kubectl(
+            "apply", "-f", "-", "-o", "json", input=m.to_yaml(kind.changed), out="json"
+        )
+
+    @script.op(f"{kind.kind}: kubectl get (table)")
+    def table(s: Session) -> Any:
+        return s.kubectl("get", ref, *kind.namespace, "-o", "wide", out="table")
+
+    @script.op(f"{kind.kind}: python get as Table")
+    def table_json(s: Session) -> Any:
+        return s.raw("GET", f"{kind.path}/{kind.name}", accept=TABLE)
+
+
+for _kind in KINDS:
+    _register(_kind)

@@ -1,0 +1,267 @@
+"""SPEC §13 item 21: the admission guard rail of deploy/, enforced by a real kube-apiserver.
+
+``kubectl apply -k deploy/overlays/ha`` on the real control plane (ValidatingAdmissionPolicy
+on) installs the two ServiceAccounts, their RBAC and the ``rollout-sentinel-deployment-guard``
+policy with its binding. With a token of each account (``kubectl create token``, so every
+request is authorized by exactly deploy/'s RBAC), a Deployment can be paused, resumed and
+annotated under ``sentinel.example.com/``, and nothing else: an image, replicas, label or
+foreign annotation change is refused by the API server with the policy's message, and the
+stored Deployment is unchanged. The cluster admin, sending the same patches, is not affected.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sentinel_cluster import kube, writes
+from testkit.clusters import create_token, kubeconfig_for_token, kubectl_apply
+from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
+from testkit.metrics_app import GaugeSetter, MetricsApp
+from testkit.operator import OperatorStarter
+from testkit.paths import DEPLOY_DIR
+from testkit.prometheus import PrometheusServer
+from testkit.realcluster import RealCluster
+from testkit.waiting import wait_until
+
+HOME = "rollout-sentinel"
+POLICY = "rollout-sentinel-deployment-guard"
+MESSAGE = (
+    "rollout-sentinel accounts may change only spec.paused and sentinel.example.com/* "
+    "annotations of a Deployment"
+)
+OPERATOR = "rollout-sentinel-operator"
+WEB = "rollout-sentinel-web"
+ACCOUNTS = (OPERATOR, WEB)
+IMAGE = "registry.example.com/shop/checkout:1"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
+    """The real control plane with deploy/overlays/ha applied; no controller manager needed."""
+    with RealCluster(tmp_path_factory.mktemp("admission-realcluster"), controllers=False) as real:
+        real.kubectl("apply", "-k", str(DEPLOY_DIR / "overlays" / "ha"))
+        real.kubectl("create", "namespace", "shop")
+        yield real
+
+
+@pytest.fixture(scope="module")
+def tokens(cluster: RealCluster) -> dict[str, str]:
+    return {account: create_token(cluster, account, HOME) for account in ACCOUNTS}
+
+
+@pytest.fixture(scope="module")
+def policy_active(cluster: RealCluster, tokens: dict[str, str]) -> None:
+    """Wait until the API server enforces the policy (it loads policies asynchronously).
+
+    A throw-away Deployment is probed with an image change; were the policy never enforced,
+    this fails after the timeout instead of letting the tests below pass on a stale cache.
+    """
+    kubectl_apply(cluster, deployment_manifest("probe", "shop", IMAGE))
+
+    answers: list[str] = []
+
+    def refused() -> bool:
+        # A new image every time: once one landed (before the policy was loaded), sending it
+        # again would be a no-op, which the policy rightly lets through.
+        image = f"probe:{len(answers)}"
+        result = _patch(cluster, tokens[ACCOUNTS[0]], "probe", _image_patch(image), "strategic")
+        answers.append(result.stderr)
+        return result.returncode != 0 and MESSAGE in result.stderr
+
+    try:
+        wait_until(refused, timeout=90, interval=0.5, what="the admission policy to be enforced")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the last answers: {answers[-3:]}") from exc
+
+
+@pytest.fixture
+def deployment(cluster: RealCluster, policy_active: None, request: pytest.FixtureRequest) -> str:
+    name = f"checkout-{request.node.callspec.id.replace('_', '-').replace('/', '-')}"[:50].lower()
+    kubectl_apply(cluster, deployment_manifest(name, "shop", IMAGE, replicas=2))
+    return name
+
+
+def _patch(
+    cluster: RealCluster, token: str | None, name: str, patch: dict[str, Any], kind: str = "merge"
+) -> Any:
+    return cluster.kubectl(
+        "patch",
+        "deployment",
+        name,
+        "-n",
+        "shop",
+        f"--type={kind}",
+        "-p",
+        json.dumps(patch),
+        token=token,
+        check=False,
+    )
+
+
+def _image_patch(image: str) -> dict[str, Any]:
+    return {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": image}]}}}}
+
+
+def _get(cluster: RealCluster, name: str) -> dict[str, Any]:
+    return dict(
+        json.loads(cluster.kubectl("get", "deployment", name, "-n", "shop", "-o", "json").stdout)
+    )
+
+
+def test_the_policy_is_installed_and_type_checks(cluster: RealCluster, policy_active: None) -> None:
+    policy = json.loads(
+        cluster.kubectl("get", "validatingadmissionpolicy", POLICY, "-o", "json").stdout
+    )
+    # The API server type-checks CEL against the Deployment schema; a misspelt field shows here.
+    assert policy["status"].get("typeChecking", {}).get("expressionWarnings") in (None, [])
+    binding = json.loads(
+        cluster.kubectl("get", "validatingadmissionpolicybinding", POLICY, "-o", "json").stdout
+    )
+    assert binding["spec"] == {"policyName": POLICY, "validationActions": ["Deny"]}
+
+
+@pytest.mark.parametrize("account", ACCOUNTS)
+def test_the_accounts_may_pause_resume_and_annotate(
+    cluster: RealCluster, tokens: dict[str, str], deployment: str, account: str
+) -> None:
+    token = tokens[account]
+    paused = _patch(
+        cluster,
+        token,
+        deployment,
+        {
+            "spec": {"paused": True},
+            "metadata": {"annotations": {"sentinel.example.com/paused-by": "shop/checkout"}},
+        },
+    )
+    assert paused.returncode == 0, paused.stderr
+    stored = _get(cluster, deployment)
+    assert stored["spec"]["paused"] is True
+    assert stored["metadata"]["annotations"]["sentinel.example.com/paused-by"] == "shop/checkout"
+    # Resume: paused off and the annotation removed, as the web app's resume does.
+    resumed = _patch(
+        cluster,
+        token,
+        deployment,
+        {
+            "spec": {"paused": False},
+            "metadata": {"annotations": {"sentinel.example.com/paused-by": None}},
+        },
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    stored = _get(cluster, deployment)
+    assert stored["spec"].get("paused") in (None, False)
+    assert "sentinel.example.com/paused-by" not in stored["metadata"].get("annotations", {})
+
+
+REFUSED = {
+    "image": (_image_patch("registry.example.com/evil:1"), "strategic"),
+    "replicas": ({"spec": {"replicas": 9}}, "merge"),
+    "labels": ({"metadata": {"labels": {"team": "evil"}}}, "merge"),
+    "foreign-annotation": ({"metadata": {"annotations": {"example.com/owner": "evil"}}}, "merge"),
+    "paused-with-image": (
+        {"spec": {"paused": True, **_image_patch("registry.example.com/evil:1")["spec"]}},
+        "strategic",
+    ),
+    "strategy": ({"spec": {"strategy": {"rollingUpdate": {"maxSurge": 3}}}}, "merge"),
+}
+
+
+@pytest.mark.parametrize("change", sorted(REFUSED))
+@pytest.mark.parametrize("account", ACCOUNTS)
+def test_any_other_change_is_refused_by_the_policy(
+    cluster: RealCluster, tokens: dict[str, str], deployment: str, account: str, change: str
+) -> None:
+    before = _get(cluster, deployment)
+    patch, kind = REFUSED[change]
+    result = _patch(cluster, tokens[account], deployment, patch, kind)
+    assert result.returncode != 0
+    # Refused by admission (the policy's name and message), not by RBAC (which grants patch).
+    assert f"ValidatingAdmissionPolicy '{POLICY}'" in result.stderr, result.stderr
+    assert MESSAGE in result.stderr
+    assert "forbidden: User" not in result.stderr
+    after = _get(cluster, deployment)
+    assert after["metadata"]["generation"] == before["metadata"]["generation"]
+    assert after["spec"] == before["spec"]
+    assert after["metadata"].get("labels") == before["metadata"].get("labels")
+    assert after["metadata"].get("annotations") == before["metadata"].get("annotations")
+
+
+@pytest.mark.parametrize("change", sorted(REFUSED))
+def test_a_cluster_admin_is_not_affected(
+    cluster: RealCluster, deployment: str, change: str
+) -> None:
+    before = _get(cluster, deployment)
+    patch, kind = REFUSED[change]
+    result = _patch(cluster, None, deployment, patch, kind)
+    assert result.returncode == 0, result.stderr
+    after = _get(cluster, deployment)
+    # The change landed: the spec, the labels or the annotations differ from before.
+    assert _editable(after) != _editable(before)
+
+
+def _editable(deployment: dict[str, Any]) -> tuple[Any, ...]:
+    metadata = deployment["metadata"]
+    return deployment["spec"], metadata.get("labels"), metadata.get("annotations")
+
+
+def test_the_real_pause_and_resume_pass_the_guard_rail(
+    cluster: RealCluster,
+    tokens: dict[str, str],
+    policy_active: None,
+    migrated_database: Path,
+    prometheus: PrometheusServer,
+    metrics_app: MetricsApp,
+    case: str,
+    tmp_path: Path,
+) -> None:
+    """The policy refuses what the operator must not send, not what it does send."""
+    GaugeSetter(metrics_app, prometheus, case)(0.9)
+    kubeconfig = kubeconfig_for_token(cluster, tokens[OPERATOR], tmp_path / "operator")
+    starter = OperatorStarter(tmp_path, migrated_database, env={"POD_NAMESPACE": HOME})
+    try:
+        operator = starter(
+            kubeconfig=kubeconfig, prometheus_url=prometheus.url, namespaces=["shop"]
+        )
+        kubectl_apply(cluster, deployment_manifest("guarded", "shop", IMAGE))
+        kubectl_apply(
+            cluster,
+            analysis_manifest(
+                "guarded",
+                "shop",
+                target="guarded",
+                metrics=[gauge_metric(case, 0.5)],
+                failure_limit=1,
+            ),
+        )
+        wait_until(
+            lambda: _get(cluster, "guarded")["spec"].get("paused") is True,
+            timeout=30,
+            what=f"the operator's pause\n{operator.log}",
+        )
+        annotations = _get(cluster, "guarded")["metadata"]["annotations"]
+        assert annotations["sentinel.example.com/paused-by"] == "shop/guarded"
+        assert POLICY not in operator.log and "refused" not in operator.log, operator.log
+        operator.stop()
+        # The web app's resume writes the Deployment with the product's own code
+        # (sentinel_cluster.writes.release, what services.resume_analysis calls) and token.
+        as_web = kube.KubeClient(
+            kube.load_api_client(str(kubeconfig_for_token(cluster, tokens[WEB], tmp_path / "web")))
+        )
+        assert writes.release(as_web, "shop", "guarded", "shop/guarded", claimed=True) == (
+            True,
+            True,
+        )
+        resumed = _get(cluster, "guarded")
+        assert resumed["spec"].get("paused") in (None, False)
+        assert not any(
+            key.startswith("sentinel.example.com/paused")
+            for key in resumed["metadata"].get("annotations", {})
+        )
+    finally:
+        starter.stop_all()
