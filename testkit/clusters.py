@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -78,6 +78,9 @@ class Cluster(Protocol):
 
 
 C = TypeVar("C", bound=Cluster)
+
+# ``make(name, crd=False)``: start an empty cluster (the ``new_cluster`` fixture's factory).
+NewCluster = Callable[..., Cluster]
 
 
 def wait_crd_served(cluster: Cluster, timeout: float = 20) -> None:

@@ -13,8 +13,7 @@ from analyses import mirror
 from analyses.models import Analysis
 from sentinel_cluster import kube
 from sentinel_core.conditions import Annotation
-from testkit.clusters import kubectl_json
-from testkit.devcluster import DevCluster
+from testkit.clusters import Cluster, kubectl_json
 from testkit.manifests import analysis_spec as spec
 from testkit.manifests import deployment_manifest
 from tests.analyses.resources import paused_status
@@ -47,12 +46,12 @@ def _create(api: Api, namespace: str, name: str, target: str = "checkout") -> No
     assert response.status_code == 201, response.text
 
 
-def _apply(cluster: DevCluster, *objects: dict[str, Any]) -> None:
+def _apply(cluster: Cluster, *objects: dict[str, Any]) -> None:
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
 
 
 def test_resume_unpauses_the_target_and_resets_failures(
-    api: Api, namespace: str, api_cluster: DevCluster, cluster_client: kube.KubeClient
+    api: Api, namespace: str, api_cluster: Cluster, cluster_client: kube.KubeClient
 ) -> None:
     key = f"{namespace}/guard"
     _apply(
@@ -89,7 +88,7 @@ def test_resume_unpauses_the_target_and_resets_failures(
 
 
 def test_resume_keeps_another_analysis_in_paused_by(
-    api: Api, namespace: str, api_cluster: DevCluster, cluster_client: kube.KubeClient
+    api: Api, namespace: str, api_cluster: Cluster, cluster_client: kube.KubeClient
 ) -> None:
     mine, theirs = f"{namespace}/latency", f"{namespace}/errors"
     _apply(
@@ -109,7 +108,7 @@ def test_resume_keeps_another_analysis_in_paused_by(
 
 
 def test_resume_touches_only_the_analysis_namespace(
-    api: Api, namespace: str, api_cluster: DevCluster, cluster_client: kube.KubeClient
+    api: Api, namespace: str, api_cluster: Cluster, cluster_client: kube.KubeClient
 ) -> None:
     other = f"{namespace}-other"
     api_cluster.kubectl("create", "namespace", other)
@@ -137,7 +136,7 @@ def test_resume_touches_only_the_analysis_namespace(
 
 
 def test_resume_leaves_a_pause_it_did_not_make(
-    api: Api, namespace: str, api_cluster: DevCluster
+    api: Api, namespace: str, api_cluster: Cluster
 ) -> None:
     # A person paused the rollout with kubectl; this analysis never did.
     _apply(api_cluster, deployment_manifest("checkout", namespace, paused=True))

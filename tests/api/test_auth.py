@@ -16,8 +16,7 @@ from django.core.management import CommandError, call_command
 
 from analyses.models import Analysis
 from analyses.token_models import ApiToken
-from testkit.clusters import kubectl_json
-from testkit.devcluster import DevCluster
+from testkit.clusters import Cluster, kubectl_json
 from testkit.manifests import analysis_spec as spec
 from testkit.paths import REPO_ROOT
 from tests.api.client import Api, MakeApi, make_user
@@ -96,7 +95,7 @@ def test_reading_needs_view_permission(make_api: MakeApi, api: Api, namespace: s
 
 
 def test_writing_needs_the_matching_permission(
-    make_api: MakeApi, api: Api, namespace: str, api_cluster: DevCluster
+    make_api: MakeApi, api: Api, namespace: str, api_cluster: Cluster
 ) -> None:
     created = api.post(
         "analyses/", json={"namespace": namespace, "name": "checkout", "spec": spec()}

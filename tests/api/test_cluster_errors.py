@@ -10,9 +10,10 @@ import yaml
 
 from analyses.models import Analysis
 from sentinel_cluster import kube
-from testkit.clusters import kubectl_json, start_with_crd
+from testkit.clusters import Cluster, kubectl_json
 from testkit.devcluster import DevCluster
 from testkit.manifests import analysis_spec as spec
+from testkit.namespaces import unique_name
 from tests.api.client import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -40,7 +41,7 @@ def created(api: Api, namespace: str) -> dict[str, Any]:
 
 
 def test_stale_resource_version_is_409_and_nothing_is_written(
-    api: Api, namespace: str, api_cluster: DevCluster, created: dict[str, Any]
+    api: Api, namespace: str, api_cluster: Cluster, created: dict[str, Any]
 ) -> None:
     # Someone edits the resource with kubectl; the mirror has not seen it (no watch here).
     api_cluster.kubectl(
@@ -75,7 +76,7 @@ def test_stale_resource_version_is_409_and_nothing_is_written(
 
 
 def test_status_writes_of_the_operator_do_not_block_edits(
-    api: Api, namespace: str, api_cluster: DevCluster, created: dict[str, Any]
+    api: Api, namespace: str, api_cluster: Cluster, created: dict[str, Any]
 ) -> None:
     # The operator writes status (a new resourceVersion) before the mirror has seen it.
     client = kube.KubeClient(kube.load_api_client(str(api_cluster.kubeconfig)))
@@ -101,7 +102,7 @@ def test_status_writes_of_the_operator_do_not_block_edits(
 
 
 def test_client_resource_version_is_the_precondition(
-    api: Api, namespace: str, api_cluster: DevCluster, created: dict[str, Any]
+    api: Api, namespace: str, api_cluster: Cluster, created: dict[str, Any]
 ) -> None:
     response = api.put(
         f"analyses/{namespace}/checkout/",
@@ -119,7 +120,7 @@ def test_client_resource_version_is_the_precondition(
 
 
 def test_deleted_in_the_cluster_is_409(
-    api: Api, namespace: str, api_cluster: DevCluster, created: dict[str, Any]
+    api: Api, namespace: str, api_cluster: Cluster, created: dict[str, Any]
 ) -> None:
     api_cluster.kubectl("delete", "rolloutanalysis", "checkout", "-n", namespace)
     before = _row(namespace)
@@ -132,11 +133,11 @@ def test_deleted_in_the_cluster_is_409(
 
 
 def test_injected_503_is_503_and_nothing_is_written(
-    api: Api, namespace: str, api_cluster: DevCluster, created: dict[str, Any]
+    api: Api, namespace: str, api_faults: DevCluster, created: dict[str, Any]
 ) -> None:
     before = _row(namespace)
     path = f"/namespaces/{namespace}/rolloutanalyses"
-    api_cluster.inject_fault(path_regex=path, status=503)
+    api_faults.inject_fault(path_regex=path, status=503)
     try:
         responses = [
             api.post("analyses/", json={"namespace": namespace, "name": "new", "spec": spec()}),
@@ -145,7 +146,7 @@ def test_injected_503_is_503_and_nothing_is_written(
             api.post(f"analyses/{namespace}/checkout/resume/"),
         ]
     finally:
-        api_cluster.clear_faults()
+        api_faults.clear_faults()
 
     for response in responses:
         assert response.status_code == 503, response.text
@@ -153,59 +154,64 @@ def test_injected_503_is_503_and_nothing_is_written(
         assert response.headers["Retry-After"] == "5"
     assert not Analysis.objects.filter(namespace=namespace, name="new").exists()
     assert _row(namespace) == before
-    listing = kubectl_json(api_cluster, "rolloutanalyses", "-n", namespace)
+    listing = kubectl_json(api_faults, "rolloutanalyses", "-n", namespace)
     assert [item["metadata"]["name"] for item in listing["items"]] == ["checkout"]
     assert listing["items"][0]["spec"]["failureLimit"] == 3
 
 
 def test_api_server_refusal_is_400_and_nothing_is_written(
-    api: Api, namespace: str, api_cluster: DevCluster
+    api: Api, namespace: str, api_faults: DevCluster
 ) -> None:
-    api_cluster.inject_fault(path_regex=f"/namespaces/{namespace}/", status=422, times=1)
+    api_faults.inject_fault(path_regex=f"/namespaces/{namespace}/", status=422, times=1)
     try:
         response = api.post(
             "analyses/", json={"namespace": namespace, "name": "checkout", "spec": spec()}
         )
     finally:
-        api_cluster.clear_faults()
+        api_faults.clear_faults()
 
     assert response.status_code == 400
     assert list(response.json()) == ["non_field_errors"]
     assert not Analysis.objects.exists()
-    assert kubectl_json(api_cluster, "rolloutanalyses", "-n", namespace)["items"] == []
+    assert kubectl_json(api_faults, "rolloutanalyses", "-n", namespace)["items"] == []
 
 
 def test_stopped_cluster_is_503_and_nothing_is_written(
-    api: Api, settings: Any, tmp_path: Path
+    api: Api, settings: Any, restartable_cluster: Cluster
 ) -> None:
-    cluster = start_with_crd(DevCluster(tmp_path / "doomed"))
+    # On real, the session's API server itself is stopped (restarted after the test).
+    cluster = restartable_cluster
+    namespace = unique_name("api")
+    cluster.kubectl("create", "namespace", namespace)
+    settings.SENTINEL_KUBECONFIG = str(cluster.kubeconfig)
     try:
-        settings.SENTINEL_KUBECONFIG = str(cluster.kubeconfig)
         created = api.post(
-            "analyses/", json={"namespace": "default", "name": "checkout", "spec": spec()}
+            "analyses/", json={"namespace": namespace, "name": "checkout", "spec": spec()}
         )
         assert created.status_code == 201, created.text
-        before = _row("default")
+        before = _row(namespace)
     finally:
         cluster.stop()
 
     responses = [
-        api.post("analyses/", json={"namespace": "default", "name": "other", "spec": spec()}),
-        api.put("analyses/default/checkout/", json={"spec": spec(failureLimit=4)}),
-        api.patch("analyses/default/checkout/", json={"spec": {"dryRun": True}}),
-        api.delete("analyses/default/checkout/"),
-        api.post("analyses/default/checkout/resume/"),
+        api.post("analyses/", json={"namespace": namespace, "name": "other", "spec": spec()}),
+        api.put(f"analyses/{namespace}/checkout/", json={"spec": spec(failureLimit=4)}),
+        api.patch(f"analyses/{namespace}/checkout/", json={"spec": {"dryRun": True}}),
+        api.delete(f"analyses/{namespace}/checkout/"),
+        api.post(f"analyses/{namespace}/checkout/resume/"),
     ]
 
     for response in responses:
         assert response.status_code == 503, response.text
         assert "cannot be reached" in response.json()["detail"]
     assert list(Analysis.objects.values_list("name", flat=True)) == ["checkout"]
-    assert _row("default") == before
+    assert _row(namespace) == before
     # Reads come from the mirror and keep working while the cluster is away.
-    assert api.get("analyses/default/checkout/").json()["spec"] == created.json()["spec"]
+    assert api.get(f"analyses/{namespace}/checkout/").json()["spec"] == created.json()["spec"]
 
 
+# The kubeconfig is broken before any cluster is reached: nothing here depends on the kind.
+@pytest.mark.clusters("dev")
 def test_unreadable_kubeconfig_is_503(
     api: Api, namespace: str, settings: Any, tmp_path: Path
 ) -> None:

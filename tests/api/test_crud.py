@@ -1,4 +1,4 @@
-"""Create, read, update and delete over HTTP reach the devcluster, and the mirror follows."""
+"""Create, read, update and delete over HTTP reach the cluster (each kind); the mirror follows."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import yaml
 from analyses import mirror
 from analyses.models import Analysis
 from sentinel_cluster import kube
-from testkit.clusters import kubectl_json
-from testkit.devcluster import DevCluster
+from testkit.clusters import Cluster, kubectl_json
 from testkit.manifests import analysis_spec as spec
 from tests.api.client import Api, MakeApi
 
@@ -27,7 +26,7 @@ def _create(api: Api, namespace: str, name: str = "checkout", **overrides: objec
 
 
 def test_create_reaches_the_cluster_and_the_mirror(
-    api: Api, namespace: str, api_cluster: DevCluster
+    api: Api, namespace: str, api_cluster: Cluster
 ) -> None:
     body = _create(api, namespace)
 
@@ -55,9 +54,7 @@ def test_create_answers_with_location(api: Api, namespace: str) -> None:
     assert response.headers["Location"] == f"/api/v1/analyses/{namespace}/web/"
 
 
-def test_create_of_an_existing_name_is_409(
-    api: Api, namespace: str, api_cluster: DevCluster
-) -> None:
+def test_create_of_an_existing_name_is_409(api: Api, namespace: str, api_cluster: Cluster) -> None:
     _create(api, namespace)
     before = kubectl_json(api_cluster, "rolloutanalysis", "checkout", "-n", namespace)
 
@@ -82,7 +79,7 @@ def test_create_in_a_missing_namespace_is_a_field_error(api: Api) -> None:
 
 
 def test_put_replaces_the_spec_in_the_cluster(
-    api: Api, namespace: str, api_cluster: DevCluster
+    api: Api, namespace: str, api_cluster: Cluster
 ) -> None:
     created = _create(api, namespace)
     new_spec = spec(interval="1m", failureLimit=5)
@@ -104,7 +101,7 @@ def test_put_replaces_the_spec_in_the_cluster(
 
 
 def test_patch_merges_into_the_spec_and_keeps_labels(
-    api: Api, namespace: str, api_cluster: DevCluster
+    api: Api, namespace: str, api_cluster: Cluster
 ) -> None:
     _create(api, namespace)
     api_cluster.kubectl("label", "rolloutanalysis", "checkout", "-n", namespace, "team=shop")
@@ -130,7 +127,7 @@ def test_body_cannot_move_an_analysis(api: Api, namespace: str) -> None:
 
 
 def test_delete_removes_from_the_cluster_and_keeps_history(
-    api: Api, namespace: str, api_cluster: DevCluster
+    api: Api, namespace: str, api_cluster: Cluster
 ) -> None:
     _create(api, namespace)
 
@@ -144,7 +141,7 @@ def test_delete_removes_from_the_cluster_and_keeps_history(
     assert api.get(f"analyses/{namespace}/checkout/").status_code == 404
 
 
-def _resync(cluster: DevCluster, namespace: str) -> None:
+def _resync(cluster: Cluster, namespace: str) -> None:
     """Mirror the namespace from a real list, as the operator's periodic resync does."""
     listed_at = datetime.now(UTC)
     listing = yaml.safe_load(
@@ -154,7 +151,7 @@ def _resync(cluster: DevCluster, namespace: str) -> None:
 
 
 def test_resource_applied_with_kubectl_shows_through_the_mirror(
-    api: Api, namespace: str, api_cluster: DevCluster
+    api: Api, namespace: str, api_cluster: Cluster
 ) -> None:
     manifest = {
         "apiVersion": f"{kube.GROUP}/{kube.VERSION}",

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from analyses.models import Analysis
-from testkit.clusters import kubectl_json
-from testkit.devcluster import DevCluster
+from testkit.clusters import Cluster, kubectl_json
 from testkit.manifests import analysis_spec as spec
 from tests.api.client import Api
 
@@ -71,7 +70,7 @@ SPEC_CASES: list[tuple[str, Any, set[str]]] = [
     ("raw_spec", "fields"), [case[1:] for case in SPEC_CASES], ids=[c[0] for c in SPEC_CASES]
 )
 def test_invalid_spec_on_create(
-    api: Api, namespace: str, api_cluster: DevCluster, raw_spec: Any, fields: set[str]
+    api: Api, namespace: str, api_cluster: Cluster, raw_spec: Any, fields: set[str]
 ) -> None:
     response = api.post(
         "analyses/", json={"namespace": namespace, "name": "checkout", "spec": raw_spec}
@@ -86,7 +85,7 @@ def test_invalid_spec_on_create(
 
 
 def test_invalid_spec_on_update_changes_nothing(
-    api: Api, namespace: str, api_cluster: DevCluster
+    api: Api, namespace: str, api_cluster: Cluster
 ) -> None:
     created = api.post(
         "analyses/", json={"namespace": namespace, "name": "checkout", "spec": spec()}

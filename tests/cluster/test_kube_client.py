@@ -1,19 +1,23 @@
-"""``sentinel_cluster.kube.KubeClient`` against devcluster over HTTPS: answers and typed errors."""
+"""``sentinel_cluster.kube.KubeClient`` against both clusters over HTTPS: answers, typed errors.
+
+Every test runs on devcluster and on the real kube-apiserver (``kube_cluster``), except the
+injected 503/409, a devcluster-only fault hook.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sentinel_cluster import kube
-from testkit.clusters import running_with_crd
+from testkit.clusters import Cluster
 from testkit.devcluster import DevCluster
 from testkit.manifests import analysis_manifest, gauge_metric
+from testkit.namespaces import create_namespace, delete_namespace, unique_name
 
 
 def _configmaps(namespace: str) -> str:
@@ -125,8 +129,8 @@ def test_injected_unavailable_and_conflict(
         kube_client.request("POST", path, body=_configmap("c"))
 
 
-def test_bad_credentials_are_forbidden(devcluster: DevCluster) -> None:
-    client = kube.KubeClient(devcluster.api_client(token="not-a-token"))
+def test_bad_credentials_are_forbidden(kube_cluster: Cluster) -> None:
+    client = kube.KubeClient(kube_cluster.api_client(token="not-a-token"))
     with pytest.raises(kube.Forbidden) as refused:
         client.request("GET", kube.analyses_path())
     assert refused.value.status == 401
@@ -137,17 +141,13 @@ def test_unloadable_kubeconfig_is_a_kube_error(tmp_path: Path) -> None:
         kube.load_api_client(str(tmp_path / "missing-kubeconfig"))
 
 
-@pytest.fixture
-def own_cluster(tmp_path: Path) -> Iterator[DevCluster]:
-    """A devcluster of this test's own that keeps its objects across restarts."""
-    cluster = DevCluster(tmp_path / "work", data_dir=tmp_path / "data")
-    with running_with_crd(cluster):
-        yield cluster
-
-
-def test_stopped_server_is_unavailable_and_an_old_version_is_gone(own_cluster: DevCluster) -> None:
+def test_stopped_server_is_unavailable_and_an_old_version_is_gone(
+    restartable_cluster: Cluster,
+) -> None:
+    own_cluster = restartable_cluster
     client = kube.KubeClient(kube.load_api_client(str(own_cluster.kubeconfig)), timeout=3)
-    path = _configmaps("default")
+    namespace = create_namespace(client, unique_name("stop"))
+    path = _configmaps(namespace)
     version = client.request("GET", path)["metadata"]["resourceVersion"]
     client.request("POST", path, body=_configmap("kept"))
 
@@ -165,3 +165,4 @@ def test_stopped_server_is_unavailable_and_an_old_version_is_gone(own_cluster: D
     with pytest.raises(kube.Gone):
         for _ in client.watch(path, resource_version=version, timeout_seconds=1):
             pass
+    delete_namespace(client, namespace)

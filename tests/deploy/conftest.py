@@ -1,10 +1,12 @@
-"""Fixtures for the deploy/ tests: a devcluster holding the applied overlay, a namespace per
-test, and ``runoperator`` processes under that RBAC.
+"""Fixtures for the deploy/ tests: the session cluster holding the applied overlay, a namespace
+per test, and ``runoperator`` processes under that RBAC.
 
-The package has its own devcluster (not the operator suite's) because it applies cluster-scoped
-objects for real — the CRD, the ClusterRole ``rollout-sentinel`` and its binding — and then
-sabotages copies of them; nothing here may leak into other packages' clusters. Helpers the
-tests call live in ``tests/deploy/kustomize.py`` and ``testkit``.
+``deployed`` applies ``deploy/overlays/ha`` for real to the session cluster of the test's kind
+(``kube_cluster``: devcluster, and the real kube-apiserver with its RBAC authorizer), once per
+kind. Its cluster-scoped objects (the same CRD as crds/, the ClusterRole ``rollout-sentinel``
+and its binding) only add to what the other suites use; the sabotaged copies of the RBAC are
+made under other names and deleted after each test. Helpers the tests call live in
+``tests/deploy/kustomize.py`` and ``testkit``.
 """
 
 from __future__ import annotations
@@ -14,8 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from testkit.clusters import create_token, kube_client, kubeconfig_for_token, wait_crd_served
-from testkit.devcluster import DevCluster
+from testkit.clusters import (
+    Cluster,
+    create_token,
+    kube_client,
+    kubeconfig_for_token,
+    wait_crd_served,
+)
 from testkit.manifests import to_yaml
 from testkit.namespaces import fresh_namespace
 from testkit.operator import OperatorStarter, StartOperator
@@ -23,20 +30,28 @@ from tests.deploy.kustomize import HOME, OPERATOR_ACCOUNT, Deployed, for_devclus
 
 
 @pytest.fixture(scope="session")
-def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
-    """A fresh devcluster with deploy/overlays/ha applied for real (minus ``NOT_ON_DEVCLUSTER``)."""
-    workdir = tmp_path_factory.mktemp("deploy-devcluster")
-    with DevCluster(workdir) as cluster:
-        objects = for_devcluster(render(cluster, "overlays/ha"))
-        cluster.kubectl("apply", "-f", "-", input=to_yaml(*objects))
-        wait_crd_served(cluster)
-        token = create_token(cluster, OPERATOR_ACCOUNT, HOME)
-        yield Deployed(
-            cluster=cluster,
-            admin=kube_client(cluster),
-            token=token,
-            kubeconfig=kubeconfig_for_token(cluster, token, workdir / "sa-kubeconfig"),
-        )
+def deployed(
+    cluster_kind: str, kube_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> Deployed:
+    """The session cluster with deploy/overlays/ha applied for real.
+
+    All of it on the real cluster; on devcluster minus ``NOT_ON_DEVCLUSTER`` (kinds it does
+    not serve: NetworkPolicies and admission policies).
+    """
+    workdir = tmp_path_factory.mktemp("deploy")
+    objects = render(kube_cluster, "overlays/ha")
+    if cluster_kind == "dev":
+        objects = for_devcluster(objects)
+    kube_cluster.kubectl("apply", "-f", "-", input=to_yaml(*objects))
+    wait_crd_served(kube_cluster)
+    token = create_token(kube_cluster, OPERATOR_ACCOUNT, HOME)
+    return Deployed(
+        cluster=kube_cluster,
+        admin=kube_client(kube_cluster),
+        token=token,
+        kubeconfig=kubeconfig_for_token(kube_cluster, token, workdir / "sa-kubeconfig"),
+        objects=tuple(objects),
+    )
 
 
 @pytest.fixture

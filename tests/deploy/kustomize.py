@@ -1,6 +1,6 @@
 """The ``deploy/`` tree as the deploy tests see it: overlays rendered by kubectl's kustomize.
 
-``render`` returns the objects of ``deploy/<directory>``; ``Deployed`` is the devcluster the
+``render`` returns the objects of ``deploy/<directory>``; ``Deployed`` is the session cluster the
 ``deployed`` fixture (``tests/deploy/conftest.py``) applied the ``ha`` overlay to, with the
 operator's ServiceAccount token and a kubeconfig authenticating as it.
 """
@@ -15,7 +15,6 @@ import yaml
 
 from sentinel_cluster import kube
 from testkit.clusters import Cluster
-from testkit.devcluster import DevCluster
 from testkit.paths import DEPLOY_DIR
 
 DEPLOY = DEPLOY_DIR
@@ -44,9 +43,11 @@ def for_devcluster(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class Deployed:
-    """The devcluster with the ``ha`` overlay applied, and the operator's identity in it."""
+    """The cluster with the ``ha`` overlay applied, and the operator's identity in it."""
 
-    cluster: DevCluster
+    cluster: Cluster
     admin: kube.KubeClient
     token: str
     kubeconfig: Path
+    # What was applied: the whole overlay on the real cluster, minus NOT_ON_DEVCLUSTER on dev.
+    objects: tuple[dict[str, Any], ...]

@@ -1,24 +1,25 @@
 """deploy/ renders with the real kubectl kustomize and is accepted by an API server.
 
-Every overlay is rendered by ``kubectl kustomize`` and applied to devcluster with
-``kubectl apply --dry-run=server`` (validated, admitted, defaulted — and nothing stored), and
-applied for real into fresh devclusters. The rendered objects are checked for what the overlays
-promise (SPEC §12): one replica on SQLite on a volume for ``single``, several replicas on
-PostgreSQL and Redis for ``ha``, the same CRD as crds/, and exactly SPEC §12's RBAC.
+Every overlay is rendered by ``kubectl kustomize`` (client side: no server involved) and
+applied with ``kubectl apply --dry-run=server`` (validated, admitted, defaulted — and nothing
+stored) to the session cluster of each kind, and applied for real into a fresh cluster of each
+kind (``single``) and the session clusters (``ha``, the ``deployed`` fixture). The rendered
+objects are checked for what the overlays promise (SPEC §12): one replica on SQLite on a
+volume for ``single``, several replicas on PostgreSQL and Redis for ``ha``, the same CRD as
+crds/, and exactly SPEC §12's RBAC.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from testkit.clusters import Cluster, NewCluster
 from testkit.devcluster import DevCluster
-from testkit.manifests import to_yaml
+from testkit.manifests import namespace_manifest, to_yaml
 from testkit.paths import CRD_PATH
 from tests.deploy.kustomize import (
     HOME,
@@ -101,54 +102,61 @@ def _config(objects: list[dict[str, Any]]) -> dict[str, str]:
     return dict(_one(objects, "ConfigMap", "rollout-sentinel")["data"])
 
 
-@pytest.fixture(scope="module")
-def fresh_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
-    """A devcluster holding nothing but the overlays' namespace."""
-    cluster = DevCluster(tmp_path_factory.mktemp("dry-run-devcluster"))
-    cluster.start()
-    try:
-        # A server-side dry run stores nothing, so a namespace created by the same dry run does
-        # not exist for the objects inside it — on a real API server too. Only the namespace is
-        # created for real.
-        cluster.kubectl("create", "namespace", HOME)
-        # And the namespaces the `namespaced` overlay binds its Roles in.
-        for name in NAMESPACED_TEAMS:
-            cluster.kubectl("create", "namespace", name)
-        yield cluster
-    finally:
-        cluster.stop()
+def _servable(cluster_kind: str, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return what the cluster of that kind serves: everything on real, less on devcluster."""
+    return for_devcluster(objects) if cluster_kind == "dev" else objects
 
 
-def _stored(cluster: DevCluster) -> dict[str, list[str]]:
-    """Return the names of every object of the overlays' kinds that the cluster holds."""
+@pytest.fixture
+def dry_run_cluster(kube_cluster: Cluster) -> Cluster:
+    """The session cluster, holding the overlays' namespaces (whatever else it holds)."""
+    # A server-side dry run stores nothing, so a namespace created by the same dry run does
+    # not exist for the objects inside it — on a real API server too. Only the namespaces are
+    # created for real: rollout-sentinel as the overlays have it (so a later apply agrees), and
+    # those the `namespaced` overlay binds its Roles in.
+    home = next(o for o in render(kube_cluster, "base") if o["kind"] == "Namespace")
+    teams = [namespace_manifest(name) for name in NAMESPACED_TEAMS]
+    kube_cluster.kubectl("apply", "-f", "-", input=to_yaml(home, *teams))
+    return kube_cluster
+
+
+def _stored(cluster: Cluster) -> dict[str, list[str]]:
+    """Return every stored object of the overlays' kinds named for rollout-sentinel.
+
+    Each as ``kind/name uid generation``: an object created, replaced or changed in its spec
+    shows up as a difference. (Not the resourceVersion: on the real cluster the controllers
+    write Deployment status at any time.)
+    """
     kinds = {
-        "crd": ["get", "crd", "-o", "name"],
-        "clusterroles": ["get", "clusterroles", "-o", "name"],
-        "clusterrolebindings": ["get", "clusterrolebindings", "-o", "name"],
+        "crd": ["get", "crd"],
+        "clusterroles": ["get", "clusterroles"],
+        "clusterrolebindings": ["get", "clusterrolebindings"],
         "namespaced": [
             "get",
             "deployments,services,configmaps,serviceaccounts,roles,rolebindings,pvc,secrets",
             "--all-namespaces",
-            "-o",
-            "name",
         ],
     }
-    return {
-        key: [
-            line
-            for line in cluster.kubectl(*args).stdout.split()
-            if "rollout-sentinel" in line or "sentinel.example.com" in line
-        ]
-        for key, args in kinds.items()
-    }
+    stored: dict[str, list[str]] = {}
+    for key, args in kinds.items():
+        items = json.loads(cluster.kubectl(*args, "-o", "json").stdout)["items"]
+        stored[key] = sorted(
+            f"{item['kind']}/{meta['name']} {meta['uid']} {meta.get('generation', '-')}"
+            for item in items
+            if "rollout-sentinel" in (meta := item["metadata"])["name"]
+            or "sentinel.example.com" in meta["name"]
+        )
+    return stored
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_overlay_passes_server_side_dry_run_and_stores_nothing(
-    fresh_cluster: DevCluster, overlay: str
+    cluster_kind: str, dry_run_cluster: Cluster, overlay: str
 ) -> None:
-    objects = for_devcluster(render(fresh_cluster, f"overlays/{overlay}"))
-    result = fresh_cluster.kubectl(
+    cluster = dry_run_cluster
+    objects = _servable(cluster_kind, render(cluster, f"overlays/{overlay}"))
+    before = _stored(cluster)
+    result = cluster.kubectl(
         "apply", "--dry-run=server", "-f", "-", input=to_yaml(*objects), check=False
     )
     assert result.returncode == 0, result.stderr
@@ -156,39 +164,41 @@ def test_overlay_passes_server_side_dry_run_and_stores_nothing(
     # One line per object, each admitted by the server (the namespace already exists).
     assert len(lines) == len(objects)
     assert all(line.endswith("(server dry run)") for line in lines), lines
-    assert _stored(fresh_cluster) == {
-        "crd": [],
-        "clusterroles": [],
-        "clusterrolebindings": [],
-        "namespaced": [],
-    }
+    # The session cluster may hold the ``ha`` overlay already (``deployed``): the dry run
+    # created, replaced and changed nothing of it.
+    assert _stored(cluster) == before
 
 
-def test_server_side_dry_run_really_validates(fresh_cluster: DevCluster) -> None:
-    objects = render(fresh_cluster, "overlays/ha")
+def test_server_side_dry_run_really_validates(dry_run_cluster: Cluster) -> None:
+    cluster = dry_run_cluster
+    objects = render(cluster, "overlays/ha")
     web = _one(objects, "Deployment", "rollout-sentinel-web")
     web["spec"]["replicas"] = "three"
-    result = fresh_cluster.kubectl(
+    before = _stored(cluster)["namespaced"]
+    result = cluster.kubectl(
         "apply", "--dry-run=server", "--validate=false", "-f", "-", input=to_yaml(web), check=False
     )
     assert result.returncode != 0
     assert "replicas" in result.stderr
-    assert _stored(fresh_cluster)["namespaced"] == []
+    assert _stored(cluster)["namespaced"] == before
 
 
-def test_single_applies_for_real_into_a_fresh_cluster(tmp_path: Path) -> None:
-    with DevCluster(tmp_path / "single") as cluster:
-        manifest = to_yaml(*for_devcluster(render(cluster, "overlays/single")))
-        first = cluster.kubectl("apply", "-f", "-", input=manifest)
-        assert "deployment.apps/rollout-sentinel-web created" in first.stdout
-        assert "persistentvolumeclaim/rollout-sentinel-data created" in first.stdout
-        again = cluster.kubectl("apply", "-f", "-", input=manifest)
-        assert all(line.endswith(" unchanged") for line in again.stdout.strip().splitlines())
-        deployments = json.loads(cluster.kubectl("get", "deploy", "-n", HOME, "-o", "json").stdout)
-        names = [item["metadata"]["name"] for item in deployments["items"]]
-        assert names == ["rollout-sentinel-operator", "rollout-sentinel-web"]
-        # The claim sits beside the Pod that mounts it.
-        assert cluster.kubectl("get", "pvc", "rollout-sentinel-data", "-n", HOME).returncode == 0
+def test_single_applies_for_real_into_a_fresh_cluster(
+    cluster_kind: str, new_cluster: NewCluster
+) -> None:
+    # Fresh, because the session clusters hold the ``ha`` overlay under the same names.
+    cluster = new_cluster("single")
+    manifest = to_yaml(*_servable(cluster_kind, render(cluster, "overlays/single")))
+    first = cluster.kubectl("apply", "-f", "-", input=manifest)
+    assert "deployment.apps/rollout-sentinel-web created" in first.stdout
+    assert "persistentvolumeclaim/rollout-sentinel-data created" in first.stdout
+    again = cluster.kubectl("apply", "-f", "-", input=manifest)
+    assert all(line.endswith(" unchanged") for line in again.stdout.strip().splitlines())
+    deployments = json.loads(cluster.kubectl("get", "deploy", "-n", HOME, "-o", "json").stdout)
+    names = [item["metadata"]["name"] for item in deployments["items"]]
+    assert names == ["rollout-sentinel-operator", "rollout-sentinel-web"]
+    # The claim sits beside the Pod that mounts it.
+    assert cluster.kubectl("get", "pvc", "rollout-sentinel-data", "-n", HOME).returncode == 0
 
 
 def test_ha_is_applied_for_real(deployed: Deployed) -> None:
@@ -198,16 +208,16 @@ def test_ha_is_applied_for_real(deployed: Deployed) -> None:
     replicas = {d["metadata"]["name"]: d["spec"]["replicas"] for d in deployments["items"]}
     assert replicas == {"rollout-sentinel-web": 3, "rollout-sentinel-operator": 2}
     assert cluster.kubectl("get", "crd", "rolloutanalyses.sentinel.example.com").returncode == 0
-    manifest = to_yaml(*for_devcluster(render(cluster, "overlays/ha")))
-    again = cluster.kubectl("apply", "-f", "-", input=manifest)
+    again = cluster.kubectl("apply", "-f", "-", input=to_yaml(*deployed.objects))
     assert all(line.endswith(" unchanged") for line in again.stdout.strip().splitlines())
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_rendered_overlay_carries_the_crd_and_exactly_the_spec_rbac(
-    fresh_cluster: DevCluster, overlay: str
+    devcluster: DevCluster, overlay: str
 ) -> None:
-    objects = render(fresh_cluster, f"overlays/{overlay}")
+    # Rendering is kubectl's own work, client side: one run (with devcluster's kubectl) is all.
+    objects = render(devcluster, f"overlays/{overlay}")
     crd = _one(objects, "CustomResourceDefinition")
     source = yaml.safe_load(CRD_PATH.read_text())
     assert crd["spec"] == source["spec"]
@@ -261,8 +271,8 @@ def test_rendered_overlay_carries_the_crd_and_exactly_the_spec_rbac(
             assert config == _one(objects, "ConfigMap")["metadata"]["name"]
 
 
-def test_single_is_one_replica_each_on_sqlite_on_a_volume(fresh_cluster: DevCluster) -> None:
-    objects = render(fresh_cluster, "overlays/single")
+def test_single_is_one_replica_each_on_sqlite_on_a_volume(devcluster: DevCluster) -> None:
+    objects = render(devcluster, "overlays/single")
     deployments = {d["metadata"]["name"]: d for d in _find(objects, "Deployment")}
     assert sorted(deployments) == [OPERATOR_ACCOUNT, WEB_ACCOUNT]
     claim_name = _one(objects, "PersistentVolumeClaim")["metadata"]["name"]
@@ -287,8 +297,8 @@ def test_single_is_one_replica_each_on_sqlite_on_a_volume(fresh_cluster: DevClus
     assert "SENTINEL_BROKER_URL" not in config  # django-q2's ORM broker on the same file
 
 
-def test_ha_runs_replicas_on_postgres_and_redis(fresh_cluster: DevCluster) -> None:
-    objects = render(fresh_cluster, "overlays/ha")
+def test_ha_runs_replicas_on_postgres_and_redis(devcluster: DevCluster) -> None:
+    objects = render(devcluster, "overlays/ha")
     replicas = {d["metadata"]["name"]: d["spec"]["replicas"] for d in _find(objects, "Deployment")}
     assert replicas == {"rollout-sentinel-web": 3, "rollout-sentinel-operator": 2}
     config = _config(objects)

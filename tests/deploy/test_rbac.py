@@ -1,8 +1,9 @@
 """SPEC §13 item 17: the operator under deploy/'s RBAC works; with a verb missing it says so.
 
-The ``ha`` overlay is applied for real to a devcluster (``deployed`` fixture); the operator runs
-as ``python manage.py runoperator`` with a kubeconfig holding the token minted by ``kubectl
-create token rollout-sentinel-operator -n rollout-sentinel`` — so every request it makes is
+The ``ha`` overlay is applied for real to the session cluster of each kind (``deployed``
+fixture: devcluster's RBAC authorizer, and the real kube-apiserver's); the operator runs as
+``python manage.py runoperator`` with a kubeconfig holding the token minted by ``kubectl create
+token rollout-sentinel-operator -n rollout-sentinel`` — so every request it makes is
 authorized by exactly the ClusterRole, Role and bindings of deploy/base/rbac.yaml.
 """
 
@@ -37,7 +38,7 @@ SPEC_ROWS = {
     "events.events.k8s.io": ["create", "patch"],
 }
 LEASE_ROW = {"leases.coordination.k8s.io": ["get", "create", "update"]}
-# What every authenticated identity may do (system:basic-user on a real cluster): ask the API
+# What every authenticated identity may do on both servers (system:basic-user): ask the API
 # server about itself. Not granted by deploy/.
 SELF_REVIEWS = {
     "selfsubjectreviews.authentication.k8s.io": ["create"],
@@ -64,10 +65,36 @@ def _can_i_list(
     return resources, url_verbs
 
 
+def _baseline(deployed: Deployed, namespace: str) -> dict[str, list[str]]:
+    """Return what a ServiceAccount bound to nothing may do: the server's own default policy.
+
+    That is more than ``SELF_REVIEWS`` on the real kube-apiserver (1.37 binds
+    system:cluster-trust-bundle-discovery, read access to clustertrustbundles, to every
+    ServiceAccount), so it is asked of the server rather than written down.
+    """
+    name = f"bare-{uuid.uuid4().hex[:8]}"
+    deployed.cluster.kubectl("create", "serviceaccount", name, "-n", HOME)
+    try:
+        token = create_token(deployed.cluster, name, HOME)
+        resources, _ = _can_i_list(deployed, token, namespace)
+    finally:
+        deployed.cluster.kubectl("delete", "serviceaccount", name, "-n", HOME)
+    return resources
+
+
 @pytest.mark.parametrize("namespace_", [HOME, "some-team"])
 def test_can_i_list_is_exactly_the_spec_rbac(deployed: Deployed, namespace_: str) -> None:
+    baseline = _baseline(deployed, namespace_)
+    # The default policy lets anyone ask about themselves and, beyond that, only read.
+    assert SELF_REVIEWS.items() <= baseline.items()
+    assert all(
+        set(verbs) <= {"get", "list", "watch"}
+        for resource, verbs in baseline.items()
+        if resource not in SELF_REVIEWS
+    ), baseline
+    assert not set(baseline) & set(SPEC_ROWS)
     resources, url_verbs = _can_i_list(deployed, deployed.token, namespace_)
-    expected = {**SPEC_ROWS, **SELF_REVIEWS}
+    expected = {**SPEC_ROWS, **baseline}
     if namespace_ == HOME:
         expected.update(LEASE_ROW)  # leases only where the operator keeps its Lease
     assert resources == expected
@@ -244,12 +271,14 @@ def _started(row: dict[str, Any]) -> datetime:
 
 def test_missing_deployment_patch_is_reported_and_backed_off(
     deployed: Deployed,
+    # Before start_operator: set up first, so torn down last, after the operator has stopped
+    # (it releases its Lease with the identity it still has).
+    crippled_identity: Any,
     start_operator: StartOperator,
     prometheus: PrometheusServer,
     namespace: str,
     gauge: GaugeSetter,
     case: str,
-    crippled_identity: Any,
 ) -> None:
     kubeconfig = crippled_identity("deployments", "patch")
     gauge(0.9)
@@ -291,12 +320,14 @@ def test_missing_deployment_patch_is_reported_and_backed_off(
 
 def test_missing_status_update_is_reported_without_crashing(
     deployed: Deployed,
+    # Before start_operator: set up first, so torn down last, after the operator has stopped
+    # (it releases its Lease with the identity it still has).
+    crippled_identity: Any,
     start_operator: StartOperator,
     prometheus: PrometheusServer,
     namespace: str,
     gauge: GaugeSetter,
     case: str,
-    crippled_identity: Any,
 ) -> None:
     kubeconfig = crippled_identity("rolloutanalyses/status", "update")
     gauge(0.1)

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from sentinel_cluster import kube
-from testkit.devcluster import DevCluster
+from testkit.clusters import Cluster
 from testkit.fault_proxy import FaultProxy
 from testkit.namespaces import create_namespace, delete_namespace, unique_name
 from testkit.operator import SHARED_POOL_SIZE, OperatorProcess, SharedOperator
@@ -33,7 +33,7 @@ from testkit.prometheus import PrometheusServer
 @pytest.fixture(scope="module")
 def shared_operator(
     tmp_path_factory: pytest.TempPathFactory,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     migrated_database: Path,
     prometheus: PrometheusServer,
@@ -46,7 +46,7 @@ def shared_operator(
     with FaultProxy(prometheus.url) as proxy:
         process = OperatorProcess(
             workdir,
-            kubeconfig=devcluster.kubeconfig,
+            kubeconfig=kube_cluster.kubeconfig,
             prometheus_url=proxy.url,
             database=database,
             namespaces=pool,

@@ -1,4 +1,6 @@
-"""Leader election on a real Lease in devcluster, with clocks the test controls.
+"""Leader election on a real Lease in both clusters, with clocks the test controls.
+
+The injected 503 and 409 (devcluster's fault hooks) run on devcluster only.
 
 Each elector gets its own clock, as each replica has its own: takeover is measured on the
 follower's clock from the moment it first saw the holder's record unchanged.

@@ -1,4 +1,4 @@
-"""End to end: kubectl, ``runoperator``, the real Prometheus and devcluster together.
+"""End to end: kubectl, ``runoperator``, the real Prometheus and each cluster together.
 
 One analysis goes through its whole life: first status within about two seconds of
 ``kubectl apply``, a regression pausing the Deployment after exactly ``failureLimit``
@@ -12,8 +12,7 @@ import time
 from typing import Any
 
 from sentinel_cluster import kube
-from testkit.clusters import kubectl_apply
-from testkit.devcluster import DevCluster
+from testkit.clusters import Cluster, kubectl_apply
 from testkit.fault_proxy import FaultProxy
 from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
 from testkit.metrics_app import GaugeSetter
@@ -30,7 +29,7 @@ def _reasons(client: kube.KubeClient, namespace: str) -> list[str]:
 
 def test_analysis_lifecycle_pause_and_resume(
     operator: OperatorProcess,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     namespace: str,
     gauge: GaugeSetter,
@@ -38,14 +37,14 @@ def test_analysis_lifecycle_pause_and_resume(
     case: str,
 ) -> None:
     gauge(0.1)
-    kubectl_apply(devcluster, deployment_manifest("checkout", namespace))
+    kubectl_apply(kube_cluster, deployment_manifest("checkout", namespace))
     path = kube.analysis_path(namespace, "checkout")
     manifest = analysis_manifest(
         "checkout", namespace, metrics=[gauge_metric(case, 0.5)], failure_limit=2
     )
 
     applied = time.monotonic()
-    kubectl_apply(devcluster, manifest)
+    kubectl_apply(kube_cluster, manifest)
 
     def ready() -> dict[str, Any] | None:
         resource = kube_client.request("GET", path)
@@ -101,7 +100,7 @@ def test_analysis_lifecycle_pause_and_resume(
 
     # A person resumes with kubectl: acknowledged, the count starts again, never re-paused.
     gauge(0.1)
-    devcluster.kubectl("-n", namespace, "rollout", "resume", "deployment/checkout")
+    kube_cluster.kubectl("-n", namespace, "rollout", "resume", "deployment/checkout")
 
     def resumed() -> dict[str, Any] | None:
         resource = kube_client.request("GET", path)

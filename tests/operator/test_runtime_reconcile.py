@@ -1,4 +1,4 @@
-"""The reconciler in this process against devcluster and the real Prometheus (via the proxy).
+"""The reconciler in this process against each cluster and the real Prometheus (via the proxy).
 
 Each test drives ``Reconciler.reconcile`` by hand, so it can look at one attempt at a time:
 what it wrote to the cluster, to the history and to the dispatch schedule.
@@ -17,6 +17,7 @@ from sentinel_cluster import kube
 from sentinel_operator.outcome import Result
 from sentinel_operator.prometheus import PrometheusClient
 from sentinel_operator.reconcile import Reconciler
+from testkit.clusters import Cluster
 from testkit.devcluster import DevCluster
 from testkit.fault_proxy import FaultProxy
 from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
@@ -156,7 +157,7 @@ def test_prometheus_outage_backs_off_and_recovery_resets(
 
 def test_forbidden_is_reported_and_backed_off(
     reconciler: Reconciler,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     fault_proxy: FaultProxy,
     namespace: str,
@@ -165,7 +166,7 @@ def test_forbidden_is_reported_and_backed_off(
     _create(kube_client, namespace, "ra", metrics=[gauge_metric(case, 0.5)])
     assert reconciler.reconcile(namespace, "ra").result == Result.EVALUATED
     refused = Reconciler(
-        kube.KubeClient(devcluster.api_client(token="revoked")),
+        kube.KubeClient(kube_cluster.api_client(token="revoked")),
         reconciler.prometheus,
         rng=random.Random(1),
     )
@@ -246,3 +247,54 @@ def test_an_edited_spec_during_an_attempt_keeps_its_immediate_due_time(
     later = soon + timedelta(seconds=30)
     assert not dispatcher.reschedule(row.pk, generation=1, due_at=later, backoff_attempt=0)
     assert Analysis.objects.get(pk=row.pk).next_due_at == soon
+
+
+# Every shape of status the reconciler writes, each checked by the cluster's own validation of
+# the CRD's status schema (the real kube-apiserver's, not only devcluster's): an invalid query,
+# no data (NaN, an empty vector), an infinite value, and a number too small for a float32.
+STATUS_CASES = {
+    "invalid-query": (
+        ["max(sentinel_test_value"],
+        ("Ready", "False", "InvalidQuery"),
+        ("Healthy", "Unknown", "NotEvaluated"),
+    ),
+    "no-data": (
+        ["0 / 0", 'vector(1) and on() absent(up{job="no-such-job"}) == 2'],
+        ("Ready", "True", "Evaluating"),
+        ("Healthy", "Unknown", "NoData"),
+    ),
+    "infinite": (
+        ["1 / 0"],
+        ("Ready", "True", "Evaluating"),
+        ("Healthy", "False", "ThresholdExceeded"),
+    ),
+    "tiny": (
+        ["1e-300"],
+        ("Ready", "True", "Evaluating"),
+        ("Healthy", "True", "WithinThresholds"),
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(STATUS_CASES))
+def test_every_status_shape_is_accepted_by_the_cluster(
+    reconciler: Reconciler, kube_client: kube.KubeClient, namespace: str, shape: str
+) -> None:
+    queries, ready, healthy = STATUS_CASES[shape]
+    metrics = [
+        {"name": f"m{index}", "query": query, "maxValue": 0.5}
+        for index, query in enumerate(queries)
+    ]
+    _deploy(kube_client, namespace)
+    _create(kube_client, namespace, "ra", metrics=metrics)
+    assert reconciler.reconcile(namespace, "ra").result == Result.EVALUATED
+    resource = kube_client.request("GET", kube.analysis_path(namespace, "ra"))
+    for type_, status, reason in (ready, healthy):
+        found = condition(resource, type_)
+        assert (found["status"], found["reason"]) == (status, reason), resource["status"]
+    # What was written is what the server kept: every metric's result, none pruned.
+    results = resource["status"].get("metricResults") or []
+    if shape != "invalid-query":
+        assert [r["name"] for r in results] == [m["name"] for m in metrics]
+    row = Analysis.objects.get(namespace=namespace, name="ra")
+    assert row.resource_version == resource["metadata"]["resourceVersion"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sentinel_cluster import kube
-from testkit.clusters import kubectl_apply
+from testkit.clusters import Cluster, kubectl_apply
 from testkit.devcluster import DevCluster
 from testkit.fault_proxy import FaultProxy
 from testkit.manifests import analysis_manifest, gauge_metric
@@ -85,7 +85,7 @@ def test_an_unreachable_api_server_is_one_line_and_exit_2(tmp_path: Path) -> Non
 
 def test_sigterm_releases_the_lease_and_the_other_replica_takes_over(
     start_operator: StartOperator,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     fault_proxy: FaultProxy,
     namespace: str,
@@ -115,7 +115,9 @@ def test_sigterm_releases_the_lease_and_the_other_replica_takes_over(
     print(f"leader handover after SIGTERM: {time.monotonic() - started:.2f} s")
 
     # The new leader watches and dispatches: an analysis gets its status.
-    kubectl_apply(devcluster, analysis_manifest("ra", namespace, metrics=[gauge_metric(case, 1.0)]))
+    kubectl_apply(
+        kube_cluster, analysis_manifest("ra", namespace, metrics=[gauge_metric(case, 1.0)])
+    )
     resource = wait_until(
         lambda: (
             (r := kube_client.request("GET", kube.analysis_path(namespace, "ra"))).get("status")
@@ -128,6 +130,8 @@ def test_sigterm_releases_the_lease_and_the_other_replica_takes_over(
     assert second.stop() == 0
 
 
+# About the operator's own processes, not the cluster: devcluster is enough.
+@pytest.mark.clusters("dev")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
 def test_workers_do_not_outlive_the_operator(
     start_operator: StartOperator, fault_proxy: FaultProxy, namespace: str, sig: int

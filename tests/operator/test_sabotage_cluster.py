@@ -1,9 +1,10 @@
 """Sabotage, cluster side (SPEC §13 items 7-10, 14, 15), end to end.
 
-A real ``runoperator`` process against the session devcluster and the real Prometheus, driven
-with kubectl: the target deleted and recreated, two analyses on one Deployment, a real
-regression with a pass in between and a dry run, 409s injected on the status write, a spec
-edited, and an analysis deleted. Each test checks conditions, events, history rows, failure
+A real ``runoperator`` process against the session cluster of each kind (devcluster and the
+real kube-apiserver with its controllers) and the real Prometheus, driven with kubectl: the
+target deleted and recreated, two analyses on one Deployment, a real regression with a pass in
+between and a dry run, 409s injected on the status write (devcluster only: a fault hook), a
+spec edited, and an analysis deleted. Each test checks conditions, events, history rows, failure
 counts and the Deployment's ``spec.paused``.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from sentinel_cluster import kube
-from testkit.clusters import kubectl_apply
+from testkit.clusters import Cluster, kubectl_apply
 from testkit.devcluster import DevCluster
 from testkit.fault_proxy import FaultProxy
 from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
@@ -81,7 +82,7 @@ def _gaps(rows: list[dict[str, Any]]) -> list[float]:
 
 def test_target_deleted_then_recreated(
     operator: OperatorProcess,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     namespace: str,
     gauge: GaugeSetter,
@@ -90,7 +91,7 @@ def test_target_deleted_then_recreated(
     """Item 7: TargetNotFound, metrics still evaluated and counted, no pause; recovers."""
     gauge(0.1)
     kubectl_apply(
-        devcluster,
+        kube_cluster,
         deployment_manifest("checkout", namespace),
         analysis_manifest(
             "checkout", namespace, metrics=[gauge_metric(case, 0.5)], failure_limit=1
@@ -98,7 +99,7 @@ def test_target_deleted_then_recreated(
     )
     wait_condition(kube_client, namespace, "checkout", "Ready", "Evaluating", timeout=8)
 
-    devcluster.kubectl("-n", namespace, "delete", "deployment", "checkout")
+    kube_cluster.kubectl("-n", namespace, "delete", "deployment", "checkout")
     missing = wait_condition(kube_client, namespace, "checkout", "Ready", "TargetNotFound")
     assert condition(missing, "Ready")["status"] == "False"
     # A regression while the target is missing is still judged and counted, up to the limit,
@@ -131,7 +132,7 @@ def test_target_deleted_then_recreated(
     assert operator.running
 
     gauge(0.1)
-    kubectl_apply(devcluster, deployment_manifest("checkout", namespace))
+    kubectl_apply(kube_cluster, deployment_manifest("checkout", namespace))
     back = wait_condition(kube_client, namespace, "checkout", "Ready", "Evaluating", timeout=10)
     assert condition(back, "Ready")["status"] == "True"
     assert back["status"]["failures"] == 0
@@ -143,7 +144,7 @@ def test_target_deleted_then_recreated(
 
 def test_two_analyses_on_one_deployment(
     operator: OperatorProcess,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     namespace: str,
     gauge: GaugeSetter,
@@ -153,7 +154,7 @@ def test_two_analyses_on_one_deployment(
     gauge(0.9)
     metric = gauge_metric(case, 0.5)
     kubectl_apply(
-        devcluster,
+        kube_cluster,
         deployment_manifest("checkout", namespace),
         analysis_manifest("fast", namespace, metrics=[metric], failure_limit=2),
         analysis_manifest("slow", namespace, metrics=[metric], failure_limit=3),
@@ -203,7 +204,7 @@ def test_two_analyses_on_one_deployment(
 
 def test_regression_pauses_after_exactly_failure_limit(
     operator: OperatorProcess,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     namespace: str,
     gauge: GaugeSetter,
@@ -213,7 +214,7 @@ def test_regression_pauses_after_exactly_failure_limit(
     metric = gauge_metric(case, 0.5)
     gauge(0.9)
     kubectl_apply(
-        devcluster,
+        kube_cluster,
         deployment_manifest("checkout", namespace),
         deployment_manifest("dry", namespace),
         analysis_manifest("checkout", namespace, metrics=[metric], failure_limit=2),
@@ -314,7 +315,7 @@ def test_conflicting_status_write_is_reapplied(
 
 def test_spec_edit_resets_failures(
     operator: OperatorProcess,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     namespace: str,
     gauge: GaugeSetter,
@@ -325,11 +326,11 @@ def test_spec_edit_resets_failures(
     manifest = analysis_manifest(
         "checkout", namespace, metrics=[gauge_metric(case, 0.5)], failure_limit=3
     )
-    kubectl_apply(devcluster, deployment_manifest("checkout", namespace), manifest)
+    kubectl_apply(kube_cluster, deployment_manifest("checkout", namespace), manifest)
     _wait_failures(kube_client, namespace, "checkout", 2, timeout=12)
 
     manifest["spec"]["metrics"][0]["maxValue"] = 0.6
-    kubectl_apply(devcluster, manifest)
+    kubectl_apply(kube_cluster, manifest)
     edited = wait_until(
         lambda: (
             resource
@@ -377,7 +378,7 @@ def test_spec_edit_resets_failures(
 
 def test_deleted_analysis_stops_querying_and_keeps_history(
     operator: OperatorProcess,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     namespace: str,
     gauge: GaugeSetter,
@@ -387,14 +388,14 @@ def test_deleted_analysis_stops_querying_and_keeps_history(
     """Item 15: no query after the delete; the mirror row is marked deleted, history kept."""
     gauge(0.1)
     kubectl_apply(
-        devcluster,
+        kube_cluster,
         deployment_manifest("checkout", namespace),
         analysis_manifest("checkout", namespace, metrics=[gauge_metric(case, 0.5)]),
     )
     wait_condition(kube_client, namespace, "checkout", "Ready", "Evaluating", timeout=8)
     rows = wait_rows(operator, namespace, "checkout", bool, timeout=5, what="the first row")
 
-    devcluster.kubectl("-n", namespace, "delete", "rolloutanalysis", "checkout")
+    kube_cluster.kubectl("-n", namespace, "delete", "rolloutanalysis", "checkout")
     deleted_at = time.monotonic()
     row = wait_until(
         lambda: (

@@ -1,6 +1,7 @@
 """Sabotage of the processes (SPEC §13 items 11-13), end to end.
 
-The API server stopped and started again (a devcluster of the test's own, persisted in a data
+The API server stopped and started again (on ``real`` the session's kube-apiserver, etcd and
+kube-controller-manager themselves, on ``dev`` a devcluster of the test's own persisted in a data
 directory), the operator killed mid-run (SIGTERM and SIGKILL) and restarted on the same
 database, and two operator replicas on one database and one Lease with the leader killed.
 Each test checks that evaluation goes on, that nothing is lost, counted twice or reset, and
@@ -12,14 +13,11 @@ from __future__ import annotations
 import signal
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from sentinel_cluster import kube
-from testkit.clusters import kubectl_apply, running_with_crd
-from testkit.devcluster import DevCluster
+from testkit.clusters import Cluster, kubectl_apply
 from testkit.fault_proxy import FaultProxy
 from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
 from testkit.metrics_app import GaugeSetter
@@ -38,23 +36,15 @@ from testkit.waiting import wait_until
 INTERVAL = 5.0
 
 
-@pytest.fixture
-def persistent_cluster(tmp_path: Path) -> Iterator[DevCluster]:
-    """A devcluster of this test's own, keeping its objects in a data dir across restarts."""
-    cluster = DevCluster(tmp_path / "cluster", data_dir=tmp_path / "cluster-data")
-    with running_with_crd(cluster):
-        yield cluster
-
-
 def test_api_server_down_and_back(
     start_operator: StartOperator,
-    persistent_cluster: DevCluster,
+    restartable_cluster: Cluster,
     fault_proxy: FaultProxy,
     gauge: GaugeSetter,
     case: str,
 ) -> None:
     """Item 11: the watch resumes, a new analysis is picked up, nothing is lost, no crash."""
-    cluster = persistent_cluster
+    cluster = restartable_cluster
     namespace = f"sab-{uuid.uuid4().hex[:8]}"
     cluster.kubectl("create", "namespace", namespace)
     operator = start_operator(
@@ -112,7 +102,7 @@ def test_api_server_down_and_back(
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
 def test_operator_restarted_mid_run(
     start_operator: StartOperator,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     namespace: str,
     fault_proxy: FaultProxy,
@@ -131,7 +121,7 @@ def test_operator_restarted_mid_run(
     first = start_operator(**options)
     gauge(0.9)
     kubectl_apply(
-        devcluster,
+        kube_cluster,
         deployment_manifest("checkout", namespace),
         analysis_manifest(
             "checkout", namespace, metrics=[gauge_metric(case, 0.5)], failure_limit=2
@@ -169,7 +159,7 @@ def test_operator_restarted_mid_run(
 
 def test_two_replicas_one_leader_and_takeover(
     start_operator: StartOperator,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     namespace: str,
     fault_proxy: FaultProxy,
@@ -196,7 +186,7 @@ def test_two_replicas_one_leader_and_takeover(
 
     gauge(0.1)
     kubectl_apply(
-        devcluster,
+        kube_cluster,
         deployment_manifest("checkout", namespace),
         analysis_manifest("checkout", namespace, metrics=[gauge_metric(case, 0.5)]),
     )

@@ -6,6 +6,10 @@ and restarted, answers slower than the client's timeout, HTML / truncated / ``"s
 bodies, a query Prometheus refuses, and answers without data. Each test checks the conditions,
 the events (one per transition), the history rows, the failure count and that the Deployment
 was not paused.
+
+These break Prometheus, not the API server: they run on devcluster only (the cluster side of
+the same operator runs on both clusters in test_sabotage_cluster and test_runtime_e2e), which
+keeps the real tier's time for the Kubernetes-facing cases.
 """
 
 from __future__ import annotations
@@ -18,8 +22,7 @@ from typing import Any
 import pytest
 
 from sentinel_cluster import kube
-from testkit.clusters import kubectl_apply
-from testkit.devcluster import DevCluster
+from testkit.clusters import Cluster, kubectl_apply
 from testkit.fault_proxy import FaultProxy
 from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
 from testkit.metrics_app import GaugeSetter, MetricsApp
@@ -35,6 +38,8 @@ from testkit.observe import (
 from testkit.operator import OperatorProcess, SharedOperator, StartOperator
 from testkit.prometheus import PrometheusServer
 from testkit.waiting import wait_until
+
+pytestmark = pytest.mark.clusters("dev")
 
 INTERVAL = 5.0
 NAME = "checkout"
@@ -59,11 +64,11 @@ def fault_proxy(shared_operator: SharedOperator) -> FaultProxy:
     return shared_operator.proxy
 
 
-def _apply(devcluster: DevCluster, namespace: str, case: str, **spec: Any) -> None:
+def _apply(kube_cluster: Cluster, namespace: str, case: str, **spec: Any) -> None:
     metrics = spec.pop("metrics", None) or [gauge_metric(case, 0.5)]
     spec.setdefault("failure_limit", 2)
     kubectl_apply(
-        devcluster,
+        kube_cluster,
         deployment_manifest(NAME, namespace),
         analysis_manifest(NAME, namespace, metrics=metrics, **spec),
     )
@@ -88,11 +93,11 @@ def _error_rows(rows: list[dict[str, Any]], reason: str) -> list[dict[str, Any]]
 
 
 def _first_failure(
-    devcluster: DevCluster, client: kube.KubeClient, namespace: str, case: str, gauge: GaugeSetter
+    kube_cluster: Cluster, client: kube.KubeClient, namespace: str, case: str, gauge: GaugeSetter
 ) -> None:
     """Start the analysis failing once (1 of 2), so that 'failures unchanged' is observable."""
     gauge(0.9)
-    _apply(devcluster, namespace, case)
+    _apply(kube_cluster, namespace, case)
     wait_condition(client, namespace, NAME, "Ready", "Evaluating", timeout=8)
     assert _failures(client, namespace) == 1
 
@@ -143,7 +148,7 @@ def _recover_and_check(
 
 def test_prometheus_502_backs_off_and_recovers(
     operator: OperatorProcess,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     namespace: str,
     gauge: GaugeSetter,
@@ -151,7 +156,7 @@ def test_prometheus_502_backs_off_and_recovers(
     case: str,
 ) -> None:
     """Item 1: fewer queries than the healthy cadence during a 502 outage; recovery noticed."""
-    _first_failure(devcluster, kube_client, namespace, case, gauge)
+    _first_failure(kube_cluster, kube_client, namespace, case, gauge)
 
     window = 25.0
     mark = len(fault_proxy.requests)
@@ -185,7 +190,7 @@ def test_prometheus_stopped_then_restarted(
     start_operator: StartOperator,
     isolated_prometheus: PrometheusServer,
     metrics_app: MetricsApp,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     own_namespace: str,
     case: str,
@@ -198,7 +203,7 @@ def test_prometheus_stopped_then_restarted(
     isolated_prometheus.wait_for(query, lambda values: values == [0.9], 20)
     # Limit 3: the regression goes on through the outage, so the answer after the restart
     # (from the replayed TSDB or a fresh scrape, 0.9 either way) is the second failure.
-    _apply(devcluster, namespace, case, failure_limit=3)
+    _apply(kube_cluster, namespace, case, failure_limit=3)
     wait_condition(kube_client, namespace, NAME, "Ready", "Evaluating", timeout=8)
     assert _failures(kube_client, namespace) == 1
 
@@ -225,7 +230,7 @@ def test_prometheus_stopped_then_restarted(
 
 def test_prometheus_slower_than_timeout(
     start_operator: StartOperator,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     own_namespace: str,
     gauge: GaugeSetter,
@@ -239,7 +244,7 @@ def test_prometheus_slower_than_timeout(
         namespaces=[namespace],
         env={"SENTINEL_PROMETHEUS_TIMEOUT": "1"},
     )
-    _first_failure(devcluster, kube_client, namespace, case, gauge)
+    _first_failure(kube_cluster, kube_client, namespace, case, gauge)
 
     fault_proxy.slow(3)
     down = wait_condition(kube_client, namespace, NAME, "Ready", "MetricsUnavailable", timeout=10)
@@ -266,7 +271,7 @@ def test_prometheus_slower_than_timeout(
 @pytest.mark.parametrize("body", ["html", "truncated", "status-error"])
 def test_prometheus_unusable_body(
     operator: OperatorProcess,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     namespace: str,
     gauge: GaugeSetter,
@@ -275,7 +280,7 @@ def test_prometheus_unusable_body(
     body: str,
 ) -> None:
     """Item 4: an HTML page, half a JSON body or a transient error body, as a 502."""
-    _first_failure(devcluster, kube_client, namespace, case, gauge)
+    _first_failure(kube_cluster, kube_client, namespace, case, gauge)
 
     if body == "html":
         fault_proxy.html()
@@ -299,7 +304,7 @@ def _started(row: dict[str, Any]) -> datetime:
 
 def test_invalid_promql_then_fixed_with_kubectl(
     operator: OperatorProcess,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     namespace: str,
     gauge: GaugeSetter,
@@ -312,7 +317,7 @@ def test_invalid_promql_then_fixed_with_kubectl(
         "query": f'max(sentinel_test_value{{case="{case}"}}',
         "maxValue": 0.5,
     }
-    _apply(devcluster, namespace, case, metrics=[broken])
+    _apply(kube_cluster, namespace, case, metrics=[broken])
     invalid = wait_condition(kube_client, namespace, NAME, "Ready", "InvalidQuery", timeout=8)
     assert condition(invalid, "Ready")["status"] == "False"
     assert (condition(invalid, "Healthy")["status"], condition(invalid, "Healthy")["reason"]) == (
@@ -341,7 +346,7 @@ def test_invalid_promql_then_fixed_with_kubectl(
     assert event_reasons(kube_client, namespace, NAME).count("InvalidQuery") == 1
     assert not deployment_paused(kube_client, namespace)
 
-    _apply(devcluster, namespace, case)
+    _apply(kube_cluster, namespace, case)
     fixed = wait_condition(kube_client, namespace, NAME, "Ready", "Evaluating", timeout=8)
     assert fixed["metadata"]["generation"] == 2
     assert fixed["status"]["observedGeneration"] == 2
@@ -361,7 +366,7 @@ def test_invalid_promql_then_fixed_with_kubectl(
 
 def test_empty_result_and_nan_are_inconclusive(
     operator: OperatorProcess,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     namespace: str,
     gauge: GaugeSetter,
@@ -376,7 +381,7 @@ def test_empty_result_and_nan_are_inconclusive(
         {"name": "empty", "query": f"{value} != 0", "maxValue": 0.5},
     ]
     gauge(0.9)
-    _apply(devcluster, namespace, case, metrics=metrics)
+    _apply(kube_cluster, namespace, case, metrics=metrics)
     wait_until(
         lambda: (
             (get_analysis(kube_client, namespace, NAME).get("status") or {}).get("failures") == 1

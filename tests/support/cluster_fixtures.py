@@ -1,37 +1,107 @@
-"""Pytest fixtures for a shared devcluster: the cluster, an admin client, a namespace per test.
+"""Pytest fixtures for the session's clusters: devcluster and the real control plane.
 
-Registered for the whole suite by the root ``tests/conftest.py``, so any test package can ask
-for them; each is a thin wrapper over ``testkit``. The session's ``devcluster`` has the CRD
-applied by kubectl; ``namespace`` (and ``own_namespace``, for modules that override it) is fresh
-per test; ``api_faults`` is the devcluster with its injected faults cleared after the test.
-Packages that need a cluster of their own (devcluster's suite, the REST API, the UI,
-``deploy/``) start it in their conftest with the same kit calls.
+Registered for the whole suite by the root ``tests/conftest.py``; each is a thin wrapper over
+``testkit``. The Kubernetes-facing suites take ``kube_cluster``, ONE fixture parametrized over
+both launchers (ids ``dev`` and ``real``, SPEC §9a): a test that asks for it, directly or
+through ``kube_client``, ``namespace``, ``start_operator``, ... runs once on each cluster.
+
+- ``devcluster`` and ``realcluster`` are one cluster of each kind per session, started lazily
+  (the first test that needs one starts it), with the CRD applied by kubectl. Tests share them
+  and isolate themselves by namespace and labels.
+- A test that uses a devcluster-only fault hook (``api_faults``, or ``devcluster`` itself)
+  runs on ``dev`` only: it is simply not parametrized over ``real``. ``@pytest.mark.clusters
+  ("dev")`` restricts a test the same way where the reason is not visible in its fixtures.
+- ``restartable_cluster`` is a cluster a test may stop and start again (SPEC §13 item 11): the
+  session realcluster itself (it keeps its objects, keys and tokens in a data dir, and comes
+  back on the same port), or a devcluster of the test's own with a data dir (the session
+  devcluster is in memory, so stopping it would take every other test's objects with it).
+- ``new_cluster`` starts an empty cluster of the parameter's kind for tests that need a fresh
+  one (``kubectl apply`` printing ``created``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from sentinel_cluster import kube
+from testkit.clusters import Cluster, NewCluster, apply_crd, running_with_crd
 from testkit.clusters import kube_client as admin_kube_client
-from testkit.clusters import running_with_crd
 from testkit.devcluster import DevCluster
 from testkit.namespaces import fresh_namespace
+from testkit.realcluster import RealCluster
+
+CLUSTER_KINDS = ("dev", "real")
+# Fixtures that exist on devcluster only (fault hooks) or name it: a test using one is not
+# parametrized over the real cluster.
+DEV_ONLY_FIXTURES = frozenset({"devcluster", "api_faults"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "clusters(*kinds): run a kube_cluster test on these kinds only ('dev', 'real')"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize every test that needs ``cluster_kind`` over the kinds it can run on."""
+    if "cluster_kind" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("clusters")
+    kinds = tuple(marker.args) if marker is not None else CLUSTER_KINDS
+    if DEV_ONLY_FIXTURES & set(metafunc.fixturenames):
+        if "dev" not in kinds:
+            raise pytest.UsageError(f"{metafunc.definition.nodeid} needs devcluster's hooks")
+        kinds = ("dev",)
+    unknown = set(kinds) - set(CLUSTER_KINDS)
+    if unknown:
+        raise pytest.UsageError(f"unknown cluster kinds {sorted(unknown)}")
+    # Session scope: pytest groups the tests of one kind together, and each kind's cluster,
+    # client and deploy/ state is made once.
+    metafunc.parametrize("cluster_kind", kinds, scope="session", ids=kinds)
+
+
+@pytest.fixture(scope="session")
+def cluster_kind(request: pytest.FixtureRequest) -> str:
+    """The kind of cluster this test runs on: ``dev`` or ``real`` (set by parametrization)."""
+    return str(request.param)
 
 
 @pytest.fixture(scope="session")
 def devcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
     """One in-memory devcluster for the session, with the CRD applied by kubectl."""
-    with running_with_crd(DevCluster(tmp_path_factory.mktemp("operator-devcluster"))) as cluster:
+    with running_with_crd(DevCluster(tmp_path_factory.mktemp("devcluster"))) as cluster:
         yield cluster
 
 
 @pytest.fixture(scope="session")
-def kube_client(devcluster: DevCluster) -> kube.KubeClient:
-    """An admin ``KubeClient`` on the session devcluster."""
-    return admin_kube_client(devcluster)
+def realcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
+    """The session's real control plane (kube-apiserver, etcd, kube-controller-manager).
+
+    It keeps its state in a data dir so that a test may stop and start it again (the API
+    server down and back) without taking the other tests' namespaces or the CRD with it.
+    """
+    workdir = tmp_path_factory.mktemp("realcluster")
+    cluster = RealCluster(workdir / "launcher", data_dir=workdir / "data")
+    with running_with_crd(cluster) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def kube_cluster(cluster_kind: str, request: pytest.FixtureRequest) -> Cluster:
+    """The session cluster of this test's kind; started on first use only."""
+    cluster: Cluster = request.getfixturevalue(
+        {"dev": "devcluster", "real": "realcluster"}[cluster_kind]
+    )
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def kube_client(kube_cluster: Cluster) -> kube.KubeClient:
+    """An admin ``KubeClient`` on the session cluster of this test's kind."""
+    return admin_kube_client(kube_cluster)
 
 
 @pytest.fixture
@@ -53,3 +123,52 @@ def api_faults(devcluster: DevCluster) -> Iterator[DevCluster]:
     """The session devcluster, for ``inject_fault``; every fault is cleared after the test."""
     with devcluster.faults_cleared_after():
         yield devcluster
+
+
+def _launcher(kind: str, workdir: Path, data_dir: Path | None) -> Cluster:
+    if kind == "dev":
+        return DevCluster(workdir, data_dir=data_dir)
+    return RealCluster(workdir, data_dir=data_dir)
+
+
+@pytest.fixture
+def new_cluster(cluster_kind: str, tmp_path: Path) -> Iterator[NewCluster]:
+    """Return ``make(name, crd=False)``: an empty running cluster of this kind, stopped after."""
+    made: list[Cluster] = []
+
+    def make(name: str, *, crd: bool = False) -> Cluster:
+        cluster = _launcher(cluster_kind, tmp_path / name, None)
+        made.append(cluster)
+        cluster.start()
+        if crd:
+            apply_crd(cluster)
+        return cluster
+
+    try:
+        yield make
+    finally:
+        for cluster in made:
+            cluster.stop()
+
+
+@pytest.fixture
+def restartable_cluster(
+    cluster_kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Cluster]:
+    """A cluster with the CRD that this test may stop and start again, keeping its objects.
+
+    On ``real`` it is the session's realcluster: the test restarts the real processes on the
+    same port and data dir, and whatever state it leaves them in, they run again afterwards.
+    """
+    if cluster_kind == "dev":
+        own = DevCluster(tmp_path / "cluster", data_dir=tmp_path / "cluster-data")
+        with running_with_crd(own):
+            yield own
+        return
+    # Looked up here, not as a parameter, so that dev runs never start the real cluster.
+    cluster: RealCluster = request.getfixturevalue("realcluster")
+    try:
+        yield cluster
+    finally:
+        if cluster.pid is None:
+            cluster.start()

@@ -1,10 +1,11 @@
-"""Pytest fixtures for ``manage.py runoperator`` processes against the session's devcluster.
+"""Pytest fixtures for ``manage.py runoperator`` processes against the session's clusters.
 
 Registered for the whole suite by the root ``tests/conftest.py``; thin wrappers over
 ``testkit.operator``. ``migrated_database`` migrates one SQLite file per session;
 ``start_operator`` starts operators on copies of it (several replicas, restarts, a
-ServiceAccount kubeconfig through ``kubeconfig=``) and stops them after the test; ``operator``
-is one process watching the test's ``namespace`` through a fresh ``fault_proxy``.
+ServiceAccount kubeconfig through ``kubeconfig=``) against the test's ``kube_cluster`` and
+stops them after the test; ``operator`` is one process watching the test's ``namespace``
+through a fresh ``fault_proxy``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from testkit.devcluster import DevCluster
+from testkit.clusters import Cluster
 from testkit.fault_proxy import FaultProxy
 from testkit.operator import OperatorProcess, OperatorStarter, StartOperator, migrate_database
 
@@ -27,15 +28,15 @@ def migrated_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def start_operator(
-    tmp_path: Path, devcluster: DevCluster, migrated_database: Path
+    tmp_path: Path, kube_cluster: Cluster, migrated_database: Path
 ) -> Iterator[StartOperator]:
     """Return a factory starting ``runoperator`` processes; all are stopped after the test.
 
     Keyword arguments go to ``OperatorProcess`` (``prometheus_url`` is required);
-    ``kubeconfig`` defaults to the session devcluster's admin, ``database`` to a fresh copy of
-    the migrated template.
+    ``kubeconfig`` defaults to the admin of the test's session cluster, ``database`` to a fresh
+    copy of the migrated template.
     """
-    starter = OperatorStarter(tmp_path, migrated_database, kubeconfig=devcluster.kubeconfig)
+    starter = OperatorStarter(tmp_path, migrated_database, kubeconfig=kube_cluster.kubeconfig)
     try:
         yield starter
     finally:

@@ -6,14 +6,11 @@ point ``settings.SENTINEL_KUBECONFIG`` at it, as ``analyses.services`` reads tha
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from analyses.grant_models import NamespaceGrant
-from testkit.clusters import running_with_crd
 from testkit.devcluster import DevCluster
 
 
@@ -52,7 +49,10 @@ def viewer_client(viewer: User) -> Client:
 
 
 @pytest.fixture(scope="session")
-def ui_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
-    """One devcluster for the UI tests, with the RolloutAnalysis CRD served."""
-    with running_with_crd(DevCluster(tmp_path_factory.mktemp("ui-devcluster"))) as cluster:
-        yield cluster
+def ui_cluster(devcluster: DevCluster) -> DevCluster:
+    """The session devcluster (CRD served): one of each kind per session is enough.
+
+    The UI's tests use devcluster's fault hooks, and its cluster writes are the REST API's
+    (``analyses.services``), which tests/api checks on both clusters.
+    """
+    return devcluster
