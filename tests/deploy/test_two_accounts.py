@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sentinel_cluster import kube
-from testkit.clusters import create_token, kube_client, kubeconfig_for_token, kubectl_apply
+from testkit.clusters import Cluster, create_token, kube_client, kubeconfig_for_token, kubectl_apply
 from testkit.devcluster import DevCluster
 from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric, to_yaml
 from testkit.metrics_app import GaugeSetter, MetricsApp
@@ -56,7 +57,7 @@ SELF_REVIEWS = {
 }
 
 
-def _can_i_list(cluster: DevCluster, token: str, namespace: str) -> dict[str, list[str]]:
+def _can_i_list(cluster: Cluster, token: str, namespace: str) -> dict[str, list[str]]:
     out = cluster.kubectl("auth", "can-i", "--list", "-n", namespace, token=token).stdout
     rows: dict[str, list[str]] = {}
     for line in out.splitlines()[1:]:
@@ -67,7 +68,7 @@ def _can_i_list(cluster: DevCluster, token: str, namespace: str) -> dict[str, li
     return rows
 
 
-def _can(cluster: DevCluster, token: str, *question: str) -> bool:
+def _can(cluster: Cluster, token: str, *question: str) -> bool:
     answer = cluster.kubectl("auth", "can-i", *question, token=token, check=False)
     assert answer.stdout.strip() in {"yes", "no"}, answer.stdout + answer.stderr
     return answer.stdout.strip() == "yes"
@@ -78,12 +79,33 @@ def web_token(deployed: Deployed) -> str:
     return create_token(deployed.cluster, WEB_ACCOUNT, HOME)
 
 
+def _default_rows(cluster: Cluster, namespace: str) -> dict[str, list[str]]:
+    """Return what a ServiceAccount bound to nothing may do: the server's own default policy.
+
+    ``SELF_REVIEWS`` on devcluster; on the real kube-apiserver also read access to
+    clustertrustbundles (1.37 binds system:cluster-trust-bundle-discovery to every
+    ServiceAccount), so it is asked of the server rather than written down.
+    """
+    name = f"bare-{uuid.uuid4().hex[:8]}"
+    cluster.kubectl("create", "serviceaccount", name, "-n", HOME)
+    try:
+        rows = _can_i_list(cluster, create_token(cluster, name, HOME), namespace)
+    finally:
+        cluster.kubectl("delete", "serviceaccount", name, "-n", HOME)
+    assert SELF_REVIEWS.items() <= rows.items()
+    # Beyond asking about itself, the default policy only ever lets an account read.
+    assert all(set(v) <= {"get", "list", "watch"} for k, v in rows.items() if k not in SELF_REVIEWS)
+    return rows
+
+
 @pytest.mark.parametrize("namespace_", [HOME, "some-team"])
 def test_web_can_i_list_is_exactly_the_spec_rbac(
     deployed: Deployed, web_token: str, namespace_: str
 ) -> None:
+    default = _default_rows(deployed.cluster, namespace_)
+    assert not set(default) & set(WEB_ROWS)
     # No leases, not even in its own namespace: only the operator elects a leader.
-    assert _can_i_list(deployed.cluster, web_token, namespace_) == {**WEB_ROWS, **SELF_REVIEWS}
+    assert _can_i_list(deployed.cluster, web_token, namespace_) == {**WEB_ROWS, **default}
 
 
 def test_web_account_does_its_whole_list_and_nothing_else(

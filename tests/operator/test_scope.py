@@ -2,11 +2,11 @@
 evaluated, mirrored or paused for.
 
 The watch is per namespace already; these tests hold the other doors shut. End to end, a real
-``runoperator`` scoped to one namespace of the devcluster meets an analysis created with kubectl
-in another namespace, and a row written straight into its database for that other namespace:
-neither is mirrored from the cluster, dispatched, measured, given a status or allowed to pause
-its Deployment, while the in-scope twin is evaluated and pauses. Then the pieces one by one:
-the dispatcher's query, and the reconcile task refusing a namespace outside its scope.
+``runoperator`` scoped to one namespace of the cluster (both kinds) meets an analysis created
+with kubectl in another namespace, and a row written straight into its database for that other
+namespace: neither is mirrored from the cluster, dispatched, measured, given a status or allowed
+to pause its Deployment, while the in-scope twin is evaluated and pauses. Then the pieces one by
+one: the dispatcher's query, and the reconcile task refusing a namespace outside its scope.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from analyses.models import Analysis
 from sentinel_cluster import kube
 from sentinel_operator import tasks
 from sentinel_operator.dispatcher import Dispatcher
-from testkit.clusters import kubectl_apply
-from testkit.devcluster import DevCluster
+from testkit.clusters import Cluster, kubectl_apply
 from testkit.fault_proxy import FaultProxy
 from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
 from testkit.metrics_app import GaugeSetter
@@ -48,9 +47,9 @@ def other_namespace(kube_client: kube.KubeClient) -> Iterator[str]:
         yield name
 
 
-def _apply_failing(devcluster: DevCluster, namespace: str, case: str) -> None:
+def _apply_failing(kube_cluster: Cluster, namespace: str, case: str) -> None:
     kubectl_apply(
-        devcluster,
+        kube_cluster,
         deployment_manifest(NAME, namespace),
         analysis_manifest(
             NAME, namespace, metrics=[gauge_metric(case, 0.5)], failure_limit=1, interval="5s"
@@ -69,7 +68,7 @@ def _inject_row(database_rows: list[dict[str, Any]], namespace: str) -> dict[str
 def test_operator_leaves_other_namespaces_alone(
     start_operator: StartOperator,
     fault_proxy: FaultProxy,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     namespace: str,
     other_namespace: str,
@@ -79,9 +78,9 @@ def test_operator_leaves_other_namespaces_alone(
     gauge(0.9)
     outside_case = f"out-{case}"
     # Created before the operator starts, so its first list sees both namespaces' worth.
-    _apply_failing(devcluster, other_namespace, outside_case)
+    _apply_failing(kube_cluster, other_namespace, outside_case)
     operator = start_operator(prometheus_url=fault_proxy.url, namespaces=[namespace])
-    _apply_failing(devcluster, namespace, case)
+    _apply_failing(kube_cluster, namespace, case)
 
     # The in-scope twin works: evaluated, failed once, paused (failureLimit 1).
     inside = wait_condition(kube_client, namespace, NAME, "RolloutPaused", "FailureLimitReached")
@@ -151,7 +150,7 @@ def test_reconcile_task_refuses_a_namespace_outside_its_scope(
     settings: LazySettings,
     monkeypatch: pytest.MonkeyPatch,
     fault_proxy: FaultProxy,
-    devcluster: DevCluster,
+    kube_cluster: Cluster,
     kube_client: kube.KubeClient,
     namespace: str,
     other_namespace: str,
@@ -159,9 +158,9 @@ def test_reconcile_task_refuses_a_namespace_outside_its_scope(
     case: str,
 ) -> None:
     gauge(0.9)
-    _apply_failing(devcluster, other_namespace, case)
+    _apply_failing(kube_cluster, other_namespace, case)
     # The task builds its clients from settings and KUBECONFIG, as in a django-q2 worker.
-    monkeypatch.setenv("KUBECONFIG", str(devcluster.kubeconfig))
+    monkeypatch.setenv("KUBECONFIG", str(kube_cluster.kubeconfig))
     monkeypatch.setattr(tasks, "_reconciler", None)
     settings.SENTINEL = dataclasses.replace(
         settings.SENTINEL, prometheus_url=fault_proxy.url, namespaces=(namespace,)
