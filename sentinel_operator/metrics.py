@@ -11,6 +11,10 @@ Two kinds of series, gathered two ways:
 - **Gauges per analysis** (verdict, failures, paused, ready) and the queue depth are not kept in
   memory at all: ``MirrorCollector`` reads them from the database mirror at scrape time, so they
   are right in every process that can reach the database, the web app's ``/metrics`` included.
+- **Gauges per metric** (``sentinel_metric_value``, ``_threshold``, ``_baseline``; SPEC §4) come
+  the same way, from the newest history row of each live analysis, restricted to the metrics its
+  spec still names: a deleted analysis or a metric removed from the spec has no series at the
+  next scrape, with nothing to forget in any process.
 
 The reconciler and dispatcher call ``operator_metrics()``; ``runtime`` serves ``scrape()`` on
 ``--metrics-port``; ``sentinel_site.urls`` serves ``metrics_view``.
@@ -25,6 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.db.models import Exists, OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from prometheus_client import (
@@ -179,6 +184,7 @@ class MirrorCollector(Collector):
             paused.add_metric(key, 1.0 if is_paused else 0.0)
             ready.add_metric(key, 1.0 if is_ready else 0.0)
         yield from (verdict, failures, limit, paused, ready)
+        yield from _metric_gauges()
 
         due = Analysis.objects.filter(deleted_at__isnull=True, next_due_at__lte=timezone.now())
         yield GaugeMetricFamily(
@@ -191,6 +197,67 @@ class MirrorCollector(Collector):
             "Tasks waiting in the django-q2 broker for a worker.",
             value=float(_broker_queue_size()),
         )
+
+
+def _metric_gauges() -> Iterator[Metric]:
+    """Yield value, threshold and baseline of each metric of each live analysis.
+
+    Read from the newest ``Evaluation`` of each live analysis. ``MetricResult.limit`` is the
+    lowest bound the value was judged against (``maxValue`` or the baseline's limit, whichever is
+    lower); where the operator recorded none (an error, no baseline yet) ``maxValue`` stands in.
+    A sample is left out when there is nothing to say: no value after an error, no baseline.
+    """
+    from analyses.models import Analysis, AnalysisMetric, Evaluation, MetricResult
+
+    labels = ["namespace", "analysis", "metric"]
+    value = GaugeMetricFamily(
+        "sentinel_metric_value",
+        "The metric's value (the worst series) at the analysis's last evaluation.",
+        labels=labels,
+    )
+    threshold = GaugeMetricFamily(
+        "sentinel_metric_threshold",
+        "The lowest bound the value was judged against: maxValue or the baseline's limit.",
+        labels=labels,
+    )
+    baseline = GaugeMetricFamily(
+        "sentinel_metric_baseline",
+        "The baseline the value was compared with (metrics with maxIncrease).",
+        labels=labels,
+    )
+    newest = (
+        Evaluation.objects.filter(analysis=OuterRef("pk"))
+        .order_by("-started_at", "-id")
+        .values("pk")[:1]
+    )
+    newest_of_live = Analysis.objects.live().annotate(newest=Subquery(newest)).values("newest")
+    in_spec = AnalysisMetric.objects.filter(
+        analysis=OuterRef("evaluation__analysis"), name=OuterRef("name")
+    )
+    rows = (
+        MetricResult.objects.filter(evaluation__in=newest_of_live)
+        .filter(Exists(in_spec))
+        .order_by("evaluation__analysis__namespace", "evaluation__analysis__name", "id")
+        .values_list(
+            "evaluation__analysis__namespace",
+            "evaluation__analysis__name",
+            "name",
+            "value",
+            "limit",
+            "max_value",
+            "baseline",
+        )
+    )
+    for namespace, name, metric, measured, judged_limit, max_value, base in rows.iterator():
+        key = [namespace, name, metric]
+        if measured is not None:
+            value.add_metric(key, measured)
+        bound = judged_limit if judged_limit is not None else max_value
+        if bound is not None:
+            threshold.add_metric(key, bound)
+        if base is not None:
+            baseline.add_metric(key, base)
+    yield from (value, threshold, baseline)
 
 
 def _broker_queue_size() -> int:

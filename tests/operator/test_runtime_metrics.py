@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from analyses.models import Analysis
+from analyses.models import Analysis, AnalysisMetric, Evaluation, MetricResult
 
 pytestmark = pytest.mark.django_db
 
@@ -46,3 +46,50 @@ def test_metrics_page_exposes_each_live_analysis_from_the_mirror(
     assert not any('name="old"' in line for line in lines)  # deleted: no longer alerted on
     assert "sentinel_analyses_due 1.0" in lines
     assert any(line.startswith("sentinel_queue_depth ") for line in lines)
+
+
+def _evaluation(analysis: Analysis, seconds_ago: float, *results: dict[str, Any]) -> None:
+    at = datetime.now(UTC) - timedelta(seconds=seconds_ago)
+    evaluation = Evaluation.objects.create(
+        analysis=analysis, started_at=at, finished_at=at, outcome="Pass"
+    )
+    for result in results:
+        MetricResult.objects.create(evaluation=evaluation, **{"verdict": "Pass", **result})
+
+
+def test_metric_gauges_come_from_the_newest_evaluation_of_metrics_still_in_the_spec(
+    client: Client, settings: Any
+) -> None:
+    settings.SENTINEL_METRICS_TOKEN = "scrape-token"
+    checkout = _analysis("checkout")
+    AnalysisMetric.objects.create(analysis=checkout, name="latency", query="q", max_value=0.5)
+    AnalysisMetric.objects.create(analysis=checkout, name="errors", query="q", max_value=0.01)
+    AnalysisMetric.objects.create(analysis=checkout, name="fresh", query="q", max_value=9.0)
+    _evaluation(checkout, 60, {"name": "latency", "value": 9.9, "max_value": 0.5})
+    _evaluation(
+        checkout,
+        5,
+        # Judged against the baseline's limit, lower than maxValue.
+        {"name": "latency", "value": 0.3, "max_value": 0.5, "baseline": 0.2, "limit": 0.24},
+        # An error: no value, and no judged limit, so maxValue stands in.
+        {"name": "errors", "value": None, "max_value": 0.01, "verdict": "Error"},
+        # Removed from the spec since: no series any more.
+        {"name": "removed", "value": 1.0, "max_value": 2.0},
+    )
+    gone = _analysis("gone", deleted_at=datetime.now(UTC))
+    AnalysisMetric.objects.create(analysis=gone, name="latency", query="q", max_value=0.5)
+    _evaluation(gone, 5, {"name": "latency", "value": 0.3, "max_value": 0.5})
+
+    response = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-token")
+    samples = {
+        line
+        for line in response.content.decode().splitlines()
+        if line.startswith("sentinel_metric_")
+    }
+    key = 'analysis="checkout",metric="{}",namespace="shop"'
+    assert samples == {
+        f"sentinel_metric_value{{{key.format('latency')}}} 0.3",
+        f"sentinel_metric_threshold{{{key.format('latency')}}} 0.24",
+        f"sentinel_metric_baseline{{{key.format('latency')}}} 0.2",
+        f"sentinel_metric_threshold{{{key.format('errors')}}} 0.01",
+    }

@@ -1,0 +1,78 @@
+"""The per-metric gauges on the operator's own ``/metrics`` (SPEC §4, issue 13 item 5).
+
+``sentinel_metric_value`` and ``sentinel_metric_threshold`` follow the real evaluations of a
+``runoperator`` against the real Prometheus, labelled namespace, analysis and metric; a metric
+removed from the spec and a deleted analysis leave no stale series behind.
+"""
+
+from __future__ import annotations
+
+from sentinel_cluster import kube
+from testkit.clusters import Cluster, kubectl_apply
+from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
+from testkit.metrics_app import GaugeSetter
+from testkit.operator import OperatorProcess
+from testkit.waiting import wait_until
+
+GAUGES = ("sentinel_metric_value", "sentinel_metric_threshold", "sentinel_metric_baseline")
+
+
+def _series(operator: OperatorProcess, namespace: str) -> dict[tuple[str, str], float]:
+    """Return {(gauge, metric): value} of this namespace's per-metric gauges."""
+    found = {}
+    for gauge in GAUGES:
+        for label_text, value in operator.samples(gauge).items():
+            labels = dict(part.split("=", 1) for part in label_text.split(",") if "=" in part)
+            labels = {key: raw.strip('"') for key, raw in labels.items()}
+            if labels.get("namespace") == namespace:
+                assert labels["analysis"] == "checkout"
+                found[gauge, labels["metric"]] = value
+    return found
+
+
+def test_value_and_threshold_per_metric_and_no_stale_series(
+    operator: OperatorProcess,
+    kube_cluster: Cluster,
+    kube_client: kube.KubeClient,
+    namespace: str,
+    gauge: GaugeSetter,
+    case: str,
+) -> None:
+    gauge(0.3)
+    kubectl_apply(kube_cluster, deployment_manifest("checkout", namespace))
+    latency = gauge_metric(case, 0.5, name="latency")
+    errors = gauge_metric(case, 0.75, name="errors")
+    kubectl_apply(kube_cluster, analysis_manifest("checkout", namespace, metrics=[latency, errors]))
+
+    expected = {
+        ("sentinel_metric_value", "latency"): 0.3,
+        ("sentinel_metric_threshold", "latency"): 0.5,
+        ("sentinel_metric_value", "errors"): 0.3,
+        ("sentinel_metric_threshold", "errors"): 0.75,
+    }
+    wait_until(
+        lambda: _series(operator, namespace) == expected,
+        timeout=15,
+        what=f"value and threshold of both metrics, last seen {_series(operator, namespace)}",
+    )
+
+    # The value follows Prometheus.
+    gauge(0.6)
+    expected[("sentinel_metric_value", "latency")] = 0.6
+    expected[("sentinel_metric_value", "errors")] = 0.6
+    wait_until(lambda: _series(operator, namespace) == expected, timeout=15, what="new value")
+
+    # A metric removed from the spec: its series go at once, not at the next evaluation only.
+    kubectl_apply(kube_cluster, analysis_manifest("checkout", namespace, metrics=[latency]))
+    wait_until(
+        lambda: (
+            set(_series(operator, namespace))
+            == {("sentinel_metric_value", "latency"), ("sentinel_metric_threshold", "latency")}
+        ),
+        timeout=15,
+        what="only the remaining metric's series",
+    )
+
+    # The analysis deleted: nothing is left to scrape.
+    kube_client.request("DELETE", kube.analysis_path(namespace, "checkout"))
+    wait_until(lambda: _series(operator, namespace) == {}, timeout=15, what="no series")
