@@ -38,6 +38,7 @@ from analyses import (  # noqa: F401
     token_admin,
 )
 from analyses.admin_forms import (
+    METRIC_FIELDS,
     AnalysisForm,
     MetricForm,
     MetricInlineFormSet,
@@ -102,7 +103,7 @@ class AnalysisMetricInline(admin.TabularInline):
     model = AnalysisMetric
     form = MetricForm
     formset = MetricInlineFormSet
-    fields = ("name", "query", "max_value")
+    fields = METRIC_FIELDS
     # A spec needs at least one metric (the CRD's minItems).
     min_num = 1
     extra = 0
@@ -206,7 +207,7 @@ class AnalysisAdmin(admin.ModelAdmin):
     # -- forms -----------------------------------------------------------------------------
 
     def get_fieldsets(self, request: HttpRequest, obj: Analysis | None = None) -> Any:
-        evaluation = ["interval", "failure_limit", "dry_run"]
+        evaluation = ["interval", "failure_limit", "failure_window", "dry_run"]
         if obj is None or self.has_change_permission(request, obj):
             evaluation.append("seen_generation")
         return [

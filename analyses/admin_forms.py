@@ -65,11 +65,27 @@ class AnalysisForm(forms.ModelForm):
 
     class Meta:
         model = Analysis
-        fields = ("namespace", "name", "target_name", "interval", "failure_limit", "dry_run")
-        labels = {"target_name": "Target Deployment", "failure_limit": "Failure limit"}
+        fields = (
+            "namespace",
+            "name",
+            "target_name",
+            "interval",
+            "failure_limit",
+            "failure_window",
+            "dry_run",
+        )
+        labels = {
+            "target_name": "Target Deployment",
+            "failure_limit": "Failure limit",
+            "failure_window": "Failure window",
+        }
         help_texts = {
             "target_name": "A Deployment in the same namespace.",
             "failure_limit": "Consecutive failed evaluations that pause the rollout.",
+            "failure_window": (
+                "Optional, at least the failure limit: pause at failure-limit failures among the "
+                "last this many Pass or Fail evaluations instead of consecutive ones."
+            ),
             "dry_run": "Evaluate and report, but never pause the rollout.",
         }
 
@@ -117,6 +133,20 @@ class AnalysisForm(forms.ModelForm):
         return cleaned
 
 
+# The metrics inline's columns, in the order of a spec.metrics[] entry.
+METRIC_FIELDS = (
+    "name",
+    "query",
+    "max_value",
+    "max_increase_percent",
+    "max_increase_absolute",
+    "baseline_offset",
+    "baseline_before_rollout",
+    "min_samples_query",
+    "min_samples_min",
+)
+
+
 class MetricInlineFormSet(forms.BaseInlineFormSet):
     """The metrics of one analysis; at least one, names unique (the model's constraint)."""
 
@@ -127,14 +157,41 @@ class MetricInlineFormSet(forms.BaseInlineFormSet):
             attrs={"rows": 3, "cols": 48, "class": "sentinel-query", "spellcheck": "false"}
         )
         form.fields["max_value"].label = "Max value"
+        form.fields["min_samples_query"].widget = forms.Textarea(
+            attrs={"rows": 2, "cols": 32, "class": "sentinel-query", "spellcheck": "false"}
+        )
+        form.fields["baseline_offset"].widget.attrs["size"] = 6
 
 
 class MetricForm(forms.ModelForm):
     class Meta:
         model = AnalysisMetric
-        fields = ("name", "query", "max_value")
+        fields = METRIC_FIELDS
+        labels = {
+            "max_increase_percent": "Max increase %",
+            "max_increase_absolute": "Max increase (absolute)",
+            "baseline_offset": "Baseline offset",
+            "baseline_before_rollout": "Baseline before rollout",
+            "min_samples_query": "Min samples query",
+            "min_samples_min": "Min samples",
+        }
         help_texts = {
-            "query": "PromQL; the largest sample of the result is compared with the max value.",
+            "query": "PromQL; the largest sample of the result is compared with the limits.",
+            "max_value": "Optional once a max increase is given.",
+            "max_increase_percent": (
+                "How far above its baseline the value may go, in percent; or give the absolute "
+                "increase instead (one of the two, with a baseline)."
+            ),
+            "max_increase_absolute": "How far above its baseline the value may go, in its unit.",
+            "baseline_offset": "Compare with the query's value this long ago (1h, 30m).",
+            "baseline_before_rollout": (
+                "Or compare with its value when the target's current rollout began."
+            ),
+            "min_samples_query": (
+                "Optional PromQL guard, e.g. the request count: below the minimum the verdict "
+                "is Inconclusive."
+            ),
+            "min_samples_min": "The least the guard query must return.",
         }
 
 
@@ -153,18 +210,47 @@ def spec_from_forms(form: AnalysisForm, formsets: Sequence[forms.BaseFormSet]) -
                 continue
             if metric_form.cleaned_data.get("DELETE"):
                 continue
-            metric = metric_form.cleaned_data
-            metrics.append(
-                {"name": metric["name"], "query": metric["query"], "maxValue": metric["max_value"]}
-            )
-    raw = {
+            metrics.append(_metric_spec(metric_form.cleaned_data))
+    raw: dict[str, Any] = {
         "target": {"kind": DEFAULT_TARGET_KIND, "name": data["target_name"]},
         "metrics": metrics,
         "interval": data["interval"],
         "failureLimit": data["failure_limit"],
         "dryRun": bool(data.get("dry_run")),
     }
+    if data.get("failure_window") is not None:
+        raw["failureWindow"] = data["failure_window"]
     return parse_spec(raw)
+
+
+def _metric_spec(metric: dict[str, Any]) -> dict[str, Any]:
+    """Return one inline row as a ``spec.metrics[]`` entry, every filled-in field included.
+
+    Both halves of a one-of are passed on when both are filled in, and half a guard when only
+    half is: ``parse_spec`` then names the field exactly as the API server would.
+    """
+    out: dict[str, Any] = {"name": metric["name"], "query": metric["query"]}
+    if metric.get("max_value") is not None:
+        out["maxValue"] = metric["max_value"]
+    pairs = (("percent", "max_increase_percent"), ("absolute", "max_increase_absolute"))
+    increase = {key: metric[column] for key, column in pairs if metric.get(column) is not None}
+    if increase:
+        out["maxIncrease"] = increase
+    baseline: dict[str, Any] = {}
+    if (metric.get("baseline_offset") or "").strip():
+        baseline["offset"] = metric["baseline_offset"].strip()
+    if metric.get("baseline_before_rollout"):
+        baseline["beforeRollout"] = True
+    if baseline:
+        out["baseline"] = baseline
+    guard: dict[str, Any] = {}
+    if (metric.get("min_samples_query") or "").strip():
+        guard["query"] = metric["min_samples_query"].strip()
+    if metric.get("min_samples_min") is not None:
+        guard["min"] = metric["min_samples_min"]
+    if guard:
+        out["minSamples"] = guard
+    return out
 
 
 def describe_invalid(error: InvalidSpecError) -> list[str]:

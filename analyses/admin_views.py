@@ -24,9 +24,10 @@ from django.utils.safestring import SafeString, mark_safe
 
 from analyses import access, services
 from analyses.charts import ChartPoint, render_metric_chart
-from analyses.models import Analysis, Evaluation, MetricResult
+from analyses.models import Analysis, AnalysisMetric, Evaluation, MetricResult
 from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
 from sentinel_core.status import AnalysisStatus, Condition
+from sentinel_core.values import format_value
 
 if TYPE_CHECKING:
     from analyses.admin import AnalysisAdmin
@@ -73,11 +74,20 @@ class ConditionRow:
 class MetricChart:
     name: str
     query: str
-    max_value: float
+    # None for a metric judged only against its baseline (maxIncrease).
+    max_value: float | None
     svg: SafeString
     # From status.metricResults: the last evaluation that got answers.
     latest_value: str | None = None
     latest_verdict: str = ""
+    # The spec's relative limit in words ("+20 % over the value before the rollout"), or "".
+    increase: str = ""
+    # status.metricResults[]: the baseline, the guard's count and the worst series' labels.
+    baseline: str | None = None
+    samples: str | None = None
+    # minSamples.min as written ("200").
+    samples_min: str | None = None
+    series: tuple[tuple[str, str], ...] = ()
 
 
 def changelist_url(**filters: str) -> str:
@@ -220,14 +230,18 @@ def metric_charts(
     started = {pk: (at, paused) for pk, at, paused in recent}
     values: dict[str, list[ChartPoint]] = defaultdict(list)
     results = MetricResult.objects.filter(evaluation_id__in=list(started)).values_list(
-        "evaluation_id", "name", "value"
+        "evaluation_id", "name", "value", "baseline", "limit"
     )
-    for evaluation_id, name, value in results:
+    for evaluation_id, name, value, baseline, limit in results:
         at, paused = started[evaluation_id]
-        values[name].append(ChartPoint(at=at, value=value, paused=paused))
+        values[name].append(
+            ChartPoint(at=at, value=value, paused=paused, baseline=baseline, limit=limit)
+        )
+    rollout = latest.rollout if latest is not None else None
     charts = []
     for metric in analysis.metrics.all():
         points = values.get(metric.name, [])
+        result = current.get(metric.name)
         charts.append(
             MetricChart(
                 name=metric.name,
@@ -236,14 +250,42 @@ def metric_charts(
                 # render_metric_chart escapes every text it writes.
                 svg=mark_safe(
                     render_metric_chart(
-                        points, max_value=metric.max_value, title=metric.name, width=960
+                        points,
+                        max_value=metric.max_value,
+                        title=metric.name,
+                        rollout_at=rollout.started_at if rollout is not None else None,
+                        width=960,
                     )
                 ),
-                latest_value=current[metric.name].value if metric.name in current else None,
-                latest_verdict=str(current[metric.name].verdict) if metric.name in current else "",
+                latest_value=result.value if result is not None else None,
+                latest_verdict=str(result.verdict) if result is not None else "",
+                increase=_increase_text(metric),
+                baseline=result.baseline if result is not None else None,
+                samples=result.samples if result is not None else None,
+                samples_min=(
+                    format_value(metric.min_samples_min)
+                    if metric.min_samples_query and metric.min_samples_min is not None
+                    else None
+                ),
+                series=result.series if result is not None else (),
             )
         )
     return charts
+
+
+def _increase_text(metric: AnalysisMetric) -> str:
+    """Return a metric's ``maxIncrease`` and ``baseline`` in words, or "" without them."""
+    if metric.max_increase_percent is not None:
+        amount = f"+{format_value(metric.max_increase_percent)} %"
+    elif metric.max_increase_absolute is not None:
+        amount = f"+{format_value(metric.max_increase_absolute)}"
+    else:
+        return ""
+    if metric.baseline_offset:
+        return f"{amount} over its value {metric.baseline_offset} earlier"
+    if metric.baseline_before_rollout:
+        return f"{amount} over its value before the rollout"
+    return amount
 
 
 def resume(admin: AnalysisAdmin, request: HttpRequest, object_id: str) -> HttpResponse:

@@ -7,7 +7,10 @@ markup out), so its tests parse the SVG instead of looking at pixels.
 
 What a platform engineer reads from it: the value over time, the ``maxValue`` line with the zone
 above it shaded, samples over the line in red, evaluations without data as grey ticks on the
-time axis, and a dashed amber line at every evaluation that paused the rollout.
+time axis, and a dashed amber line at every evaluation that paused the rollout. Metrics judged
+against a baseline (``maxIncrease``) also get the baseline as a dotted violet line, breaches
+judged against each evaluation's own limit, and a teal line where the operator saw the target's
+current rollout begin (``status.rollout.startedAt``).
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ _PAUSE = "#d97706"
 _GRID = "#e5e7eb"
 _LABEL = "#6b7280"
 _NO_DATA = "#9ca3af"
+# At least 3:1 against the white plot (graphics), 4.5:1 for their labels.
+_BASELINE = "#6d28d9"
+_ROLLOUT = "#0f766e"
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,10 @@ class ChartPoint:
     value: float | None
     # Whether this evaluation paused the target.
     paused: bool = False
+    # With maxIncrease: the baseline it was compared with (None: no baseline at the time).
+    baseline: float | None = None
+    # The lowest bound it was judged against; None falls back to the chart's max_value.
+    limit: float | None = None
 
 
 @dataclass(frozen=True)
@@ -92,8 +102,9 @@ class _Frame:
 def render_metric_chart(
     points: Sequence[ChartPoint],
     *,
-    max_value: float,
+    max_value: float | None,
     title: str,
+    rollout_at: datetime | None = None,
     width: int = 720,
     height: int = 220,
 ) -> str:
@@ -101,22 +112,23 @@ def render_metric_chart(
 
     ``title`` names the metric for screen readers and tooltips. Infinite values are drawn at the
     edge of the plot; with no points the frame and the ``maxValue`` line are still drawn, with a
-    note that nothing was evaluated yet.
+    note that nothing was evaluated yet. ``max_value`` is None for a metric judged only against
+    its baseline; ``rollout_at`` is marked when it falls within the evaluations drawn.
     """
     ordered = sorted(points, key=lambda point: point.at)
     frame = _frame(ordered, max_value, float(width), float(height))
-    breaches = sum(1 for p in ordered if p.value is not None and p.value > max_value)
-    summary = (
-        f"{title}: {len(ordered)} evaluations, {breaches} above the maximum "
-        f"{format_value(max_value)}"
-    )
+    breaches = sum(1 for p in ordered if _breach(p, max_value))
+    bound = f"the maximum {format_value(max_value)}" if max_value is not None else "their limit"
+    summary = f"{title}: {len(ordered)} evaluations, {breaches} above {bound}"
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="metric-chart" '
         f'viewBox="0 0 {width} {height}" width="100%" preserveAspectRatio="xMidYMid meet" '
         f'role="img" aria-label="{escape(summary)}" data-points="{len(ordered)}">',
         f"<title>{escape(summary)}</title>",
         *_grid(frame),
-        *_threshold(frame, max_value),
+        *(_threshold(frame, max_value) if max_value is not None else []),
+        *_baseline(frame, ordered),
+        *_rollout(frame, rollout_at),
         *_pauses(frame, ordered),
         *_series(frame, ordered, max_value),
         *_time_axis(frame, ordered),
@@ -136,10 +148,13 @@ def render_metric_chart(
     return "".join(parts)
 
 
-def _frame(points: Sequence[ChartPoint], max_value: float, width: float, height: float) -> _Frame:
-    finite = [_drawable(p.value) for p in points if p.value is not None and math.isfinite(p.value)]
-    lo = min([0.0, *finite, _drawable(max_value)])
-    hi = max([*finite, _drawable(max_value)])
+def _frame(
+    points: Sequence[ChartPoint], max_value: float | None, width: float, height: float
+) -> _Frame:
+    drawn = [v for p in points for v in (p.value, p.baseline) if v is not None]
+    finite = [_drawable(v) for v in (*drawn, max_value) if v is not None and math.isfinite(v)]
+    lo = min([0.0, *finite])
+    hi = max(finite, default=0.0)
     # A span of a few denormals has no power of ten to step by: such data is drawn as flat,
     # in a band as wide as the values are large (1.0 would vanish next to 1e300).
     flat_span = max(1.0, abs(lo))
@@ -209,6 +224,81 @@ def _threshold(frame: _Frame, max_value: float) -> list[str]:
     ]
 
 
+def _breach(point: ChartPoint, max_value: float | None) -> bool:
+    """Return whether ``point`` was above the bound it was judged against."""
+    bound = point.limit if point.limit is not None else max_value
+    return point.value is not None and bound is not None and point.value > bound
+
+
+def _baseline(frame: _Frame, points: Sequence[ChartPoint]) -> list[str]:
+    """Draw the baseline each evaluation was compared with, as steps; gaps where it had none."""
+    segments: list[list[str]] = []
+    segment: list[str] = []
+    previous: ChartPoint | None = None
+    for point in points:
+        if point.baseline is None or math.isnan(point.baseline):
+            if segment:
+                segments.append(segment)
+            segment, previous = [], None
+            continue
+        y = frame.y(point.baseline)
+        if previous is not None and previous.baseline != point.baseline:
+            # A step: the baseline holds until an evaluation measured another one.
+            segment.append(f"{frame.x(point.at):.1f},{frame.y(previous.baseline or 0.0):.1f}")
+        segment.append(f"{frame.x(point.at):.1f},{y:.1f}")
+        previous = point
+    if segment:
+        segments.append(segment)
+    last = next(
+        (p for p in reversed(points) if p.baseline is not None and not math.isnan(p.baseline)),
+        None,
+    )
+    if last is None or last.baseline is None:
+        return []
+    shown = format_value(last.baseline)
+    parts = [
+        f'<g class="chart-baseline" data-baseline="{escape(shown)}">'
+        f"<title>Baseline, last {escape(shown)} at {_clock(last.at)} UTC</title>"
+    ]
+    for coordinates in segments:
+        if len(coordinates) == 1:
+            # One evaluation alone: a short tick, so a lone baseline is still visible.
+            x, y = (float(c) for c in coordinates[0].split(","))
+            coordinates = [f"{x - 6:.1f},{y:.1f}", f"{x + 6:.1f},{y:.1f}"]
+        parts.append(
+            f'<polyline points="{" ".join(coordinates)}" fill="none" stroke="{_BASELINE}" '
+            f'stroke-width="1.5" stroke-dasharray="2 3"/>'
+        )
+    parts.append(
+        _text(
+            frame.right - 4,
+            frame.y(last.baseline) + 14,
+            f"baseline {shown}",
+            anchor="end",
+            fill=_BASELINE,
+            css="chart-baseline-label",
+        )
+    )
+    parts.append("</g>")
+    return parts
+
+
+def _rollout(frame: _Frame, started_at: datetime | None) -> list[str]:
+    """Mark when the target's current rollout began, if that is within the chart."""
+    if started_at is None or not frame.t0 <= started_at.timestamp() <= frame.t1:
+        return []
+    x = frame.x(started_at)
+    label_x, anchor = (x - 4, "end") if x > (frame.left + frame.right) / 2 else (x + 4, "start")
+    return [
+        f'<g class="chart-rollout" data-started-at="{_clock(started_at)}">'
+        f"<title>Rollout detected at {_clock(started_at)} UTC</title>"
+        f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top:.1f}" y2="{frame.bottom:.1f}" '
+        f'stroke="{_ROLLOUT}" stroke-width="1.5"/>'
+        + _text(label_x, frame.bottom - 5, "rollout", anchor=anchor, fill=_ROLLOUT, weight="600")
+        + "</g>"
+    ]
+
+
 def _pauses(frame: _Frame, points: Sequence[ChartPoint]) -> list[str]:
     parts: list[str] = []
     for point in points:
@@ -231,7 +321,7 @@ def _pause_label(frame: _Frame, x: float) -> str:
     return _text(x + 4, frame.top + 11, "paused", fill=_PAUSE, weight="600")
 
 
-def _series(frame: _Frame, points: Sequence[ChartPoint], max_value: float) -> list[str]:
+def _series(frame: _Frame, points: Sequence[ChartPoint], max_value: float | None) -> list[str]:
     parts: list[str] = []
     # A gap in the data (no answer) breaks the line rather than bridging it.
     segment: list[str] = []
@@ -260,7 +350,7 @@ def _series(frame: _Frame, points: Sequence[ChartPoint], max_value: float) -> li
                 f'y2="{frame.bottom:.1f}" stroke="{_NO_DATA}" stroke-width="2"/></g>'
             )
             continue
-        breach = point.value > max_value
+        breach = _breach(point, max_value)
         if not (dots or breach):
             continue
         shown = format_value(point.value)

@@ -309,18 +309,35 @@ def _touched_after(row: Analysis, moment: datetime) -> bool:
     return any(stamp > moment for stamp in stamps)
 
 
+def _metric_columns(metric: MetricSpec) -> dict[str, Any]:
+    """Return the ``AnalysisMetric`` columns of one parsed metric (its position aside)."""
+    increase, baseline, guard = metric.max_increase, metric.baseline, metric.min_samples
+    return {
+        "query": metric.query,
+        "max_value": metric.max_value,
+        "max_increase_percent": increase.percent if increase is not None else None,
+        "max_increase_absolute": increase.absolute if increase is not None else None,
+        "baseline_offset": (baseline.offset or "") if baseline is not None else "",
+        "baseline_before_rollout": baseline.before_rollout if baseline is not None else False,
+        "min_samples_query": guard.query if guard is not None else "",
+        "min_samples_min": guard.min if guard is not None else None,
+    }
+
+
 def _sync_metrics(row: Analysis, metrics: tuple[MetricSpec, ...]) -> None:
-    wanted = {metric.name: (metric.query, metric.max_value) for metric in metrics}
+    wanted = {metric.name: _metric_columns(metric) for metric in metrics}
     existing = {metric.name: metric for metric in row.metrics.all()}
     stale = [metric.pk for name, metric in existing.items() if name not in wanted]
     if stale:
         AnalysisMetric.objects.filter(pk__in=stale).delete()
-    for position, (name, (query, max_value)) in enumerate(wanted.items()):
+    for position, (name, columns) in enumerate(wanted.items()):
+        columns = {"position": position, **columns}
         metric = existing.get(name)
         if metric is None:
-            AnalysisMetric.objects.create(
-                analysis=row, position=position, name=name, query=query, max_value=max_value
-            )
-        elif (metric.position, metric.query, metric.max_value) != (position, query, max_value):
-            metric.position, metric.query, metric.max_value = position, query, max_value
-            metric.save(update_fields=["position", "query", "max_value"])
+            AnalysisMetric.objects.create(analysis=row, name=name, **columns)
+            continue
+        changed = [field for field, value in columns.items() if getattr(metric, field) != value]
+        if changed:
+            for field in changed:
+                setattr(metric, field, columns[field])
+            metric.save(update_fields=changed)

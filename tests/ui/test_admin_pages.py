@@ -105,12 +105,24 @@ def test_the_add_page_asks_for_the_resource_and_one_metric(staff_client: Client)
         "target_name",
         "interval",
         "failure_limit",
+        "failure_window",
         "dry_run",
         "seen_generation",
     ]
     assert form.fields["interval"].initial == "30s"
     (metrics,) = response.context["inline_admin_formsets"]
     assert metrics.formset.min_num == 1 and len(metrics.formset.forms) == 1
+    assert list(metrics.formset.forms[0].fields)[:9] == [
+        "name",
+        "query",
+        "max_value",
+        "max_increase_percent",
+        "max_increase_absolute",
+        "baseline_offset",
+        "baseline_before_rollout",
+        "min_samples_query",
+        "min_samples_min",
+    ]
     assert 'id="sentinel-detail"' not in response.content.decode()
 
 

@@ -143,3 +143,77 @@ def test_the_scale_leaves_headroom_above_the_highest_value() -> None:
     top_y = min(y for _, y in _polyline_points(series))
     frame = next(e for e in root if e.tag == f"{SVG}rect")
     assert top_y > float(frame.get("y") or "nan")  # below the top edge of the plot
+
+
+def _relative(values: list[float], baselines: list[float | None]) -> list[ChartPoint]:
+    # maxIncrease 20 %: each evaluation's limit is its baseline * 1.2.
+    return [
+        ChartPoint(
+            at=T0 + timedelta(seconds=30 * i),
+            value=v,
+            baseline=b,
+            limit=b * 1.2 if b is not None else None,
+        )
+        for i, (v, b) in enumerate(zip(values, baselines, strict=True))
+    ]
+
+
+def test_the_baseline_is_drawn_as_steps_below_the_values_it_was_compared_with() -> None:
+    points = _relative([0.11, 0.12, 0.2, 0.21], [0.1, 0.1, 0.1, 0.15])
+    root = _parse(render_metric_chart(points, max_value=0.5, title="p99"))
+    (group,) = _by_class(root, "chart-baseline")
+    assert group.get("data-baseline") == "0.15"
+    title = group.find(f"{SVG}title")
+    assert title is not None and title.text == "Baseline, last 0.15 at 2026-11-29 10:01:30 UTC"
+    (steps,) = group.findall(f"{SVG}polyline")
+    coordinates = _polyline_points(steps)
+    # 0.1 held for three evaluations, then a step up to 0.15 at the fourth.
+    assert len(coordinates) == 5
+    assert len({y for _, y in coordinates[:3]}) == 1
+    assert coordinates[3][0] == coordinates[4][0] and coordinates[4][1] < coordinates[3][1]
+    (series,) = _by_class(root, "chart-value")
+    value_ys = [y for _, y in _polyline_points(series)]
+    assert all(vy < coordinates[0][1] for vy in value_ys)  # every value above the baseline
+    labels = [e.text for e in _by_class(root, "chart-baseline-label")]
+    assert labels == ["baseline 0.15"]
+
+
+def test_breaches_are_judged_against_each_evaluations_own_limit() -> None:
+    # Under maxValue 0.5 throughout, but 0.2 and 0.21 are over 1.2 * their baseline.
+    points = _relative([0.11, 0.12, 0.2, 0.21], [0.1, 0.1, 0.1, 0.15])
+    root = _parse(render_metric_chart(points, max_value=0.5, title="p99"))
+    breaches = [e.find(f"{SVG}title") for e in _by_class(root, "chart-breach")]
+    assert [t.text for t in breaches if t is not None] == [
+        "2026-11-29 10:01:00 UTC: 0.2",
+        "2026-11-29 10:01:30 UTC: 0.21",
+    ]
+
+
+def test_a_metric_with_only_max_increase_has_no_max_line() -> None:
+    points = _relative([0.11, 0.3], [0.1, None])
+    root = _parse(render_metric_chart(points, max_value=None, title="p99"))
+    assert _by_class(root, "chart-max") == [] and _by_class(root, "chart-breach-zone") == []
+    title = root.find(f"{SVG}title")
+    assert title is not None and "0 above their limit" in (title.text or "")
+    # One evaluation with a baseline: still drawn, as a short tick.
+    (group,) = _by_class(root, "chart-baseline")
+    (tick,) = group.findall(f"{SVG}polyline")
+    assert len(_polyline_points(tick)) == 2
+    empty = _parse(render_metric_chart([], max_value=None, title="p99"))
+    assert _by_class(empty, "chart-baseline") == [] and _by_class(empty, "chart-max") == []
+
+
+def test_the_rollout_is_marked_where_it_began_and_only_within_the_chart() -> None:
+    points = _points([0.1, 0.1, 0.3, 0.3])
+    began = T0 + timedelta(seconds=45)
+    root = _parse(render_metric_chart(points, max_value=0.25, title="p99", rollout_at=began))
+    (marker,) = _by_class(root, "chart-rollout")
+    assert marker.get("data-started-at") == "2026-11-29 10:00:45"
+    title = marker.find(f"{SVG}title")
+    assert title is not None and title.text == "Rollout detected at 2026-11-29 10:00:45 UTC"
+    line = marker.find(f"{SVG}line")
+    xs = [x for x, _ in _polyline_points(_by_class(root, "chart-value")[0])]
+    assert line is not None and xs[1] < float(line.get("x1") or "nan") < xs[2]
+    before = T0 - timedelta(hours=1)
+    earlier = _parse(render_metric_chart(points, max_value=0.25, title="p99", rollout_at=before))
+    assert _by_class(earlier, "chart-rollout") == []
