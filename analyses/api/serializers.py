@@ -178,11 +178,44 @@ class MetricResultSerializer(serializers.ModelSerializer):
     valueText = serializers.CharField(
         source="value_text", help_text="The value exactly as Prometheus printed it."
     )
-    maxValue = FiniteFloatField(source="max_value")
+    maxValue = FiniteFloatField(source="max_value", allow_null=True)
+    baseline = FiniteFloatField(
+        allow_null=True,
+        help_text="With maxIncrease: the baseline the value was compared with; null without one.",
+    )
+    baselineText = serializers.CharField(
+        source="baseline_text", help_text="The baseline exactly as Prometheus printed it."
+    )
+    limit = FiniteFloatField(
+        allow_null=True,
+        help_text=(
+            "The lowest bound the value was judged against: maxValue or the baseline's limit "
+            "(the operator's sentinel_metric_threshold); null when it was not judged."
+        ),
+    )
+    samples = serializers.CharField(
+        source="samples_text",
+        help_text="With minSamples: what its query returned, as Prometheus printed it.",
+    )
+    series = serializers.DictField(
+        child=serializers.CharField(), help_text="Labels of the worst series."
+    )
 
     class Meta:
         model = MetricResult
-        fields = ["name", "value", "valueText", "maxValue", "verdict", "message"]
+        fields = [
+            "name",
+            "value",
+            "valueText",
+            "maxValue",
+            "baseline",
+            "baselineText",
+            "limit",
+            "samples",
+            "series",
+            "verdict",
+            "message",
+        ]
 
 
 class EvaluationSerializer(serializers.ModelSerializer):

@@ -100,6 +100,11 @@ def test_evaluation_shape(api: Api, analysis: Analysis) -> None:
                     "value": 0.0,
                     "valueText": "0",
                     "maxValue": 0.25,
+                    "baseline": None,
+                    "baselineText": "",
+                    "limit": None,
+                    "samples": "",
+                    "series": {},
                     "verdict": "Pass",
                     "message": "",
                 },
@@ -109,12 +114,51 @@ def test_evaluation_shape(api: Api, analysis: Analysis) -> None:
                     "value": None,
                     "valueText": "+Inf",
                     "maxValue": 1.0,
+                    "baseline": None,
+                    "baselineText": "",
+                    "limit": None,
+                    "samples": "",
+                    "series": {},
                     "verdict": "Fail",
                     "message": "",
                 },
             ],
         }
     ]
+
+
+def test_a_baseline_relative_result_carries_baseline_limit_samples_and_series(
+    api: Api, analysis: Analysis
+) -> None:
+    (first,) = _history(analysis, 1)
+    MetricResult.objects.create(
+        evaluation=first,
+        name="latency-vs-before",
+        value=0.412,
+        value_text="0.412",
+        max_value=None,
+        baseline=0.118,
+        baseline_text="0.118",
+        limit=0.1416,
+        samples_text="1843",
+        series={"pod": "checkout-7d9f-x2k4", "route": "/pay"},
+        verdict="Fail",
+        message="0.412 is 249 % above the baseline 0.118 before the rollout (limit +20 %)",
+    )
+    (evaluation,) = api.get("analyses/shop/checkout/evaluations/").json()["results"]
+    assert evaluation["metricResults"][1] == {
+        "name": "latency-vs-before",
+        "value": 0.412,
+        "valueText": "0.412",
+        "maxValue": None,
+        "baseline": 0.118,
+        "baselineText": "0.118",
+        "limit": 0.1416,
+        "samples": "1843",
+        "series": {"pod": "checkout-7d9f-x2k4", "route": "/pay"},
+        "verdict": "Fail",
+        "message": "0.412 is 249 % above the baseline 0.118 before the rollout (limit +20 %)",
+    }
 
 
 def test_since_is_inclusive_and_until_exclusive(api: Api, analysis: Analysis) -> None:
