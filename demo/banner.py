@@ -58,7 +58,12 @@ def banner(
         f" threshold {manifests.MAX_VALUE}). The analysis runs every {settings.interval} over a "
         f"{settings.rate_window} rate window (30s and 5m",
         " are usual; shortened so the story shows in minutes) and pauses the Deployment",
-        f" after {manifests.FAILURE_LIMIT} consecutive failures. Ctrl-C stops everything.",
+        f" after {manifests.FAILURE_LIMIT} consecutive failures. Beside the fixed threshold, "
+        f"{manifests.RELATIVE_METRIC}",
+        f" fails when the p99 is {manifests.MAX_INCREASE_PERCENT} % above its value "
+        f"{settings.rate_window} earlier (its baseline, drawn",
+        f" in its graph), given at least {manifests.MIN_REQUESTS} requests. Ctrl-C stops "
+        "everything.",
         "=" * 72,
         "",
     ]

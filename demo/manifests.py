@@ -3,7 +3,10 @@
 ``demo.runner`` applies them with the real kubectl, built with the kit's builders
 (``testkit.manifests``). The analysis is SPEC §3's, with the interval and the query's rate()
 window as the demo's settings choose (shorter than production's, so that the regression shows
-within a few minutes).
+within a few minutes), and a second metric beside the fixed one (SPEC §3.1): the same p99
+judged against its own value one rate window earlier (``maxIncrease`` + ``baseline.offset``),
+guarded by a minimum request count (``minSamples``). It fails as soon as the p99 climbs half
+again above where it was, while the fixed metric waits for 0.25 s.
 """
 
 from __future__ import annotations
@@ -18,6 +21,11 @@ NEXT_IMAGE = "registry.example.com/shop/checkout:2.5.0"
 FAILURE_LIMIT = 3
 MAX_VALUE = 0.25
 METRIC = "p99-latency"
+# The baseline-relative metric: at most +50 % over the p99 one rate window earlier, judged only
+# with at least MIN_REQUESTS requests in the window.
+RELATIVE_METRIC = "p99-vs-before"
+MAX_INCREASE_PERCENT = 50
+MIN_REQUESTS = 100
 
 
 def query(rate_window: str) -> str:
@@ -38,8 +46,24 @@ def workload(*, interval: str, rate_window: str) -> str:
         NAME,
         NAMESPACE,
         target=NAME,
-        metrics=[metric],
+        metrics=[metric, relative_metric(rate_window)],
         interval=interval,
         failure_limit=FAILURE_LIMIT,
     )
     return to_yaml(deployment, analysis)
+
+
+def relative_metric(rate_window: str) -> dict[str, object]:
+    """Return the p99 judged against its own value ``rate_window`` earlier, with a guard."""
+    return {
+        "name": RELATIVE_METRIC,
+        "query": query(rate_window),
+        "maxIncrease": {"percent": MAX_INCREASE_PERCENT},
+        "baseline": {"offset": rate_window},
+        "minSamples": {
+            "query": (
+                f'sum(increase(http_request_duration_seconds_count{{app="{NAME}"}}[{rate_window}]))'
+            ),
+            "min": MIN_REQUESTS,
+        },
+    }

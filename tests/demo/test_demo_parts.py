@@ -8,12 +8,14 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from demo import manifests
 from demo.app import sample_latency
 from demo.children import Child
 from demo.settings import DemoError, DemoSettings
 from demo.status import Snapshot, describe_change, snapshot_of
+from sentinel_core.spec import parse_spec
 from testkit.processes import alive
 
 
@@ -98,3 +100,33 @@ def test_stopping_a_child_also_stops_what_it_left_behind(tmp_path: Path) -> None
     while alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(grandchild)
+
+
+def test_the_demo_analysis_has_a_baseline_relative_metric_beside_the_fixed_one() -> None:
+    documents = list(yaml.safe_load_all(manifests.workload(interval="10s", rate_window="1m")))
+    (analysis,) = [d for d in documents if d["kind"] == "RolloutAnalysis"]
+    parsed = parse_spec(analysis["spec"], strict=True)
+    fixed, relative = parsed.metrics
+    assert (fixed.name, fixed.max_value, fixed.max_increase) == (
+        manifests.METRIC,
+        manifests.MAX_VALUE,
+        None,
+    )
+    assert relative.name == manifests.RELATIVE_METRIC
+    assert relative.max_value is None and relative.query == fixed.query
+    assert relative.max_increase is not None and relative.max_increase.percent == 50
+    assert relative.baseline is not None and relative.baseline.offset == "1m"
+    assert relative.min_samples is not None and relative.min_samples.min == 100
+    assert "[1m]" in relative.min_samples.query
+
+
+def test_the_healthy_p99_stays_well_within_the_relative_limit() -> None:
+    # Two healthy windows never differ by the 50 % that fails the relative metric.
+    rng = random.Random(11)
+    windows = [
+        _quantile([sample_latency(rng, regressed=False) for _ in range(1_000)], 0.99)
+        for _ in range(40)
+    ]
+    assert max(windows) < min(windows) * (1 + manifests.MAX_INCREASE_PERCENT / 100)
+    regressed = _quantile([sample_latency(rng, regressed=True) for _ in range(1_000)], 0.99)
+    assert regressed > max(windows) * (1 + manifests.MAX_INCREASE_PERCENT / 100)

@@ -58,7 +58,9 @@ def change_form(
                 {
                     f"{prefix}-name": metric.name,
                     f"{prefix}-query": metric.query,
-                    f"{prefix}-max_value": str(metric.max_value),
+                    f"{prefix}-max_value": ""
+                    if metric.max_value is None
+                    else str(metric.max_value),
                     f"{prefix}-DELETE": "on",
                 }
             )
