@@ -159,3 +159,115 @@ def test_a_platform_engineer_resumes_a_paused_rollout(
     assert resource["status"]["failures"] == 0
     mirrored = Analysis.objects.get(pk=row.pk)
     assert not mirrored.paused and mirrored.failures == 0
+
+
+BASELINE_SCREENSHOT = REPO_ROOT / "var" / "screenshots" / "analysis-baseline.png"
+BASELINE_NAMESPACE = "ui-baseline"
+# The same p99 judged against its value before the rollout: ~0.11 s before, rising after it.
+BEFORE = [0.11, 0.12, 0.11, 0.1, 0.12, 0.11, 0.12, 0.11]
+AFTER = [0.12, 0.13, 0.14, 0.15, 0.16, 0.16, 0.19, 0.21]
+
+
+def _baseline_rollout(cluster: DevCluster) -> Analysis:
+    """Create an analysis judging p99 against the pre-rollout baseline, with its status."""
+    cluster.kubectl("create", "namespace", BASELINE_NAMESPACE)
+    relative = {
+        "name": "p99-vs-before",
+        "query": factories.LATENCY["query"],
+        "maxValue": 0.25,
+        "maxIncrease": {"percent": 50},
+        "baseline": {"beforeRollout": True},
+        "minSamples": {
+            "query": 'sum(increase(http_requests_total{app="checkout"}[5m]))',
+            "min": 200,
+        },
+    }
+    deployment = deployment_manifest("checkout", BASELINE_NAMESPACE, "checkout:1.5.0")
+    analysis = factories.resource("checkout", namespace=BASELINE_NAMESPACE, metrics=(relative,))
+    for field in ("uid", "resourceVersion", "generation", "creationTimestamp"):
+        del analysis["metadata"][field]
+    analysis["spec"]["failureWindow"] = 4
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([deployment, analysis]))
+    now = timezone.now().replace(microsecond=0)
+    started = now - timedelta(seconds=30 * len(AFTER) + 15)
+    status = factories.status(verdict="Fail", failures=2)
+    status["window"] = ["Pass", "Pass", "Fail", "Fail"]
+    status["rollout"] = {
+        "templateHash": "5c7f9d",
+        "startedAt": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    status["metricResults"] = [
+        {
+            "name": "p99-vs-before",
+            "value": "0.21",
+            "maxValue": 0.25,
+            "baseline": "0.11",
+            "samples": "1843",
+            "series": {"pod": "checkout-7d9f-x2k4", "route": "/pay"},
+            "verdict": "Fail",
+            "message": "0.21 is 91 % above the baseline 0.11 before the rollout (limit +50 %)",
+        }
+    ]
+    status["lastEvaluationTime"] = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    cluster.kubectl(
+        "patch", "rolloutanalysis", "checkout", "-n", BASELINE_NAMESPACE,
+        "--subresource=status", "--type=merge", "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+    row, _ = mirror.upsert_from_resource(
+        json.loads(
+            cluster.kubectl(
+                "get", "rolloutanalysis", "checkout", "-n", BASELINE_NAMESPACE, "-o", "json"
+            ).stdout
+        )
+    )
+    evaluations = factories.history(
+        row, [*BEFORE, *AFTER], start=now - timedelta(seconds=30 * (len(BEFORE) + len(AFTER)))
+    )
+    # As the operator records it: no baseline before the rollout, then the one from before it.
+    failures = 0
+    for index, evaluation in enumerate(evaluations):
+        baseline = 0.11 if index >= len(BEFORE) else None
+        limit = min(0.25, baseline * 1.5) if baseline is not None else 0.25
+        results = evaluation.metric_results
+        results.update(baseline=baseline, baseline_text=f"{baseline or ''}", limit=limit)
+        if results.filter(value__gt=limit).update(verdict="Fail", samples_text="1843"):
+            failures += 1
+            type(evaluation).objects.filter(pk=evaluation.pk).update(
+                outcome="Fail", failures_after=failures
+            )
+    return row
+
+
+def test_the_graph_draws_the_baseline_and_marks_the_rollout(
+    live_server: LiveServer, ui_cluster: DevCluster, settings: Settings
+) -> None:
+    settings.SENTINEL_KUBECONFIG = str(ui_cluster.kubeconfig)
+    User.objects.create_superuser("platform", "platform@example.com", PASSWORD)
+    row = _baseline_rollout(ui_cluster)
+
+    with _browser() as browser:
+        page = browser.new_page(viewport={"width": 1360, "height": 900})
+        _log_in(page, live_server)
+        page.goto(f"{live_server.url}/admin/analyses/analysis/{row.pk}/change/")
+        card = page.locator('.sentinel-chart[data-metric="p99-vs-before"]')
+        chart = card.locator("svg.metric-chart")
+        expect(chart).to_be_visible()
+        expect(chart.locator("g.chart-baseline")).to_have_attribute("data-baseline", "0.11")
+        expect(chart.locator(".chart-baseline-label")).to_have_text("baseline 0.11")
+        expect(chart.locator("g.chart-rollout")).to_have_count(1)
+        expect(chart.locator("line.chart-max")).to_have_attribute("data-max-value", "0.25")
+        # 0.19 and 0.21 are over 1.5 times the baseline 0.11 (0.165), under maxValue 0.25.
+        expect(chart.locator("circle.chart-breach")).to_have_count(2)
+        expect(card.locator(".metric-baseline")).to_have_text("0.11")
+        expect(card.locator(".metric-samples")).to_contain_text("1843")
+        expect(card.locator(".metric-samples")).to_contain_text("at least 200")
+        expect(card.locator(".metric-series")).to_contain_text('pod="checkout-7d9f-x2k4"')
+        expect(card).to_contain_text("+50 % over its value before the rollout")
+        # The inline edits the same fields, each input with its own label.
+        for field in ("max_increase_percent", "baseline_before_rollout", "min_samples_min"):
+            control = page.locator(f"#id_metrics-0-{field}")
+            expect(control).to_be_visible()
+        expect(page.locator("#id_metrics-0-max_increase_percent")).to_have_value("50")
+        expect(page.locator("#id_failure_window")).to_have_value("4")
+        BASELINE_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(BASELINE_SCREENSHOT), full_page=True)
