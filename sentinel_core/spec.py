@@ -17,7 +17,17 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from sentinel_core.thresholds import (
+    Baseline,
+    Increase,
+    MinSamples,
+    max_value_required,
+    parse_thresholds,
+)
 from sentinel_core.values import integer, number
+
+# Re-exported: the spec's dataclasses are all importable from here.
+__all__ = ["Baseline", "Increase", "MinSamples"]
 
 DEFAULT_TARGET_KIND = "Deployment"
 DEFAULT_INTERVAL = "30s"
@@ -50,9 +60,13 @@ _UNIT_SECONDS = {
     "m": Fraction(60),
     "h": Fraction(3600),
 }
-_SPEC_FIELDS = frozenset({"target", "metrics", "interval", "failureLimit", "dryRun"})
+_SPEC_FIELDS = frozenset(
+    {"target", "metrics", "interval", "failureLimit", "dryRun", "failureWindow"}
+)
 _TARGET_FIELDS = frozenset({"kind", "name"})
-_METRIC_FIELDS = frozenset({"name", "query", "maxValue"})
+_METRIC_FIELDS = frozenset({"name", "query", "maxValue", "maxIncrease", "baseline", "minSamples"})
+# The CRD's maximum: status.window holds up to this many verdicts.
+MAX_FAILURE_WINDOW = 100
 
 
 @dataclass(frozen=True)
@@ -102,6 +116,7 @@ class SpecSummary:
     interval_seconds: float = DEFAULT_INTERVAL_SECONDS
     failure_limit: int = DEFAULT_FAILURE_LIMIT
     dry_run: bool = False
+    failure_window: int | None = None
 
 
 @dataclass(frozen=True)
@@ -110,48 +125,6 @@ class Target:
 
     kind: str
     name: str
-
-
-@dataclass(frozen=True)
-class Increase:
-    """``maxIncrease``: how far above its baseline a metric may go; exactly one field is set."""
-
-    percent: float | None = None
-    absolute: float | None = None
-
-    def to_dict(self) -> dict[str, float]:
-        if self.percent is not None:
-            return {"percent": self.percent}
-        return {"absolute": self.absolute if self.absolute is not None else 0.0}
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """``baseline``: the earlier instant a metric is compared with (SPEC §3.1).
-
-    Either ``offset`` (a duration as written, ``1h``; ``offset_seconds`` parsed) or
-    ``before_rollout`` (the instant the target's current rollout began).
-    """
-
-    offset: str | None = None
-    offset_seconds: float | None = None
-    before_rollout: bool = False
-
-    def to_dict(self) -> dict[str, object]:
-        if self.offset is not None:
-            return {"offset": self.offset}
-        return {"beforeRollout": self.before_rollout}
-
-
-@dataclass(frozen=True)
-class MinSamples:
-    """``minSamples``: a guard query that must return at least ``min`` for a decisive verdict."""
-
-    query: str
-    min: float
-
-    def to_dict(self) -> dict[str, object]:
-        return {"query": self.query, "min": self.min}
 
 
 @dataclass(frozen=True)
@@ -203,6 +176,7 @@ class AnalysisSpec:
             interval_seconds=self.interval_seconds,
             failure_limit=self.failure_limit,
             dry_run=self.dry_run,
+            failure_window=self.failure_window,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -286,6 +260,8 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
     if not isinstance(dry_run, bool):
         errors.append(FieldError(f"{path}.dryRun", "must be true or false"))
 
+    failure_window = _parse_failure_window(raw, path, failure_limit, errors)
+
     if errors:
         raw_target = raw.get("target")
         target_name = raw_target.get("name") if isinstance(raw_target, Mapping) else None
@@ -297,6 +273,7 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
             if failure_limit is not None and 1 <= failure_limit <= _MAX_FAILURE_LIMIT
             else DEFAULT_FAILURE_LIMIT,
             dry_run=dry_run is True,
+            failure_window=failure_window,
         )
         raise InvalidSpecError(errors, summary)
     assert target is not None and failure_limit is not None  # guaranteed when no errors
@@ -307,7 +284,29 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
         interval_seconds=interval_seconds,
         failure_limit=failure_limit,
         dry_run=dry_run,
+        failure_window=failure_window,
     )
+
+
+def _parse_failure_window(
+    raw: Mapping[str, Any], path: str, failure_limit: int | None, errors: list[FieldError]
+) -> int | None:
+    if raw.get("failureWindow") is None:
+        return None
+    window = integer(raw["failureWindow"])
+    field = f"{path}.failureWindow"
+    if window is None:
+        errors.append(FieldError(field, "must be an integer"))
+        return None
+    ok = True
+    if not 1 <= window <= MAX_FAILURE_WINDOW:
+        errors.append(FieldError(field, f"must be between 1 and {MAX_FAILURE_WINDOW}"))
+        ok = False
+    # The CRD's CEL rule; the API server checks it after defaulting failureLimit.
+    if failure_limit is not None and window < failure_limit:
+        errors.append(FieldError(field, "must be at least failureLimit"))
+        ok = False
+    return window if ok else None
 
 
 def _parse_target(raw: object, path: str, strict: bool, errors: list[FieldError]) -> Target | None:
@@ -408,11 +407,30 @@ def _parse_metrics(
         raw_max = item.get("maxValue")
         max_value = number(raw_max)
         if raw_max is None:
-            errors.append(FieldError(f"{item_path}.maxValue", "is required"))
+            if max_value_required(item):
+                errors.append(
+                    FieldError(f"{item_path}.maxValue", "is required unless maxIncrease is given")
+                )
         elif max_value is None:
             errors.append(FieldError(f"{item_path}.maxValue", "must be a finite number"))
+        extra = parse_thresholds(
+            item,
+            item_path,
+            strict=strict,
+            parse_duration=parse_duration,
+            add=lambda field, message: errors.append(FieldError(field, message)),
+        )
         if len(errors) == before:
-            metrics.append(MetricSpec(name=name, query=query, max_value=max_value))
+            metrics.append(
+                MetricSpec(
+                    name=name,
+                    query=query,
+                    max_value=max_value,
+                    max_increase=extra.max_increase,
+                    baseline=extra.baseline,
+                    min_samples=extra.min_samples,
+                )
+            )
     return metrics
 
 

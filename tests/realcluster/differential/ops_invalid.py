@@ -69,3 +69,32 @@ def spec_not_object(s: Session) -> Any:
     body = m.rollout_analysis("invalid-spec")
     body["spec"] = "guard everything"
     return s.raw("POST", m.ra_path(), body=body)
+
+
+# The CRD's CEL rules (SPEC §3.1): the real server evaluates them, devcluster does not (an
+# allowed difference, docs/devcluster.md). Sent with dryRun=All so that devcluster's acceptance
+# stores nothing later operations could see.
+CEL_INVALID: dict[str, dict[str, Any]] = {
+    "maxIncrease with both percent and absolute (CEL)": {
+        "metrics": [
+            {
+                "name": "p99",
+                "query": "up",
+                "maxIncrease": {"percent": 20, "absolute": 0.1},
+                "baseline": {"offset": "1h"},
+            }
+        ]
+    },
+    "failureWindow under failureLimit (CEL)": {"failureLimit": 3, "failureWindow": 2},
+}
+
+
+def _register_cel(case: str, spec: dict[str, Any], index: int) -> None:
+    @script.op(f"422 python: {case}")
+    def with_python(s: Session) -> Any:
+        body = m.rollout_analysis(f"invalid-cel-{index}", **spec)
+        return s.raw("POST", m.ra_path(), body=body, query={"dryRun": "All"})
+
+
+for _index, (_case, _spec) in enumerate(CEL_INVALID.items()):
+    _register_cel(_case, _spec, _index)
