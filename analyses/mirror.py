@@ -108,6 +108,7 @@ def _raw_columns(resource: AnalysisResource) -> dict[str, Any]:
         "target_name": summary.target_name,
         "interval_seconds": summary.interval_seconds,
         "failure_limit": summary.failure_limit,
+        "failure_window": summary.failure_window,
         "dry_run": summary.dry_run,
         "last_verdict": str(status.last_verdict or ""),
         "failures": status.failures,

@@ -39,6 +39,8 @@ from sentinel_core.status import AnalysisStatus
 
 # A person is waiting for the answer: give up sooner than the operator's 10 s.
 REQUEST_TIMEOUT = 5.0
+# Top-level spec fields that may be absent (SPEC §3.1): an update leaving one out removes it.
+_OPTIONAL_SPEC_FIELDS = ("failureWindow",)
 
 
 class ServiceError(Exception):
@@ -166,15 +168,20 @@ def update_analysis(
     ``resource_version`` defaults to the mirror's (see ``_preconditioned`` for the operator's
     status writes). A merge patch carrying ``metadata.resourceVersion`` is refused with 409 by
     the API server when the resource moved on, and keeps labels and annotations that the mirror
-    does not hold. Every spec field is written out (defaults included), so nothing of the old
-    spec survives the merge.
+    does not hold. Every spec field is written out (defaults included), and an optional field
+    the new spec leaves out (``failureWindow``) is sent as null, which a merge patch removes: so
+    nothing of the old spec survives the merge.
     """
     _require_scope(analysis.namespace)
     client = client or kube_client()
     path = kube.analysis_path(analysis.namespace, analysis.name)
+    new_spec: dict[str, Any] = spec.to_dict()
+    # At the mirror's resourceVersion the cluster's spec is the mirror's, so its keys are the
+    # ones to clear; the optional ones are cleared anyway, for a client sending a newer version.
+    dropped = {key: None for key in (*analysis.spec, *_OPTIONAL_SPEC_FIELDS) if key not in new_spec}
 
     def send(version: str) -> dict[str, Any]:
-        patch = {"metadata": {"resourceVersion": version}, "spec": spec.to_dict()}
+        patch = {"metadata": {"resourceVersion": version}, "spec": {**new_spec, **dropped}}
         return client.request("PATCH", path, body=patch, content_type=kube.MERGE_PATCH)
 
     with _translated(analysis.namespace, analysis.name):

@@ -10,7 +10,7 @@ from analyses import mirror
 from analyses.models import Analysis, AnalysisMetric, Evaluation, MetricResult
 from sentinel_core.resource import MalformedResource
 from tests.analyses.history import record_evaluation
-from tests.analyses.resources import paused_status, resource
+from tests.analyses.resources import DEFAULT_METRICS, paused_status, resource
 
 pytestmark = pytest.mark.django_db
 
@@ -254,3 +254,49 @@ def test_object_without_uid_is_refused() -> None:
     with pytest.raises(MalformedResource, match="uid"):
         mirror.upsert_from_resource(obj, now=NOW)
     assert not Analysis.objects.exists()
+
+
+def test_relative_thresholds_fill_the_metric_columns_and_follow_edits() -> None:
+    relative = {
+        "name": "p99-vs-before",
+        "query": "histogram_quantile(0.99, x)",
+        "maxIncrease": {"percent": 20},
+        "baseline": {"beforeRollout": True},
+        "minSamples": {"query": "sum(increase(requests[5m]))", "min": 200},
+    }
+    obj = resource(metrics=[DEFAULT_METRICS[0], relative])
+    obj["spec"]["failureWindow"] = 5
+    row, _ = mirror.upsert_from_resource(obj, now=NOW)
+
+    row.refresh_from_db()
+    assert row.failure_window == 5
+    fixed, judged = row.metrics.all()
+    assert (fixed.max_value, fixed.max_increase_percent, fixed.baseline_offset) == (0.25, None, "")
+    assert (judged.max_value, judged.max_increase_percent, judged.max_increase_absolute) == (
+        None,
+        20.0,
+        None,
+    )
+    assert (judged.baseline_before_rollout, judged.baseline_offset) == (True, "")
+    assert (judged.min_samples_query, judged.min_samples_min) == (
+        "sum(increase(requests[5m]))",
+        200,
+    )
+    assert [m.as_spec() for m in row.metrics.all()] == obj["spec"]["metrics"]
+
+    # Edited: an absolute increase over the value an hour ago, no guard, consecutive counting.
+    edited = {**relative, "maxIncrease": {"absolute": 0.05}, "baseline": {"offset": "1h"}}
+    del edited["minSamples"]
+    kept_pk = judged.pk
+    mirror.upsert_from_resource(
+        resource(resource_version="101", generation=2, metrics=[edited]), now=LATER
+    )
+
+    row.refresh_from_db()
+    assert row.failure_window is None
+    (judged,) = row.metrics.all()
+    assert judged.pk == kept_pk
+    assert (judged.max_increase_percent, judged.max_increase_absolute) == (None, 0.05)
+    assert (judged.baseline_before_rollout, judged.baseline_offset) == (False, "1h")
+    assert (judged.min_samples_query, judged.min_samples_min) == ("", None)
+    assert judged.as_spec() == edited
