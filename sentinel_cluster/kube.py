@@ -293,6 +293,10 @@ def deployment_path(namespace: str, name: str) -> str:
     return f"/apis/apps/v1/namespaces/{quote(namespace)}/deployments/{quote(name)}"
 
 
+def replicasets_path(namespace: str) -> str:
+    return f"/apis/apps/v1/namespaces/{quote(namespace)}/replicasets"
+
+
 def events_path(namespace: str) -> str:
     return f"/api/v1/namespaces/{quote(namespace)}/events"
 
