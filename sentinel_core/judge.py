@@ -48,8 +48,12 @@ def judge(metric: MetricSpec, m: Measurement, rollout: Rollout | None = None) ->
         samples=m.samples_text if metric.min_samples is not None else None,
         series=series,
     )
+    has_value = m.value is not None and not math.isnan(m.value)
     guard = metric.min_samples
     if guard is not None and (m.samples is None or math.isnan(m.samples) or m.samples < guard.min):
+        # The value is shown, only not judged: too little traffic is no evidence either way.
+        if has_value and m.value is not None:
+            base = _with(base, value=m.text if m.text is not None else format_value(m.value))
         got = (
             "no data" if m.samples is None else f"only {m.samples_text or format_value(m.samples)}"
         )

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
+from sentinel_core.durations import MIN_INTERVAL_SECONDS, check_interval, parse_duration
 from sentinel_core.thresholds import (
     Baseline,
     Increase,
@@ -27,13 +27,19 @@ from sentinel_core.thresholds import (
 from sentinel_core.values import integer, number
 
 # Re-exported: the spec's dataclasses are all importable from here.
-__all__ = ["Baseline", "Increase", "MinSamples"]
+__all__ = [
+    "MIN_INTERVAL_SECONDS",
+    "Baseline",
+    "Increase",
+    "MinSamples",
+    "check_interval",
+    "parse_duration",
+]
 
 DEFAULT_TARGET_KIND = "Deployment"
 DEFAULT_INTERVAL = "30s"
 DEFAULT_INTERVAL_SECONDS = 30.0
 DEFAULT_FAILURE_LIMIT = 3
-MIN_INTERVAL_SECONDS = 5
 # Size limits against abuse (SPEC §3.1), the CRD's maxItems / maxLength: one analysis must not
 # make the operator send dozens of queries per evaluation, or a query of megabytes.
 MAX_METRICS = 20
@@ -41,25 +47,12 @@ MAX_QUERY_LENGTH = 4096
 MAX_METRIC_NAME_LENGTH = 63
 # The CRD declares failureLimit as int32.
 _MAX_FAILURE_LIMIT = 2**31 - 1
-# Go's time.Duration is an int64 of nanoseconds; longer durations do not parse in Go either.
-_MAX_DURATION_SECONDS = Fraction(2**63 - 1, 10**9)
 
 _TARGET_KINDS = ("Deployment",)
 # Patterns copied from crds/rolloutanalysis.yaml so that both sides agree on every string; the
 # REST API's and the admin's field validators use them too (anchored, for regex validators).
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DURATION = re.compile(r"([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+")
-_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {
-    "ns": Fraction(1, 10**9),
-    "us": Fraction(1, 10**6),
-    "µs": Fraction(1, 10**6),
-    "ms": Fraction(1, 10**3),
-    "s": Fraction(1),
-    "m": Fraction(60),
-    "h": Fraction(3600),
-}
 _SPEC_FIELDS = frozenset(
     {"target", "metrics", "interval", "failureLimit", "dryRun", "failureWindow"}
 )
@@ -191,35 +184,6 @@ class AnalysisSpec:
         if self.failure_window is not None:
             out["failureWindow"] = self.failure_window
         return out
-
-
-def parse_duration(text: str) -> float:
-    """Return the seconds of a Go-style duration (``30s``, ``1m30s``, ``1.5h``, ``500ms``).
-
-    Accept exactly what the CRD's ``interval`` pattern accepts (no sign, every number with a
-    unit); raise ``ValueError`` with a full sentence otherwise.
-    """
-    if not isinstance(text, str) or not _DURATION.fullmatch(text):
-        raise ValueError(
-            f"{text!r} is not a duration: use numbers with units ns, us, ms, s, m or h, "
-            "such as 30s, 1m30s or 1.5h"
-        )
-    total = sum(
-        (Fraction(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART.findall(text)),
-        start=Fraction(0),
-    )
-    if total > _MAX_DURATION_SECONDS:
-        raise ValueError(f"{text!r} is out of range: the longest duration is about 2562047h")
-    return float(total)
-
-
-def check_interval(seconds: float, text: str) -> None:
-    """Raise ``ValueError`` when an interval of ``seconds`` (written ``text``) is too short.
-
-    The CRD's schema cannot say this without CEL; the operator, the REST API and the admin do.
-    """
-    if seconds < MIN_INTERVAL_SECONDS:
-        raise ValueError(f"must be at least {MIN_INTERVAL_SECONDS}s, got {text}")
 
 
 def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> AnalysisSpec:
