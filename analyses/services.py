@@ -371,10 +371,6 @@ def _field_errors(exc: kube.Invalid) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
     for cause in exc.causes:
         field = str(cause.get("field") or "")
-        if field == _NO_FIELD:
-            # "some validation rules were not checked because the object was invalid": the
-            # API server's note that CEL rules were skipped, beside the real causes.
-            continue
         # metadata.name and metadata.namespace are top-level fields of the REST shape.
         field = field.removeprefix("metadata.") if field in _METADATA_FIELDS else field
         errors.setdefault(field, []).append(str(cause.get("message") or cause.get("reason")))
@@ -385,8 +381,6 @@ def _field_errors(exc: kube.Invalid) -> dict[str, list[str]]:
 
 
 _METADATA_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
-# How the API server (Go's fmt of a nil field path) names a cause that belongs to no field.
-_NO_FIELD = "<nil>"
 
 
 def _changed(analysis: Analysis, version: str, exc: kube.KubeError) -> ResourceConflict:
