@@ -1,8 +1,9 @@
 """The per-metric gauges on the operator's own ``/metrics`` (SPEC §4, issue 13 item 5).
 
-``sentinel_metric_value`` and ``sentinel_metric_threshold`` follow the real evaluations of a
-``runoperator`` against the real Prometheus, labelled namespace, analysis and metric; a metric
-removed from the spec and a deleted analysis leave no stale series behind.
+``sentinel_metric_value``, ``sentinel_metric_threshold`` and ``sentinel_metric_baseline`` follow
+the real evaluations of a ``runoperator`` against the real Prometheus, labelled namespace,
+analysis and metric: the threshold is ``maxValue``, or the baseline's limit where that is lower.
+A metric removed from the spec and a deleted analysis leave no stale series behind.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def _series(operator: OperatorProcess, namespace: str) -> dict[tuple[str, str], 
             labels = {key: raw.strip('"') for key, raw in labels.items()}
             if labels.get("namespace") == namespace:
                 assert labels["analysis"] == "checkout"
-                found[gauge, labels["metric"]] = value
+                # Rounded: the limit is computed (0.3 * 1.5 is 0.44999999999999996).
+                found[gauge, labels["metric"]] = round(value, 9)
     return found
 
 
@@ -42,13 +44,25 @@ def test_value_and_threshold_per_metric_and_no_stale_series(
     kubectl_apply(kube_cluster, deployment_manifest("checkout", namespace))
     latency = gauge_metric(case, 0.5, name="latency")
     errors = gauge_metric(case, 0.75, name="errors")
-    kubectl_apply(kube_cluster, analysis_manifest("checkout", namespace, metrics=[latency, errors]))
+    # +50 % over the value Prometheus scraped 3 s earlier, and never above 0.75.
+    relative = {
+        **gauge_metric(case, 0.75, name="vs-before"),
+        "maxIncrease": {"percent": 50},
+        "baseline": {"offset": "3s"},
+    }
+    kubectl_apply(
+        kube_cluster, analysis_manifest("checkout", namespace, metrics=[latency, errors, relative])
+    )
 
     expected = {
         ("sentinel_metric_value", "latency"): 0.3,
         ("sentinel_metric_threshold", "latency"): 0.5,
         ("sentinel_metric_value", "errors"): 0.3,
         ("sentinel_metric_threshold", "errors"): 0.75,
+        ("sentinel_metric_value", "vs-before"): 0.3,
+        # The baseline's limit, 0.3 + 50 %, is lower than maxValue: it is the threshold.
+        ("sentinel_metric_threshold", "vs-before"): 0.45,
+        ("sentinel_metric_baseline", "vs-before"): 0.3,
     }
     wait_until(
         lambda: _series(operator, namespace) == expected,
@@ -60,6 +74,10 @@ def test_value_and_threshold_per_metric_and_no_stale_series(
     gauge(0.6)
     expected[("sentinel_metric_value", "latency")] = 0.6
     expected[("sentinel_metric_value", "errors")] = 0.6
+    # Once the baseline is 0.6 too, its limit (0.9) is above maxValue, which is the threshold.
+    expected[("sentinel_metric_value", "vs-before")] = 0.6
+    expected[("sentinel_metric_baseline", "vs-before")] = 0.6
+    expected[("sentinel_metric_threshold", "vs-before")] = 0.75
     wait_until(lambda: _series(operator, namespace) == expected, timeout=15, what="new value")
 
     # A metric removed from the spec: its series go at once, not at the next evaluation only.
