@@ -103,6 +103,8 @@ class AnalysisMetricInline(admin.TabularInline):
     form = MetricForm
     formset = MetricInlineFormSet
     fields = ("name", "query", "max_value")
+    # Django's tabular inline with a label on every input (screen readers, issue 14).
+    template = "admin/analyses/analysis/metrics_inline.html"
     # A spec needs at least one metric (the CRD's minItems).
     min_num = 1
     extra = 0

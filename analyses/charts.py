@@ -13,6 +13,7 @@ time axis, and a dashed amber line at every evaluation that paused the rollout.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -110,11 +111,15 @@ def render_metric_chart(
         f"{title}: {len(ordered)} evaluations, {breaches} above the maximum "
         f"{format_value(max_value)}"
     )
+    # What a screen reader announces: <title> names the graph, <desc> gives the last values
+    # (the page's history table lists every evaluation as text).
+    ids = f"chart-{re.sub(r'[^A-Za-z0-9_-]+', '-', title)}"
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="metric-chart" '
         f'viewBox="0 0 {width} {height}" width="100%" preserveAspectRatio="xMidYMid meet" '
-        f'role="img" aria-label="{escape(summary)}" data-points="{len(ordered)}">',
-        f"<title>{escape(summary)}</title>",
+        f'role="img" aria-labelledby="{ids}-title {ids}-desc" data-points="{len(ordered)}">',
+        f'<title id="{ids}-title">Graph of {escape(summary)}</title>',
+        f'<desc id="{ids}-desc">{escape(_description(ordered, max_value))}</desc>',
         *_grid(frame),
         *_threshold(frame, max_value),
         *_pauses(frame, ordered),
@@ -134,6 +139,32 @@ def render_metric_chart(
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _description(points: Sequence[ChartPoint], max_value: float) -> str:
+    """Return the graph in words: the last values, gaps and pauses, and where the rest is."""
+    if not points:
+        return f"No evaluations yet; the maximum is {format_value(max_value)}."
+    measured = [p for p in points if p.value is not None and not math.isnan(p.value)]
+    last = [
+        f"{format_value(p.value)} at {_clock(p.at)} UTC"
+        + (" (above the maximum)" if p.value > max_value else "")
+        for p in measured[-3:]
+        if p.value is not None
+    ]
+    words = [
+        f"Value over time from {_clock(points[0].at)} to {_clock(points[-1].at)} UTC "
+        f"against the maximum {format_value(max_value)}.",
+        f"Last values, oldest first: {'; '.join(last)}." if last else "No values measured.",
+    ]
+    gaps = len(points) - len(measured)
+    if gaps:
+        words.append(f"{gaps} evaluations without data.")
+    pauses = [_clock(p.at) for p in points if p.paused]
+    if pauses:
+        words.append(f"Rollout paused at {', '.join(pauses)} UTC.")
+    words.append("The history table lists every evaluation.")
+    return " ".join(words)
 
 
 def _frame(points: Sequence[ChartPoint], max_value: float, width: float, height: float) -> _Frame:
