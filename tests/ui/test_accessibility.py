@@ -7,6 +7,9 @@ tags. Any violation fails the test with its rule id, impact and target selectors
 in three themes: Django's admin light theme and dark theme (the toggle's ``theme`` key in
 localStorage) and the admin's "auto" theme with the browser preferring dark.
 
+The dark detail page is saved to var/screenshots/analysis-detail-dark.png on every run (the copy
+in docs/screenshots/ is refreshed from it by hand, like test_browser's).
+
 A second test drives the detail page with the keyboard alone (``keyboard.press``): it edits and
 saves the spec form, then reaches and uses "Evaluate now" and "Resume rollout".
 
@@ -31,6 +34,7 @@ from pytest_django.live_server_helper import LiveServer
 
 from analyses import tokens
 from analyses.grant_models import NamespaceGrant
+from analyses.models import Analysis
 from testkit.devcluster import DevCluster
 from testkit.paths import REPO_ROOT
 from tests.ui import factories
@@ -44,6 +48,8 @@ from tests.ui.test_browser import (
 
 AXE = REPO_ROOT / "node_modules" / "axe-core" / "axe.min.js"
 AXE_TAGS = ["wcag2a", "wcag2aa", "best-practice"]
+# Its own namespace in the session's devcluster (test_browser uses "ui-browser").
+KEYBOARD_NAMESPACE = "ui-keyboard"
 DARK_SCREENSHOT = REPO_ROOT / "var" / "screenshots" / "analysis-detail-dark.png"
 
 # The theme under test: what the admin's theme toggle left in localStorage ("theme") and the
@@ -69,6 +75,8 @@ class AxePage:
     ready: str = "#content"
     # Rule ids this page may still violate, each documented with its reason.
     allowed: frozenset[str] = frozenset()
+    # What to do on the page before checking it, e.g. submit a form to see its errors.
+    then: Callable[[Page], object] | None = None
 
 
 PAGES: tuple[AxePage, ...] = (
@@ -82,7 +90,15 @@ PAGES: tuple[AxePage, ...] = (
         ready=".sentinel-chart svg.metric-chart",
     ),
     AxePage("analysis detail, not ready", "/admin/analyses/analysis/{not_ready}/change/"),
+    AxePage("analysis detail, deleted (read-only)", "/admin/analyses/analysis/{deleted}/change/"),
+    AxePage("analysis delete", "/admin/analyses/analysis/{paused}/delete/"),
     AxePage("analysis add form", "/admin/analyses/analysis/add/", ready="#analysis_form"),
+    AxePage(
+        "analysis add form, refused",
+        "/admin/analyses/analysis/add/",
+        ready=".errornote",
+        then=lambda page: page.click("input[name=_save]"),
+    ),
     AxePage("API token list", "/admin/analyses/apitoken/", ready="#result_list"),
     AxePage("API token change", "/admin/analyses/apitoken/{token}/change/"),
     AxePage("namespace grant list", "/admin/analyses/namespacegrant/", ready="#result_list"),
@@ -112,7 +128,9 @@ def _seed() -> dict[str, Any]:
             ],
         ),
     )
-    factories.history(paused, LATENCY, paused_at=len(LATENCY) - 1, error_at=16)
+    factories.history(
+        paused, LATENCY, paused_at=len(LATENCY) - 1, error_at=8, steady={"error-rate": 0.004}
+    )
     not_ready = factories.analysis(
         "search",
         namespace="web",
@@ -120,9 +138,17 @@ def _seed() -> dict[str, Any]:
     )
     factories.analysis("payments", namespace="shop", status_=factories.status(failures=1))
     factories.analysis("fresh", namespace="web")
+    deleted = factories.analysis("legacy", namespace="web", status_=factories.status())
+    factories.history(deleted, [0.1, 0.2, None])
+    Analysis.objects.filter(pk=deleted.pk).update(deleted_at=timezone.now())
     token = tokens.issue(admin, now=timezone.now(), name="ci deploys").token
     NamespaceGrant.objects.create(user=admin, namespace="shop", can_view=True, can_edit=True)
-    return {"paused": paused.pk, "not_ready": not_ready.pk, "token": token.pk}
+    return {
+        "paused": paused.pk,
+        "not_ready": not_ready.pk,
+        "deleted": deleted.pk,
+        "token": token.pk,
+    }
 
 
 def _session_cookie(user: User, live_server: LiveServer) -> dict[str, Any]:
@@ -182,6 +208,8 @@ def test_every_page_has_no_axe_violations(
         for entry in PAGES:
             response = page.goto(f"{live_server.url}{entry.path.format(**ids)}")
             assert response is not None and response.ok, f"{entry.name}: {response}"
+            if entry.then is not None:
+                entry.then(page)
             expect(page.locator(entry.ready).first).to_be_visible()
             if theme != "light" and page.locator("html[data-theme]").count():
                 # The stored theme took effect (the admin's pages only; Swagger UI has none).
@@ -214,6 +242,18 @@ def _focused(page: Page, selector: str) -> Callable[[], bool]:
     return lambda: bool(page.evaluate("(s) => document.activeElement?.matches(s)", selector))
 
 
+def _shows_focus(page: Page) -> bool:
+    """Return whether the focused element draws a focus ring (outline or box shadow)."""
+    return bool(
+        page.evaluate(
+            """() => {
+                const style = getComputedStyle(document.activeElement);
+                return style.outlineStyle !== 'none' || style.boxShadow !== 'none';
+            }"""
+        )
+    )
+
+
 def test_the_detail_page_works_with_the_keyboard_alone(
     live_server: LiveServer,
     ui_cluster: DevCluster,
@@ -221,7 +261,7 @@ def test_the_detail_page_works_with_the_keyboard_alone(
     superuser: User,
 ) -> None:
     settings.SENTINEL_KUBECONFIG = str(ui_cluster.kubeconfig)
-    row = _paused_rollout(ui_cluster)
+    row = _paused_rollout(ui_cluster, KEYBOARD_NAMESPACE)
     _seed_history(row)
     cookie = _session_cookie(superuser, live_server)
     url = f"{live_server.url}/admin/analyses/analysis/{row.pk}/change/"
@@ -248,18 +288,24 @@ def test_the_detail_page_works_with_the_keyboard_alone(
         _tab_to(page, _focused(page, "#evaluate-now"))
         _tab_to(page, _focused(page, "#resume-rollout"), backwards=True)
         _tab_to(page, _focused(page, "#evaluate-now"))
+        assert _shows_focus(page)
         page.keyboard.press("Space")
         expect(page.locator("ul.messagelist")).to_contain_text("will be evaluated")
 
         # The page is loaded again: Tab to "Resume rollout" and press it with Enter.
         _tab_to(page, _focused(page, "#resume-rollout"))
+        assert _shows_focus(page)
         page.keyboard.press("Enter")
         expect(page.locator("ul.messagelist")).to_contain_text("is rolling out again")
         expect(page.locator("#resume-rollout")).to_have_count(0)
         context.close()
 
-    resource = _kubectl_json(ui_cluster, "get", "rolloutanalysis", "checkout")
+    resource = _kubectl_json(
+        ui_cluster, "get", "rolloutanalysis", "checkout", namespace=KEYBOARD_NAMESPACE
+    )
     assert resource["spec"]["failureLimit"] == 4
     assert resource["spec"]["metrics"][0]["maxValue"] == 0.3
-    deployment = _kubectl_json(ui_cluster, "get", "deployment", "checkout")
+    deployment = _kubectl_json(
+        ui_cluster, "get", "deployment", "checkout", namespace=KEYBOARD_NAMESPACE
+    )
     assert not deployment["spec"].get("paused")
