@@ -33,11 +33,13 @@ _MIN_SPAN = 1e-290
 # Beyond this many samples, dots would merge into a smear; only breaches keep theirs.
 _MAX_DOTS = 160
 
+# Text in these colours (max and pause labels, ticks) is at least 4.5:1 on the white card and on
+# the shaded zone (WCAG AA; tests/ui/test_accessibility.py checks it).
 _VALUE = "#2563eb"
-_BREACH = "#dc2626"
-_PAUSE = "#d97706"
+_BREACH = "#b91c1c"
+_PAUSE = "#b45309"
 _GRID = "#e5e7eb"
-_LABEL = "#6b7280"
+_LABEL = "#4b5563"
 _NO_DATA = "#9ca3af"
 
 

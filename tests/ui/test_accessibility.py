@@ -19,8 +19,11 @@ To check a new page, add one ``AxePage`` to ``PAGES``.
 from __future__ import annotations
 
 import json
+import re
+import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -33,6 +36,7 @@ from pytest_django.fixtures import Settings
 from pytest_django.live_server_helper import LiveServer
 
 from analyses import tokens
+from analyses.charts import ChartPoint, render_metric_chart
 from analyses.grant_models import NamespaceGrant
 from analyses.models import Analysis
 from testkit.devcluster import DevCluster
@@ -309,3 +313,38 @@ def test_the_detail_page_works_with_the_keyboard_alone(
         ui_cluster, "get", "deployment", "checkout", namespace=KEYBOARD_NAMESPACE
     )
     assert not deployment["spec"].get("paused")
+
+
+def _luminance(colour: str) -> float:
+    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _contrast(one: str, other: str) -> float:
+    light, dark = sorted((_luminance(one), _luminance(other)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def test_every_text_in_the_graph_has_aa_contrast() -> None:
+    """axe cannot tell the colour behind SVG text, so the graph's labels are checked here."""
+    start = factories.T0
+    points = [
+        ChartPoint(at=start + timedelta(seconds=30 * i), value=v, paused=i == 5)
+        for i, v in enumerate([0.1, 0.2, None, 0.3, 0.35, 0.4])
+    ]
+    svg = render_metric_chart(points, max_value=0.25, title="p99-latency")
+    root = ET.fromstring(svg)
+    zone = root.find(".//{*}rect[@class='chart-breach-zone']")
+    assert zone is not None
+    # The shaded zone: the breach colour at its opacity over the card's white.
+    opacity = float(zone.get("fill-opacity") or "1")
+    tint = zone.get("fill") or "#ffffff"
+    shaded = "#" + "".join(
+        f"{round(255 * (1 - opacity) + int(tint[i : i + 2], 16) * opacity):02x}" for i in (1, 3, 5)
+    )
+    fills = {text.get("fill") or "" for text in root.iter("{http://www.w3.org/2000/svg}text")}
+    assert fills and all(re.fullmatch(r"#[0-9a-f]{6}", fill) for fill in fills), fills
+    for fill in fills:
+        for background in ("#ffffff", shaded):
+            assert _contrast(fill, background) >= 4.5, (fill, background)
