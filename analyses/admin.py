@@ -55,6 +55,8 @@ admin.site.site_title = "Rollout Sentinel"
 admin.site.index_title = "Administration"
 # Failed logins are counted per username and address (analyses.login_limits).
 admin.site.login_form = ThrottledLoginForm
+# Django's login page with the level-one heading it lacks (screen readers, issue 14).
+admin.site.login_template = "admin/analyses/login.html"
 
 # Where a refusal from the cluster is kept between the failed save and the second rendering.
 _REFUSAL = "_sentinel_cluster_refusal"

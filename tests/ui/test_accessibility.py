@@ -81,9 +81,26 @@ class AxePage:
     allowed: frozenset[str] = frozenset()
     # What to do on the page before checking it, e.g. submit a form to see its errors.
     then: Callable[[Page], object] | None = None
+    # False for the pages seen before signing in.
+    signed_in: bool = True
+
+
+def _fail_to_sign_in(page: Page) -> None:
+    page.fill("#id_username", "platform")
+    page.fill("#id_password", "not the password")
+    page.click("input[type=submit]")
 
 
 PAGES: tuple[AxePage, ...] = (
+    # The login form is the project's (analyses.login_limits.ThrottledLoginForm).
+    AxePage("login", "/admin/login/", ready="#login-form", signed_in=False),
+    AxePage(
+        "login, refused",
+        "/admin/login/",
+        ready=".errornote",
+        then=_fail_to_sign_in,
+        signed_in=False,
+    ),
     AxePage("admin index", "/admin/", ready="#sentinel-index"),
     AxePage("app index", "/admin/analyses/", ready="#sentinel-index"),
     AxePage("overview", "/admin/analyses/analysis/overview/", ready="#paused-targets"),
@@ -162,14 +179,17 @@ def _session_cookie(user: User, live_server: LiveServer) -> dict[str, Any]:
     return {"name": django_settings.SESSION_COOKIE_NAME, "value": value, "url": live_server.url}
 
 
-def _themed_context(browser: Any, theme: str, cookie: dict[str, Any]) -> BrowserContext:
+def _themed_context(
+    browser: Any, theme: str, cookie: dict[str, Any] | None = None
+) -> BrowserContext:
     stored, scheme = THEMES[theme]
     context: BrowserContext = browser.new_context(
         viewport={"width": 1360, "height": 900}, color_scheme=scheme
     )
     # Before the admin's theme.js reads it, as if the user had clicked the toggle earlier.
     context.add_init_script(f"window.localStorage.setItem('theme', {json.dumps(stored)});")
-    context.add_cookies([cookie])
+    if cookie is not None:
+        context.add_cookies([cookie])
     return context
 
 
@@ -207,15 +227,16 @@ def test_every_page_has_no_axe_violations(
 
     failures: list[str] = []
     with _browser() as browser:
-        context = _themed_context(browser, theme, cookie)
-        page = context.new_page()
+        signed_in = _themed_context(browser, theme, cookie).new_page()
+        anonymous = _themed_context(browser, theme).new_page()
         for entry in PAGES:
+            page = signed_in if entry.signed_in else anonymous
             response = page.goto(f"{live_server.url}{entry.path.format(**ids)}")
             assert response is not None and response.ok, f"{entry.name}: {response}"
             if entry.then is not None:
                 entry.then(page)
             expect(page.locator(entry.ready).first).to_be_visible()
-            if theme != "light" and page.locator("html[data-theme]").count():
+            if page.locator("html[data-theme]").count():
                 # The stored theme took effect (the admin's pages only; Swagger UI has none).
                 assert page.locator("html").get_attribute("data-theme") == THEMES[theme][0]
             violations = axe_violations(page)
@@ -228,7 +249,6 @@ def test_every_page_has_no_axe_violations(
             if theme == "dark" and entry.name == "analysis detail":
                 DARK_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(DARK_SCREENSHOT), full_page=True)
-        context.close()
     assert not failures, "axe-core violations:\n" + "\n".join(failures)
 
 
