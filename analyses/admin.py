@@ -105,13 +105,13 @@ class AnalysisMetricInline(admin.TabularInline):
     form = MetricForm
     formset = MetricInlineFormSet
     fields = ("name", "query", "max_value")
-    # Django's tabular inline with a label on every input (screen readers, issue 14).
-    template = "admin/analyses/analysis/metrics_inline.html"
     # A spec needs at least one metric (the CRD's minItems).
     min_num = 1
     extra = 0
     verbose_name = "metric"
     verbose_name_plural = "metrics"
+    # Django's tabular inline with a label on every input (screen readers, issue 14).
+    template = "admin/analyses/analysis/metrics_inline.html"
 
 
 @admin.register(Analysis)

@@ -143,32 +143,6 @@ def render_metric_chart(
     return "".join(parts)
 
 
-def _description(points: Sequence[ChartPoint], max_value: float) -> str:
-    """Return the graph in words: the last values, gaps and pauses, and where the rest is."""
-    if not points:
-        return f"No evaluations yet; the maximum is {format_value(max_value)}."
-    measured = [p for p in points if p.value is not None and not math.isnan(p.value)]
-    last = [
-        f"{format_value(p.value)} at {_clock(p.at)} UTC"
-        + (" (above the maximum)" if p.value > max_value else "")
-        for p in measured[-3:]
-        if p.value is not None
-    ]
-    words = [
-        f"Value over time from {_clock(points[0].at)} to {_clock(points[-1].at)} UTC "
-        f"against the maximum {format_value(max_value)}.",
-        f"Last values, oldest first: {'; '.join(last)}." if last else "No values measured.",
-    ]
-    gaps = len(points) - len(measured)
-    if gaps:
-        words.append(f"{gaps} evaluations without data.")
-    pauses = [_clock(p.at) for p in points if p.paused]
-    if pauses:
-        words.append(f"Rollout paused at {', '.join(pauses)} UTC.")
-    words.append("The history table lists every evaluation.")
-    return " ".join(words)
-
-
 def _frame(points: Sequence[ChartPoint], max_value: float, width: float, height: float) -> _Frame:
     finite = [_drawable(p.value) for p in points if p.value is not None and math.isfinite(p.value)]
     lo = min([0.0, *finite, _drawable(max_value)])
@@ -328,6 +302,32 @@ def _stamp(moment: datetime, long_span: bool) -> str:
 
 def _clock(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _description(points: Sequence[ChartPoint], max_value: float | None) -> str:
+    """Return the graph in words (its <desc>): the last values, gaps, pauses, where the rest is."""
+    bound = "" if max_value is None else f" against the maximum {format_value(max_value)}"
+    if not points:
+        return f"No evaluations yet{bound}."
+    measured = [p for p in points if p.value is not None and not math.isnan(p.value)]
+    last = [
+        f"{format_value(p.value)} at {_clock(p.at)} UTC"
+        + (" (above the maximum)" if max_value is not None and p.value > max_value else "")
+        for p in measured[-3:]
+        if p.value is not None
+    ]
+    words = [
+        f"Value over time from {_clock(points[0].at)} to {_clock(points[-1].at)} UTC{bound}.",
+        f"Last values, oldest first: {'; '.join(last)}." if last else "No values measured.",
+    ]
+    gaps = len(points) - len(measured)
+    if gaps:
+        words.append(f"{gaps} evaluations without data.")
+    pauses = [_clock(p.at) for p in points if p.paused]
+    if pauses:
+        words.append(f"Rollout paused at {', '.join(pauses)} UTC.")
+    words.append("The history table lists every evaluation.")
+    return " ".join(words)
 
 
 def _text(
