@@ -135,9 +135,6 @@ class AnalysisAdmin(admin.ModelAdmin):
     list_per_page = 50
     save_on_top = False
 
-    class Media:
-        css = {"all": ("analyses/admin.css",)}
-
     # -- list columns ----------------------------------------------------------------------
 
     @admin.display(description="target", ordering="target_name")

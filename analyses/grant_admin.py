@@ -17,10 +17,6 @@ from analyses.grant_models import NamespaceGrant
 
 @admin.register(NamespaceGrant)
 class NamespaceGrantAdmin(admin.ModelAdmin):
-    class Media:
-        # Sentinel's admin styles (breadcrumbs and colours at WCAG AA, issue 14).
-        css = {"all": ("analyses/admin.css",)}
-
     list_display = ["__str__", "user", "group", "namespace", "can_view", "can_edit", "can_resume"]
     list_filter = ["namespace", "can_edit", "can_resume"]
     search_fields = ["namespace", "user__username", "group__name"]

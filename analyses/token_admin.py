@@ -17,10 +17,6 @@ from analyses.token_models import ApiToken
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    class Media:
-        # Sentinel's admin styles (breadcrumbs and colours at WCAG AA, issue 14).
-        css = {"all": ("analyses/admin.css",)}
-
     list_display = ["prefix", "name", "user", "created_at", "expires_at", "last_used_at", "revoked"]
     list_filter = ["revoked"]
     search_fields = ["prefix", "name", "user__username"]
