@@ -111,7 +111,7 @@ class AnalysisMetricInline(admin.TabularInline):
     verbose_name = "metric"
     verbose_name_plural = "metrics"
     # Django's tabular inline with a label on every input (screen readers, issue 14).
-    template = "admin/analyses/analysis/metrics_inline.html"
+    template = "admin/edit_inline/accessible_tabular.html"
 
 
 @admin.register(Analysis)

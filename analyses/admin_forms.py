@@ -128,7 +128,7 @@ class MetricInlineFormSet(forms.BaseInlineFormSet):
         )
         form.fields["max_value"].label = "Max value"
         # The inline's rows render no help text of their own: it is in the column header
-        # (admin/analyses/analysis/metrics_inline.html), under an id without the row number.
+        # (admin/edit_inline/accessible_tabular.html), under an id without the row number.
         for name, field in form.fields.items():
             if field.help_text:
                 field.widget.attrs["aria-describedby"] = f"{self.prefix}-{name}-help"
