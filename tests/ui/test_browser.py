@@ -277,3 +277,8 @@ def test_the_graph_draws_the_baseline_and_marks_the_rollout(
         expect(page.locator("#id_failure_window")).to_have_value("4")
         BASELINE_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(BASELINE_SCREENSHOT), full_page=True)
+        # The new card facts, graph parts and inline columns pass axe like every other page
+        # (imported here: test_accessibility imports this module's seeds).
+        from tests.ui.test_accessibility import axe_violations, describe
+
+        assert describe(axe_violations(page)) == []

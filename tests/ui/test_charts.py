@@ -225,3 +225,22 @@ def test_the_rollout_is_marked_where_it_began_and_only_within_the_chart() -> Non
     before = T0 - timedelta(hours=1)
     earlier = _parse(render_metric_chart(points, max_value=0.25, title="p99", rollout_at=before))
     assert _by_class(earlier, "chart-rollout") == []
+
+
+def _luminance(colour: str) -> float:
+    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def test_the_baseline_and_rollout_labels_have_aa_contrast_on_the_white_card() -> None:
+    points = _relative([0.11, 0.12, 0.2, 0.21], [0.1, 0.1, 0.1, 0.15])
+    began = T0 + timedelta(seconds=45)
+    root = _parse(render_metric_chart(points, max_value=None, title="p99", rollout_at=began))
+    labels = [*_by_class(root, "chart-baseline-label")]
+    labels += [e for g in _by_class(root, "chart-rollout") for e in g.iter(f"{SVG}text")]
+    assert len(labels) == 2
+    white = _luminance("#ffffff")
+    for label in labels:
+        ratio = (white + 0.05) / (_luminance(label.get("fill") or "#ffffff") + 0.05)
+        assert ratio >= 4.5, (label.text, label.get("fill"), ratio)
