@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from devcluster import cel
 from devcluster.gofmt import go_quote, go_value, type_name
 
 REQUIRED = "FieldValueRequired"
@@ -89,17 +90,20 @@ def validate(schema: Mapping[str, Any], obj: Any) -> list[Cause]:
     )
     causes = list(_validate_node(root, body, ""))
     causes += _list_types(root, body, "")
-    return with_cel_note(root, causes)
+    if not cel.has_rules(root):
+        return causes
+    if any(c.reason in _CEL_BLOCKING for c in causes):
+        return [_CEL_SKIPPED, *causes]
+    return causes + [Cause(*found) for found in cel.validate(root, body, "")]
 
 
 def with_cel_note(schema: Mapping[str, Any], causes: list[Cause]) -> list[Cause]:
     """Return ``causes`` with kube-apiserver's note that the CEL rules were not checked.
 
     kube-apiserver skips a CRD's CEL rules (x-kubernetes-validations) after these errors and
-    says so in a first cause without a field. devcluster never evaluates the rules (an allowed
-    difference, docs/devcluster.md), but it words the 422 the same way.
+    says so in a first cause without a field.
     """
-    if any(c.reason in _CEL_BLOCKING for c in causes) and _has_cel_rules(schema):
+    if any(c.reason in _CEL_BLOCKING for c in causes) and cel.has_rules(schema):
         return [_CEL_SKIPPED, *causes]
     return causes
 
@@ -111,16 +115,6 @@ _CEL_SKIPPED = Cause(
     "Invalid value: null: some validation rules were not checked because the object was "
     "invalid; correct the existing errors to complete validation",
 )
-
-
-def _has_cel_rules(node: object) -> bool:
-    if isinstance(node, Mapping):
-        return "x-kubernetes-validations" in node or any(
-            _has_cel_rules(value) for value in node.values()
-        )
-    if isinstance(node, list):
-        return any(_has_cel_rules(value) for value in node)
-    return False
 
 
 def validate_value(schema: Mapping[str, Any], value: Any, path: str) -> list[Cause]:

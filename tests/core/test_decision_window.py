@@ -24,11 +24,41 @@ from sentinel_core.measurement import Measurement
 from sentinel_core.status import AnalysisStatus
 from sentinel_core.target import TargetState
 from tests.core import reference_decision
-from tests.core.test_decision import World, no_data, spec_with, value
+from tests.core.test_decision import RAW_SPEC, World, no_data, spec_with, value
 from tests.core.test_decision_properties import METRICS, measure
 from tests.core.test_status_api import check_status
 
-kind = st.sampled_from(("pass", "fail", "fail", "nodata", "unavailable", "invalid"))
+kind = st.sampled_from(
+    ("pass", "fail", "fail", "nodata", "unavailable", "invalid", "lowtraffic", "nobaseline")
+)
+# The window test's p99-latency also has a guard and a baseline (SPEC §3.1), so that every kind
+# of Inconclusive (NoData, InsufficientData, NoBaseline) is exercised.
+GUARDED = {
+    "name": "p99-latency",
+    "query": "q",
+    "maxValue": 0.25,
+    "maxIncrease": {"percent": 50},
+    "baseline": {"offset": "1h"},
+    "minSamples": {"query": "n", "min": 100},
+}
+
+
+def guarded(metric: str, kind: str) -> Measurement:
+    """Return a measurement of ``kind``; p99-latency's carries its guard and baseline."""
+    if metric != "p99-latency" or kind in ("unavailable", "invalid"):
+        plain = kind if kind in ("pass", "fail", "nodata", "unavailable", "invalid") else "pass"
+        return measure(metric, plain)
+    base = {"samples": 500.0, "samples_text": "500", "baseline": 0.2, "baseline_text": "0.2"}
+    if kind == "lowtraffic":
+        return replace(value(metric, 0.9), samples=3.0, samples_text="3")
+    if kind == "nobaseline":
+        # Within maxValue, enough traffic, but the baseline 1h ago has no data.
+        return replace(value(metric, 0.2), samples=500.0, samples_text="500")
+    if kind == "nodata":
+        return replace(no_data(metric), **base)
+    return replace(value(metric, 0.1 if kind == "pass" else 0.9), **base)
+
+
 step = st.one_of(
     st.tuples(st.just("eval"), kind, kind),
     st.tuples(st.just("eval"), kind, kind),
@@ -56,11 +86,12 @@ def _plain(decision: Any) -> dict[str, Any]:
     }
 
 
-def _run(world: World, steps: list[tuple[Any, ...]], check: Any) -> None:
+def _run(world: World, steps: list[tuple[Any, ...]], check: Any, *, guard: bool = False) -> None:
     for action in steps:
         name = action[0]
         if name == "eval":
-            measurements = tuple(measure(m, k) for m, k in zip(METRICS, action[1:], strict=True))
+            pick = guarded if guard else _unguarded
+            measurements = tuple(pick(m, k) for m, k in zip(METRICS, action[1:], strict=True))
             observation = world.observe(measurements)
             decision = decide(observation)
             check(world, observation, decision)
@@ -71,6 +102,8 @@ def _run(world: World, steps: list[tuple[Any, ...]], check: Any) -> None:
         elif name == "edit":
             window = world.spec.failure_window if not isinstance(world.spec, Exception) else None
             changes: dict[str, Any] = {"failureLimit": action[1], "dryRun": action[2]}
+            if guard:
+                changes["metrics"] = world.spec.to_dict()["metrics"]
             if window is not None:
                 changes["failureWindow"] = max(window, action[1])
             world.edit(spec_with(**changes))
@@ -134,8 +167,14 @@ def test_window_counting_invariants(steps: list[tuple[Any, ...]], limit: int, ex
         check_status(status)
         assert AnalysisStatus.from_dict(status.to_dict()) == status
 
-    world = World(spec=spec_with(failureLimit=limit, failureWindow=window))
-    _run(world, steps, check)
+    metrics = [GUARDED, RAW_SPEC["metrics"][1]]
+    world = World(spec=spec_with(failureLimit=limit, failureWindow=window, metrics=metrics))
+    _run(world, steps, check, guard=True)
+
+
+def _unguarded(metric: str, kind: str) -> Measurement:
+    plain = {"lowtraffic": "fail", "nobaseline": "nodata"}
+    return measure(metric, plain.get(kind, kind))
 
 
 def _flap(world: World, pattern: str) -> list[Decision]:

@@ -188,7 +188,9 @@ def test_each_schema_rule_rejects_a_bad_analysis(
     assert [(c.reason, str(c)) for c in causes] == [expected]
 
 
-def test_blocking_errors_come_with_the_api_servers_cel_note(ra_schema: dict[str, Any]) -> None:
+def test_cel_rules_and_the_api_servers_note_when_they_are_skipped(
+    ra_schema: dict[str, Any],
+) -> None:
     # A wrong type, a required or unsupported value makes kube-apiserver skip the CEL rules and
     # say so first; a pattern or minimum error does not.
     blocking = schema.validate(ra_schema, _analysis(failureLimit="3"))
@@ -197,9 +199,29 @@ def test_blocking_errors_come_with_the_api_servers_cel_note(ra_schema: dict[str,
         "spec.failureLimit: Invalid value: 0: spec.failureLimit in body should be greater "
         "than or equal to 1"
     ]
-    # devcluster does not evaluate the CEL rules themselves (docs/devcluster.md).
-    relative = {"name": "p99", "query": "up", "maxIncrease": {"percent": 1, "absolute": 1}}
-    assert schema.validate(ra_schema, _analysis(metrics=[relative])) == []
+    # Without a blocking error the CEL rules are evaluated (devcluster/cel.py).
+    relative = {
+        "name": "p99",
+        "query": "up",
+        "maxIncrease": {"percent": 1, "absolute": 1},
+        "baseline": {"offset": "0s"},
+    }
+    assert [str(c) for c in schema.validate(ra_schema, _analysis(metrics=[relative]))] == [
+        "spec.metrics[0].maxIncrease: Invalid value: must set exactly one of percent and absolute",
+        'spec.metrics[0].baseline.offset: Invalid value: "0s": must be longer than 0s',
+    ]
+    window = _analysis(failureLimit=3)
+    window["spec"]["failureWindow"] = 2
+    assert [(c.reason, str(c)) for c in schema.validate(ra_schema, window)] == [
+        ("FieldValueInvalid", "spec.failureWindow: Invalid value: must be at least failureLimit")
+    ]
+    missing = _analysis(metrics=[{"name": "p99", "query": "up"}])
+    assert [(c.reason, str(c)) for c in schema.validate(ra_schema, missing)] == [
+        (
+            "FieldValueRequired",
+            "spec.metrics[0].maxValue: Required value: is required unless maxIncrease is given",
+        )
+    ]
 
 
 def test_all_problems_are_reported_together(ra_schema: dict[str, Any]) -> None:

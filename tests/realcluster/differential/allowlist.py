@@ -83,22 +83,6 @@ ALLOWED: tuple[Allowed, ...] = (
         "in the objects themselves (see above); the product reads a Deployment's spec.paused "
         "and annotations, never its replica counts.",
     ),
-    Allowed(
-        ops="422 python: * (CEL)",
-        path=r"\.(body|status)(\..*)?",
-        real="evaluates the CRD's CEL `x-kubernetes-validations` (SPEC §3.1: one of "
-        "`maxIncrease.percent`/`absolute`, one of `baseline.offset`/`beforeRollout`, "
-        "`maxValue` or `maxIncrease`, `baseline` with `maxIncrease`, `failureWindow >= "
-        "failureLimit`) and answers 422 with their messages",
-        dev="does not evaluate CEL: accepts such an object (the operation runs with "
-        "`dryRun=All`, so nothing is stored); it does add the real server's `<nil>` cause "
-        '"some validation rules were not checked" after a schema error',
-        reason="`parse_spec` applies the same rules with the same field paths and messages "
-        "(tests/cluster/test_crd_thresholds_parity.py checks both against the real server), "
-        "so the operator reports such a spec as `Ready=False/InvalidSpec` and the REST API and "
-        "admin refuse it with 400; only `kubectl apply` on devcluster takes it. Evaluating "
-        "CEL would need a CEL implementation in the double for a handful of rules.",
-    ),
 )
 
 

@@ -71,9 +71,8 @@ def spec_not_object(s: Session) -> Any:
     return s.raw("POST", m.ra_path(), body=body)
 
 
-# The CRD's CEL rules (SPEC §3.1): the real server evaluates them, devcluster does not (an
-# allowed difference, docs/devcluster.md). Sent with dryRun=All so that devcluster's acceptance
-# stores nothing later operations could see.
+# The CRD's CEL rules (SPEC §3.1): both servers evaluate them (devcluster with cel-python).
+# Sent with dryRun=All too, so that a difference could not leave an object behind.
 CEL_INVALID: dict[str, dict[str, Any]] = {
     "maxIncrease with both percent and absolute (CEL)": {
         "metrics": [
@@ -86,6 +85,13 @@ CEL_INVALID: dict[str, dict[str, Any]] = {
         ]
     },
     "failureWindow under failureLimit (CEL)": {"failureLimit": 3, "failureWindow": 2},
+    "maxValue or maxIncrease, baseline with it, offset over 0s (CEL)": {
+        "metrics": [
+            {"name": "a", "query": "up"},
+            {"name": "b", "query": "up", "maxIncrease": {"percent": 5}},
+            {"name": "c", "query": "up", "maxValue": 1, "baseline": {"offset": "0s"}},
+        ]
+    },
 }
 
 
