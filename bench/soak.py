@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import signal
 import tempfile
 import threading
@@ -37,6 +38,8 @@ from bench.soak_faults import FaultRunner, analysis_object
 from bench.soak_invariants import Finding, check_all, rss_slopes
 from bench.soak_plan import (
     CLUSTER_LANE,
+    COMPACT,
+    NORMAL,
     PROMETHEUS_LANE,
     AnalysisPlan,
     Plan,
@@ -56,6 +59,8 @@ from bench.soak_stack import ClusterApi, Stack, soak_stack
 from testkit.manifests import deployment_manifest, namespace_manifest, to_yaml
 
 NAMESPACE = "soak"
+# Runs shorter than this draw shorter faults closer together (``soak_plan.COMPACT``).
+COMPACT_BELOW_MINUTES = 6.0
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,7 @@ class Options:
     workers: int
     intervals: tuple[int, ...]
     workdir: Path | None
+    judge: Path | None = None
 
     @property
     def seconds(self) -> float:
@@ -91,6 +97,12 @@ def parse(argv: list[str] | None = None) -> Options:
         "--intervals", default="10,15,20,30", help="analysis intervals to draw from, seconds"
     )
     parser.add_argument("--workdir", type=Path, default=None, help="keep logs here")
+    parser.add_argument(
+        "--judge",
+        type=Path,
+        default=None,
+        help="check the invariants on a saved WORKDIR/history.pickle instead of running",
+    )
     args = parser.parse_args(argv)
     return Options(
         minutes=args.minutes,
@@ -101,6 +113,7 @@ def parse(argv: list[str] | None = None) -> Options:
         workers=args.workers,
         intervals=tuple(int(part) for part in args.intervals.split(",")),
         workdir=args.workdir,
+        judge=args.judge,
     )
 
 
@@ -166,8 +179,10 @@ class Sampler:
         with self.history.lock:
             self.history.samples.append(sample)
 
-    def memory_now(self) -> tuple[dict[str, float], dict[str, float]]:
-        """Return RSS and PSS (MB) of every component's process tree."""
+    def memory_now(
+        self,
+    ) -> tuple[dict[str, float], dict[str, float], dict[str, int | None]]:
+        """Return RSS and PSS (MB) of every component's process tree, and its root pid."""
         stack = self.stack
         roots = {
             "cluster": stack.cluster.pid,
@@ -184,11 +199,12 @@ class Sampler:
         # The soak process itself, without its children (counted above).
         rss["soak"] = _status_kb(Path("/proc/self/status"), "VmRSS:") / 1024.0
         pss["soak"] = _status_kb(Path("/proc/self/smaps_rollup"), "Pss:") / 1024.0
-        return rss, pss
+        roots["soak"] = os.getpid()
+        return rss, pss, roots
 
     def _rss(self) -> None:
-        rss, pss = self.memory_now()
-        sample = RssSample(time.time(), rss, pss)
+        rss, pss, pids = self.memory_now()
+        sample = RssSample(time.time(), rss, pss, pids)
         with self.history.lock:
             self.history.rss.append(sample)
 
@@ -273,6 +289,7 @@ def run(options: Options) -> tuple[list[Finding], dict[str, Any]]:
         seconds=options.seconds,
         settle=options.settle,
         intervals=options.intervals,
+        pace=COMPACT if options.minutes < COMPACT_BELOW_MINUTES else NORMAL,
     )
     history = History(NAMESPACE)
     history.plans = {a.name: _plan_facts(a) for a in plan.analyses}
@@ -326,6 +343,7 @@ def run(options: Options) -> tuple[list[Finding], dict[str, Any]]:
         stop.set()
         _say("stopping the operators and reading the history")
         _finish(stack, history)
+        history.save(workdir / "history.pickle")
         figures = _figures(options, history, sampler, time.monotonic() - wall_start)
     return check_all(history), figures
 
@@ -337,6 +355,17 @@ def _figures(options: Options, history: History, sampler: Sampler, wall: float) 
         "faults_by_kind": dict(sorted(Counter(f.kind for f in done).items())),
         "faults_skipped": dict(Counter(f.kind for f in history.faults if f.skipped)),
         "faults_failed": [f"{f.kind}: {f.detail}" for f in history.faults if "failed:" in f.detail],
+        "faults": [
+            {
+                "kind": f.kind,
+                "at": round(f.started - history.started, 1),
+                "seconds": round(f.ended - f.started, 1),
+                "analysis": f.analysis,
+                "detail": f.detail,
+            }
+            for f in sorted(history.faults, key=lambda f: f.started)
+            if f.kind != "setup"
+        ],
         "near_boundary": sum(1 for f in done if "due time" in f.detail and "before" in f.detail),
         "attempts": len(history.attempts),
         "attempts_by_outcome": dict(Counter(a.outcome for a in history.attempts)),
@@ -379,6 +408,11 @@ def report(findings: list[Finding], figures: dict[str, Any], as_json: bool) -> i
         return 1 if violations else 0
     lines = ["", f"soak: {json.dumps(figures['options'])}"]
     lines.append(f"faults injected by kind: {json.dumps(figures['faults_by_kind'])}")
+    for fault in figures["faults"]:
+        lines.append(
+            f"    {fault['at']:7.1f} s  {fault['kind']:<24} {fault['seconds']:5.1f} s  "
+            f"{fault['analysis']} {fault['detail']}".rstrip()
+        )
     if figures["faults_skipped"] or figures["faults_failed"]:
         lines.append(
             f"faults skipped: {figures['faults_skipped']}; failed: {figures['faults_failed']}"
@@ -405,6 +439,12 @@ def report(findings: list[Finding], figures: dict[str, Any], as_json: bool) -> i
 
 def main(argv: list[str] | None = None) -> int:
     options = parse(argv)
+    if options.judge is not None:
+        findings = check_all(History.load(options.judge))
+        for finding in findings:
+            print(f"invariant {finding.number}: checked {finding.checked}")
+            print("\n".join(f"    - {v}" for v in finding.violations + finding.notes))
+        return 1 if any(f.violations for f in findings) else 0
     findings, figures = run(options)
     return report(findings, figures, options.json)
 

@@ -252,7 +252,7 @@ def pauses_justified_and_timely(history: History, finding: Finding) -> None:
                 )
     # (c) Every scripted regression paused within (failureLimit + 1) x interval of becoming
     # visible, plus what faults and resets took (see docs/reliability.md).
-    late_checks = 0
+    late_checks = judged = 0
     for row in history.mirror:
         plan = history.plans.get(row.name) or {}
         if plan.get("kind") != TruthKind.REGRESSING.value:
@@ -274,7 +274,7 @@ def pauses_justified_and_timely(history: History, finding: Finding) -> None:
         )
         start = visible
         while True:
-            deadline = _regression_deadline(start, row, history.faults)
+            deadline = _regression_deadline(start, row, history.faults, rows.get(row.id, []))
             reset = next((r for r in resets if start < r <= deadline), None)
             if reset is None or any(start <= p <= reset for p in pauses):
                 break
@@ -283,6 +283,7 @@ def pauses_justified_and_timely(history: History, finding: Finding) -> None:
             late_checks += 1
             continue
         finding.checked += 1
+        judged += 1
         if not any(start - SCRAPE_LAG <= p <= deadline for p in pauses):
             first = f"{pauses[0] - history.started:.1f} s" if pauses else "never"
             finding.violate(
@@ -290,37 +291,40 @@ def pauses_justified_and_timely(history: History, finding: Finding) -> None:
                 f"(limit {row.failure_limit}, interval {row.interval:.0f} s) not paused by "
                 f"{deadline - history.started:.1f} s; first pause {first}"
             )
-    finding.notes.append(f"{late_checks} regressions too close to the end to judge")
+    finding.notes.append(
+        f"{judged} regressions judged for timeliness, {late_checks} too close to the end to judge"
+    )
 
 
-def _regression_deadline(start: float, row: MirrorRow, faults: list[FaultRecord]) -> float:
-    """Return start + (failureLimit + 1) x interval, extended by each fault it overlaps.
+def _regression_deadline(
+    start: float, row: MirrorRow, faults: list[FaultRecord], attempts: list[Attempt]
+) -> float:
+    """Return when (failureLimit + 1) x interval of undisturbed time after ``start`` has passed.
 
-    A fault that stops evaluations or makes them errors (every kind but kubectl actions on
-    other analyses) adds the part of it after ``start`` (until what it blocks), plus the
-    backoff it can have built up: the delays double from min(5 s, interval), so the last one
-    is at most the fault's length plus the first delay, and never more than max(interval,
-    60 s); with 10 % jitter.
+    A fault disturbs this analysis from its start until this analysis' first attempt that
+    started after the fault ended (every kind counts, except kubectl actions on other
+    analyses): that is the time the fault really cost it, and invariant 1 bounds how long the
+    recovery may take. Without a recovering attempt the deadline is past the end.
     """
-    patience = _patience(row.interval)
-    first_delay = min(5.0, row.interval)
-    deadline = start + (row.failure_limit + 1) * row.interval
-    counted: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for index, fault in enumerate(faults):
-            if index in counted or fault.skipped:
-                continue
-            if fault.kind.startswith("kubectl") and fault.analysis != row.name:
-                continue
-            end = max(fault.ended, fault.blocks_until)
-            if fault.started <= deadline and end >= start:
-                counted.add(index)
-                backoff = min(patience, end - fault.started + first_delay) * JITTER
-                deadline += end - max(fault.started, start) + backoff + 1.0
-                changed = True
-    return deadline
+    budget = (row.failure_limit + 1) * row.interval
+    starts = [a.started for a in attempts]
+    disturbed = []
+    for fault in faults:
+        if fault.skipped or (fault.kind.startswith("kubectl") and fault.analysis != row.name):
+            continue
+        following = bisect.bisect_left(starts, fault.ended)
+        recovered = starts[following] if following < len(starts) else math.inf
+        if recovered > start:
+            disturbed.append((max(fault.started, start), recovered))
+    deadline = start
+    for begin, finish in sorted(disturbed):
+        if begin >= deadline + budget:
+            break
+        if finish <= deadline:
+            continue
+        budget -= max(0.0, begin - deadline)
+        deadline = finish
+    return deadline + budget
 
 
 @invariant(3, "no analysis ever resumed by the operator")
@@ -442,17 +446,26 @@ def rss_slopes(history: History) -> dict[str, float]:
     """Return each component's RSS slope (MB/min, least squares) over the second half of the run.
 
     The first half holds start-up (imports, caches, connection pools); a leak shows in the rest.
+    Only the component's last incarnation counts: a process the run restarted starts afresh.
+    "operators (all)" sums both replicas over the samples where both are in their last one.
     """
     middle = history.started + (history.ended - history.started) / 2.0
+    last_pid = history.rss[-1].pids if history.rss else {}
     series: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for sample in history.rss:
         if sample.at < middle:
             continue
-        for component, mb in sample.mb.items():
-            if mb > 0:
-                series[component].append(((sample.at - middle) / 60.0, mb))
-        operators = sum(mb for name, mb in sample.mb.items() if name.startswith("operator-"))
-        series["operators (all)"].append(((sample.at - middle) / 60.0, operators))
+        minute = (sample.at - middle) / 60.0
+        current = [
+            component
+            for component, mb in sample.mb.items()
+            if mb > 0 and sample.pids.get(component) == last_pid.get(component)
+        ]
+        for component in current:
+            series[component].append((minute, sample.mb[component]))
+        operators = [name for name in sample.mb if name.startswith("operator-")]
+        if operators and all(name in current for name in operators):
+            series["operators (all)"].append((minute, sum(sample.mb[n] for n in operators)))
     slopes = {}
     for component, points in series.items():
         if len(points) < 3:

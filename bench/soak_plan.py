@@ -139,6 +139,21 @@ class Plan:
     faults_until: float = 0.0
 
 
+@dataclass(frozen=True)
+class Pace:
+    """How long faults last and how far apart they are on a lane (seconds, uniform ranges)."""
+
+    prometheus_duration: tuple[float, float] = (5.0, 25.0)
+    prometheus_gap: tuple[float, float] = (10.0, 30.0)
+    cluster_duration: tuple[float, float] = (3.0, 15.0)
+    cluster_gap: tuple[float, float] = (10.0, 25.0)
+
+
+NORMAL = Pace()
+# Short runs (the 3-minute test): shorter faults closer together, so more kinds fit.
+COMPACT = Pace((4.0, 12.0), (3.0, 8.0), (2.0, 8.0), (3.0, 8.0))
+
+
 def draw_plan(
     seed: int,
     *,
@@ -147,6 +162,7 @@ def draw_plan(
     settle: float,
     intervals: tuple[int, ...],
     warmup: float = 20.0,
+    pace: Pace = NORMAL,
 ) -> Plan:
     """Return the plan of a run of ``seconds`` with ``analyses`` analyses, from ``seed``."""
     rng = random.Random(seed)
@@ -165,11 +181,14 @@ def draw_plan(
         kind = kinds[index] if index < len(kinds) else rng.choices(kinds, weights)[0]
         interval = rng.choice(intervals)
         limit = rng.choice((1, 2, 3))
-        truth = _truth(rng, kind, interval, limit, warmup, faults_until)
+        # A regression must have time to pause before the end: (limit + 1) intervals and the
+        # scrape lag; late ones fall in the quiet settle, early ones among the faults.
+        latest = max(warmup + 1, seconds - (limit + 1) * interval - 30)
+        truth = _truth(rng, kind, interval, limit, warmup, latest)
         plans.append(AnalysisPlan(f"s{index:04d}", truth, interval, limit))
     names = [plan.name for plan in plans]
-    faults = _prometheus_lane(rng, warmup, faults_until) + _cluster_lane(
-        rng, warmup, faults_until, names
+    faults = _prometheus_lane(rng, warmup, faults_until, pace) + _cluster_lane(
+        rng, warmup, faults_until, names, pace
     )
     return Plan(seed, plans, sorted(faults, key=lambda f: f.at), warmup, faults_until)
 
@@ -183,8 +202,7 @@ def _truth(
     until: float,
 ) -> Truth:
     if kind in (TruthKind.REGRESSING, TruthKind.REGRESSING_DRY_RUN):
-        # Regress while faults still happen, leaving time to pause before the settle ends.
-        return Truth(kind, regress_at=round(rng.uniform(warmup, max(warmup + 1, until * 0.7)), 1))
+        return Truth(kind, regress_at=round(rng.uniform(warmup, until), 1))
     if kind == TruthKind.FLAPPING:
         on = interval * rng.uniform(0.5, limit + 0.5)
         off = interval * rng.uniform(0.5, 2.0)
@@ -194,32 +212,32 @@ def _truth(
     return Truth(kind)
 
 
-def _prometheus_lane(rng: random.Random, start: float, until: float) -> list[FaultPlan]:
+def _prometheus_lane(rng: random.Random, start: float, until: float, pace: Pace) -> list[FaultPlan]:
     faults, t = [], start + rng.uniform(0, 10)
     # Every kind once, in a random order, before any repeats: a short run covers the most.
     first = rng.sample(PROMETHEUS_LANE, len(PROMETHEUS_LANE))
     while True:
         kind = first.pop() if first else rng.choice(PROMETHEUS_LANE)
-        duration = round(rng.uniform(5, 25), 1)
+        duration = round(rng.uniform(*pace.prometheus_duration), 1)
         if t + duration > until:
             return faults
         faults.append(FaultPlan(kind, round(t, 1), duration))
-        t += duration + rng.uniform(10, 30)
+        t += duration + rng.uniform(*pace.prometheus_gap)
 
 
 def _cluster_lane(
-    rng: random.Random, start: float, until: float, names: list[str]
+    rng: random.Random, start: float, until: float, names: list[str], pace: Pace
 ) -> list[FaultPlan]:
     kinds, weights = list(CLUSTER_LANE), list(CLUSTER_LANE.values())
     faults, t = [], start + rng.uniform(0, 10)
     first = rng.sample(kinds, len(kinds))
     while True:
         kind = first.pop() if first else rng.choices(kinds, weights)[0]
-        duration = round(rng.uniform(3, 15), 1)
+        duration = round(rng.uniform(*pace.cluster_duration), 1)
         if t + duration > until:
             return faults
         near = kind in (FaultKind.EDIT_ANALYSIS, FaultKind.LEADER_SIGKILL) and rng.random() < 0.5
         target = rng.choice(names) if kind.value.startswith("kubectl") or near else ""
         faults.append(FaultPlan(kind, round(t, 1), duration, target, near))
         # Cluster faults take time to carry out (an API server restart is ~10-60 s).
-        t += duration + rng.uniform(10, 25)
+        t += duration + rng.uniform(*pace.cluster_gap)

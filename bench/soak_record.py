@@ -9,6 +9,7 @@ read it). ``bench.soak_invariants`` judges the finished ``History``. Times are e
 
 from __future__ import annotations
 
+import pickle
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -59,6 +60,8 @@ class RssSample:
     # component -> MB (the process and its descendants): resident, and proportional
     mb: dict[str, float]
     pss: dict[str, float] = field(default_factory=dict)
+    # component -> the root process id (a restarted process is a new incarnation)
+    pids: dict[str, int | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,19 @@ class History:
     def add_action(self, at: float, action: str, analysis: str) -> None:
         with self.lock:
             self.actions.append((at, action, analysis))
+
+    def save(self, path: Path) -> None:
+        """Write the history to ``path`` (pickle), to judge it again with ``--judge``."""
+        state = {k: v for k, v in self.__dict__.items() if k != "lock"}
+        path.write_bytes(pickle.dumps(state))
+
+    @classmethod
+    def load(cls, path: Path) -> History:
+        """Read a history written by ``save`` (only ever one this tool wrote)."""
+        state = pickle.loads(path.read_bytes())
+        history = cls(state.pop("namespace"))
+        history.__dict__.update(state)
+        return history
 
 
 def memory_mb(root: int | None) -> tuple[float, float]:

@@ -166,3 +166,35 @@ def test_database_is_locked_in_a_log_is_a_violation() -> None:
     _healthy_regression(history)
     history.logs = {"operator-0": "ok\ndjango.db.utils.OperationalError: database is locked\n"}
     assert 7 in _violations(history)
+
+
+def test_a_regression_may_wait_out_a_fault_but_not_longer() -> None:
+    """Failing from 30 s (visible at 40 s), limit 2, interval 10: paused by 70 s, or by 70 s
+    plus what a fault cost this analysis (its start to the first attempt after it ended)."""
+    history = _history()
+    history.ended = T0 + 400
+    pause_at = 140.0
+    rows, failures = [], 0
+    for index, at in enumerate(range(1, 400, 10)):
+        outage = 50 < at < 140
+        failing = at >= 41
+        if outage:
+            rows.append(_attempt(index, at, "Error", failures))
+            continue
+        failures = failures + 1 if failing else 0
+        rows.append(
+            _attempt(
+                index,
+                at,
+                "Fail" if failing else "Pass",
+                failures,
+                paused=at == pause_at + 1,
+                value=FAILING if failing else HEALTHY,
+            )
+        )
+    history.attempts = rows
+    history.final_statuses = {"a": ("uid-a", {"failures": failures, "lastVerdict": "Fail"})}
+    assert 2 in _violations(history)
+    # Prometheus down from 50 s to 140 s: the analysis' next attempt is at 141 s.
+    history.faults = [FaultRecord("prometheus-502", T0 + 50, T0 + 140)]
+    assert 2 not in _violations(history)
