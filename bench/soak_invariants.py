@@ -34,6 +34,8 @@ OPERATOR_RSS_LIMIT_MB = 600.0
 # Unbounded growth, for runs long enough to tell it from start-up: MB per minute.
 RSS_SLOPE_LIMIT = 5.0
 RSS_SLOPE_MIN_MINUTES = 10.0
+# A (re)started process's first minute is start-up, not growth.
+STARTUP_SECONDS = 60.0
 
 ERROR = "Error"
 DECISIVE = ("Pass", "Fail", "Inconclusive")
@@ -446,11 +448,17 @@ def rss_slopes(history: History) -> dict[str, float]:
     """Return each component's RSS slope (MB/min, least squares) over the second half of the run.
 
     The first half holds start-up (imports, caches, connection pools); a leak shows in the rest.
-    Only the component's last incarnation counts: a process the run restarted starts afresh.
+    Only the component's last incarnation counts, from a minute after it was first seen: a
+    process the run restarted starts afresh.
     "operators (all)" sums both replicas over the samples where both are in their last one.
     """
     middle = history.started + (history.ended - history.started) / 2.0
     last_pid = history.rss[-1].pids if history.rss else {}
+    # When each incarnation was first seen: its first minute is start-up (forking workers).
+    born: dict[tuple[str, int | None], float] = {}
+    for sample in history.rss:
+        for component, pid in sample.pids.items():
+            born.setdefault((component, pid), sample.at)
     series: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for sample in history.rss:
         if sample.at < middle:
@@ -459,7 +467,9 @@ def rss_slopes(history: History) -> dict[str, float]:
         current = [
             component
             for component, mb in sample.mb.items()
-            if mb > 0 and sample.pids.get(component) == last_pid.get(component)
+            if mb > 0
+            and sample.pids.get(component) == last_pid.get(component)
+            and sample.at >= born[(component, sample.pids.get(component))] + STARTUP_SECONDS
         ]
         for component in current:
             series[component].append((minute, sample.mb[component]))
