@@ -146,6 +146,23 @@ def _blocked_deadline(start: float, patience: float, faults: Iterable[FaultRecor
     return deadline
 
 
+def _truth_window(history: History, attempt: Attempt) -> tuple[float, float]:
+    """Return the instants whose served value this attempt's query may have returned.
+
+    Normally ``[started - SCRAPE_LAG, finished]``. Prometheus stopped and started again answers
+    with the last sample it scraped before the stop until it scrapes again (the sample is
+    within its 5-minute lookback), so an attempt during or within SCRAPE_LAG after such a stop
+    may see what was served up to SCRAPE_LAG before the stop.
+    """
+    start = attempt.started - SCRAPE_LAG
+    for fault in history.faults:
+        if fault.kind != FaultKind.PROMETHEUS_STOPPED.value or fault.skipped:
+            continue
+        if fault.started <= attempt.finished and attempt.started <= fault.ended + SCRAPE_LAG:
+            start = min(start, fault.started - SCRAPE_LAG)
+    return start, attempt.finished
+
+
 def _value_failing(value: float | None) -> bool:
     return value is not None and not math.isnan(value) and value > MAX_VALUE
 
@@ -227,7 +244,7 @@ def pauses_justified_and_timely(history: History, finding: Finding) -> None:
                     f"limit {row.failure_limit}"
                 )
             for counted in run:
-                seen = served.between(row.name, counted.started - SCRAPE_LAG, counted.finished)
+                seen = served.between(row.name, *_truth_window(history, counted))
                 if not any(_value_failing(v) for v in seen):
                     finding.violate(
                         f"{row.name}: a failure counted at "
@@ -359,7 +376,7 @@ def failures_only_from_failures(history: History, finding: Finding) -> None:
             if attempt.outcome == "Fail":
                 if not attempt.values or not all(_value_failing(v) for v in attempt.values):
                     finding.violate(f"{row.name}: Fail at {at} with values {attempt.values}")
-                seen = served.between(row.name, attempt.started - SCRAPE_LAG, attempt.finished)
+                seen = served.between(row.name, *_truth_window(history, attempt))
                 if not any(_value_failing(v) for v in seen):
                     finding.violate(f"{row.name}: Fail at {at} while the truth served {seen}")
                 if attempt.failures_after > previous + 1:
