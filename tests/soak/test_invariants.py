@@ -198,3 +198,24 @@ def test_a_regression_may_wait_out_a_fault_but_not_longer() -> None:
     # Prometheus down from 50 s to 140 s: the analysis' next attempt is at 141 s.
     history.faults = [FaultRecord("prometheus-502", T0 + 50, T0 + 140)]
     assert 2 not in _violations(history)
+
+
+def test_a_stale_answer_right_after_a_prometheus_restart_is_explained_by_the_truth() -> None:
+    """Prometheus stopped at 20 s (last scrape: 0.9), the truth turned 0.1 at 21 s, Prometheus
+    back at 30 s answers its pre-stop sample at 31 s: a real Prometheus answer, not a wrong
+    count (seen in the 12-minute run of docs/reliability.md)."""
+    history = _history(regress_at=None)
+    history.plans = {"a": {"kind": "flapping"}}
+    history.truths = [TruthChange(T0, "a", FAILING), TruthChange(T0 + 21, "a", HEALTHY)]
+    history.attempts = [
+        _attempt(0, 1, "Fail", 1, value=FAILING),
+        _attempt(1, 11, "Fail", 2, value=FAILING),
+        _attempt(2, 20.5, "Error", 2),
+        _attempt(3, 31, "Fail", 3, value=FAILING),
+        _attempt(4, 41, "Pass", 0),
+    ]
+    history.ended = T0 + 45
+    history.final_statuses = {"a": ("uid-a", {"failures": 0, "lastVerdict": "Pass"})}
+    assert 4 in _violations(history)
+    history.faults = [FaultRecord("prometheus-stopped", T0 + 20, T0 + 30)]
+    assert _violations(history) == {}
