@@ -376,6 +376,16 @@ def _figures(options: Options, history: History, sampler: Sampler, wall: float) 
         "rss_last_mb": {
             k: round(v, 1) for k, v in (history.rss[-1].mb if history.rss else {}).items()
         },
+        "pss_last_mb": {
+            k: round(v, 1) for k, v in (history.rss[-1].pss if history.rss else {}).items()
+        },
+        "operators_pss_max_mb": round(
+            max(
+                (sum(v for k, v in r.pss.items() if k.startswith("operator")) for r in history.rss),
+                default=0.0,
+            ),
+            1,
+        ),
         "rss_slope_mb_per_min": {k: round(v, 2) for k, v in rss_slopes(history).items()},
         "web_answers": dict(sampler.web_answers),
         "notification_tables": sorted(history.notifications),
@@ -420,7 +430,8 @@ def report(findings: list[Finding], figures: dict[str, Any], as_json: bool) -> i
     lines.append(
         f"attempts {figures['attempts']} {json.dumps(figures['attempts_by_outcome'])}, "
         f"pauses {figures['pauses']}, cluster samples {figures['cluster_samples']}, "
-        f"web answers {figures['web_answers']}"
+        f"web answers {figures['web_answers']}, operators' PSS at most "
+        f"{figures['operators_pss_max_mb']} MB"
     )
     for finding in findings:
         mark = "ok" if not finding.violations else "VIOLATED"

@@ -174,7 +174,7 @@ def _value_failing(value: float | None) -> bool:
 def no_due_time_dropped(history: History, finding: Finding) -> None:
     rows = _by_analysis(history)
     unverifiable = 0
-    late = 0
+    late = late_unblocked = 0
     for row in history.mirror:
         live_until = _live_until(history, row)
         patience = _patience(row.interval)
@@ -204,13 +204,22 @@ def no_due_time_dropped(history: History, finding: Finding) -> None:
             finding.checked += 1
             if following.started > due + 5.0:
                 late += 1
+                if not any(
+                    f.blocks_until > 0 and f.started <= following.started and f.blocks_until >= due
+                    for f in history.faults
+                    if not f.skipped
+                ):
+                    late_unblocked += 1
             if following.started > deadline:
                 finding.violate(
                     f"{row.name}: due by {due - history.started:.1f} s, next attempt at "
                     f"{following.started - history.started:.1f} s, after the deadline "
                     f"{deadline - history.started:.1f} s"
                 )
-    finding.notes.append(f"{late} attempts started more than 5 s after their latest due time")
+    finding.notes.append(
+        f"{late} attempts started more than 5 s after their latest due time, "
+        f"{late_unblocked} of them outside every blocking fault"
+    )
     finding.notes.append(f"{unverifiable} last due times fell too close to the end to judge")
 
 
