@@ -213,12 +213,11 @@ class Sampler:
             if not replica.lock.acquire(blocking=False):
                 continue
             try:
-                child = replica.process._child
-                if replica.expected and child is not None and not child.running:
-                    code = child.returncode
+                if replica.expected and replica.process.exited:
+                    # stop() of an exited process only collects its exit code.
+                    code = replica.process.stop()
                     with self.history.lock:
                         self.history.unexpected_exits.append((time.time(), replica.name, code))
-                    replica.process._child = None
                     replica.process.start(wait=True, timeout=120)
             finally:
                 replica.lock.release()
