@@ -132,7 +132,7 @@ class FaultRunner:
                 record.skipped, record.detail = True, "no leader found"
                 return
             if fault.near_boundary:
-                record.detail = self._wait_for_boundary(fault.analysis)
+                record.analysis, record.detail = self._wait_for_boundary(fault.analysis)
             record.started = time.time()
             code = leader.stop(sig)
             record.detail = f"{record.detail} {leader.name} exited {code}".strip()
@@ -154,20 +154,25 @@ class FaultRunner:
             time.sleep(1)
         return None
 
-    def _wait_for_boundary(self, analysis: str) -> str:
-        """Sleep until 50 ms before ``analysis``' next due time (if within a minute)."""
+    def _wait_for_boundary(self, preferred: str) -> tuple[str, str]:
+        """Sleep until 50 ms before a due time; return the analysis aimed at and a note.
+
+        ``preferred`` if it is due within 30 s, else the live analysis due soonest (a claimed
+        or backed-off analysis can be minutes away).
+        """
         rows = self.stack.db(
-            "SELECT next_due_at FROM analyses_analysis WHERE namespace = %s AND name = %s"
-            " AND deleted_at IS NULL",
-            (self.namespace, analysis),
+            "SELECT name, next_due_at FROM analyses_analysis WHERE namespace = %s"
+            " AND deleted_at IS NULL AND next_due_at > now() + interval '0.3 seconds'"
+            " ORDER BY name = %s DESC, next_due_at LIMIT 2",
+            (self.namespace, preferred),
         )
-        if not rows or rows[0][0] is None:
-            return "no due time to aim at"
-        wait = rows[0][0].timestamp() - 0.05 - time.time()
-        if 0 < wait < 60:
-            self.stop.wait(wait)
-            return f"50 ms before {analysis}'s due time"
-        return f"{analysis}'s due time {wait:.1f} s away"
+        choices = [(name, due.timestamp()) for name, due in rows]
+        soon = [(name, due) for name, due in choices if due - time.time() < 30]
+        if not soon:
+            return preferred, "no due time within 30 s to aim at"
+        name, due = soon[0]
+        self.stop.wait(max(0.0, due - 0.05 - time.time()))
+        return name, f"50 ms before {name}'s due time"
 
     def _worker_kill(self, fault: FaultPlan, record: FaultRecord) -> None:
         """SIGKILL a django-q2 worker while it waits for a (slowed) Prometheus answer."""
@@ -211,25 +216,27 @@ class FaultRunner:
         record.blocks_until = record.ended + CLAIM_SECONDS
 
     def _edit_analysis(self, fault: FaultPlan, record: FaultRecord) -> None:
+        analysis = fault.analysis
         if fault.near_boundary:
-            record.detail = self._wait_for_boundary(fault.analysis)
-        count = self._edits.get(fault.analysis, 0) + 1
-        self._edits[fault.analysis] = count
+            analysis, record.detail = self._wait_for_boundary(fault.analysis)
+            record.analysis = analysis
+        count = self._edits.get(analysis, 0) + 1
+        self._edits[analysis] = count
         # A new maxValue still well clear of both scripted values: a new generation only.
         max_value = MAX_VALUE + (0.05 if count % 2 else 0.0)
-        patch = {"spec": {"metrics": [gauge_metric(fault.analysis, max_value)]}}
+        patch = {"spec": {"metrics": [gauge_metric(analysis, max_value)]}}
         record.started = time.time()
         self._kubectl(
             "patch",
             "rolloutanalysis",
-            fault.analysis,
+            analysis,
             "-n",
             self.namespace,
             "--type=merge",
             "-p",
             json.dumps(patch),
         )
-        self.history.add_action(time.time(), "edit-analysis", fault.analysis)
+        self.history.add_action(time.time(), "edit-analysis", analysis)
         record.ended = time.time()
 
     def _delete_analysis(self, fault: FaultPlan, record: FaultRecord) -> None:
