@@ -98,6 +98,9 @@ def parse_database_url(url: str, base_dir: Path) -> dict[str, Any]:
             "HOST": parts.hostname or "",
             "PORT": str(parts.port or ""),
             "CONN_MAX_AGE": 60,
+            # A kept connection is checked before its first use in a request or django-q2 task:
+            # after a database restart it is dead, and the first query on it would fail.
+            "CONN_HEALTH_CHECKS": True,
         }
     raise ImproperlyConfigured(
         f"DATABASE_URL scheme {parts.scheme!r} is not supported; use sqlite:// or postgres://."

@@ -91,6 +91,10 @@ class PostgresServer(StartStop):
             "--no-sync",
         )
         password_file.unlink()
+        self._start_server()
+        self.execute(f"CREATE DATABASE {self.database}")
+
+    def _start_server(self) -> None:
         # fsync off and a socket in our own directory: a disposable server, nothing shared.
         options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c fsync=off"
         self._run(
@@ -106,7 +110,15 @@ class PostgresServer(StartStop):
             "30",
             "start",
         )
-        self.execute(f"CREATE DATABASE {self.database}")
+
+    def restart(self, down_seconds: float = 0.0) -> None:
+        """Stop the server (fast shutdown: clients are disconnected), wait, start it again.
+
+        The data directory, port and password stay; the chaos soak (``bench.soak``) uses it.
+        """
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+        time.sleep(down_seconds)
+        self._start_server()
 
     def execute(
         self, sql: str, params: tuple[object, ...] = (), database: str = "postgres"
@@ -159,6 +171,11 @@ class RedisServer(StartStop):
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs (None once stopped)."""
+        return self._child.pid if self._child is not None else None
 
     def start(self, timeout: float = 15) -> None:
         """Start the server and wait until it answers PING."""

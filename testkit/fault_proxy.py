@@ -78,6 +78,9 @@ class FaultProxy(StartStop):
         self.upstream_host, self.upstream_port = parts.hostname, parts.port
         self._fault = Fault()
         self._seen: list[SeenRequest] = []
+        # Client ports of the requests being answered right now (the soak finds the worker
+        # that is mid-query by its socket).
+        self._in_flight: set[int] = set()
         self._lock = threading.Lock()
         # Set on stop() so that handlers sleeping in "slow" mode give up at once.
         self._stopping = threading.Event()
@@ -172,6 +175,12 @@ class FaultProxy(StartStop):
         with self._lock:
             return sum(1 for seen in self._seen if seen.path == QUERY_PATH)
 
+    @property
+    def in_flight(self) -> set[int]:
+        """Return the local client ports of the requests the proxy is answering right now."""
+        with self._lock:
+            return set(self._in_flight)
+
     def reset(self) -> None:
         """Forget the requests seen so far (the mode stays)."""
         with self._lock:
@@ -208,6 +217,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _handle(self) -> None:
         proxy = self.server.proxy
+        port = int(self.client_address[1])
+        with proxy._lock:
+            proxy._in_flight.add(port)
+        try:
+            self._answer_request(proxy)
+        finally:
+            with proxy._lock:
+                proxy._in_flight.discard(port)
+
+    def _answer_request(self, proxy: FaultProxy) -> None:
         parts = urlsplit(self.path)
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""

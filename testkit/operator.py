@@ -158,6 +158,11 @@ class OperatorProcess:
         return self._child is not None and self._child.running
 
     @property
+    def exited(self) -> bool:
+        """Return whether it was started and has exited without ``stop`` (a crash)."""
+        return self._child is not None and self._child.returncode is not None
+
+    @property
     def log(self) -> str:
         try:
             return self.log_path.read_text(errors="replace")[-6000:]

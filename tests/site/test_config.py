@@ -29,6 +29,8 @@ def test_postgres_url_is_split_into_django_settings(tmp_path: Path) -> None:
     assert cfg.database["NAME"] == "sentinel"
     assert cfg.database["PASSWORD"] == "p@ss"
     assert (cfg.database["HOST"], cfg.database["PORT"]) == ("db", "5433")
+    # Kept connections are checked before reuse (tests/site/test_postgres_restart.py).
+    assert cfg.database["CONN_HEALTH_CHECKS"] is True
 
 
 @pytest.mark.parametrize(

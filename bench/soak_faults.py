@@ -1,0 +1,299 @@
+"""Carry out a soak plan's faults on the running stack and record each as it really happened.
+
+``run_lane`` runs one lane of ``bench.soak_plan``'s schedule in its own thread (the Prometheus
+lane and the cluster lane run at once), one fault after the other, each recorded as a
+``FaultRecord`` with its real start, end and how long it may delay a due evaluation
+(``blocks_until``, see ``docs/reliability.md``). kubectl edits and deletes are recorded as
+actions too, because they change what the invariants expect of that analysis.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.soak_plan import MAX_VALUE, AnalysisPlan, FaultKind, FaultPlan
+from bench.soak_record import FaultRecord, History
+from bench.soak_stack import LEASE_SECONDS, Replica, Stack
+from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric, to_yaml
+from testkit.processes import descendants
+
+# sentinel_operator.dispatcher.CLAIM_TIMEOUT: a queued reconcile lost with its process is
+# dispatched again when its claim runs out.
+CLAIM_SECONDS = 120.0
+# Longer than the operator's Prometheus timeout (SENTINEL_PROMETHEUS_TIMEOUT, default 5 s).
+SLOW_SECONDS = 8.0
+
+
+def analysis_object(plan: AnalysisPlan, namespace: str, max_value: float = MAX_VALUE) -> Any:
+    return analysis_manifest(
+        plan.name,
+        namespace,
+        target=plan.name,
+        metrics=[gauge_metric(plan.name, max_value)],
+        interval=f"{plan.interval}s",
+        failure_limit=plan.failure_limit,
+        dry_run=plan.dry_run,
+    )
+
+
+class FaultRunner:
+    """Executes faults against ``stack``; one instance shared by both lanes."""
+
+    def __init__(
+        self,
+        stack: Stack,
+        history: History,
+        plans: dict[str, AnalysisPlan],
+        namespace: str,
+        seed: int,
+        stop: threading.Event,
+    ) -> None:
+        self.stack, self.history, self.plans = stack, history, plans
+        self.namespace = namespace
+        self.rng = random.Random(seed * 7919 + 1)
+        self.stop = stop
+        self._edits: dict[str, int] = {}
+
+    # -- lanes -----------------------------------------------------------------------------
+
+    def run_lane(self, faults: list[FaultPlan], t0: float) -> None:
+        for fault in faults:
+            if self.stop.wait(max(0.0, t0 + fault.at - time.time())):
+                return
+            record = FaultRecord(fault.kind.value, time.time(), analysis=fault.analysis)
+            try:
+                self._carry_out(fault, record)
+            # A fault that could not be carried out is recorded, not fatal to the run.
+            except Exception as exc:
+                record.detail = f"{record.detail} failed: {type(exc).__name__}: {exc}"[:500]
+            if not record.ended:
+                record.ended = time.time()
+            self.history.add_fault(record)
+
+    def _carry_out(self, fault: FaultPlan, record: FaultRecord) -> None:
+        handlers: dict[FaultKind, Callable[[FaultPlan, FaultRecord], None]] = {
+            FaultKind.PROMETHEUS_502: self._proxy_mode(lambda: self.stack.proxy.fail(502)),
+            FaultKind.PROMETHEUS_HTML: self._proxy_mode(self.stack.proxy.html),
+            FaultKind.PROMETHEUS_SLOW: self._proxy_mode(
+                lambda: self.stack.proxy.slow(SLOW_SECONDS)
+            ),
+            FaultKind.PROMETHEUS_STOPPED: self._prometheus_stopped,
+            FaultKind.API_SERVER_RESTART: self._api_server_restart,
+            FaultKind.LEADER_SIGKILL: self._leader(signal.SIGKILL),
+            FaultKind.LEADER_SIGTERM: self._leader(signal.SIGTERM),
+            FaultKind.WORKER_KILL: self._worker_kill,
+            FaultKind.DATABASE_RESTART: self._database_restart,
+            FaultKind.EDIT_ANALYSIS: self._edit_analysis,
+            FaultKind.DELETE_ANALYSIS: self._delete_analysis,
+            FaultKind.DELETE_TARGET: self._delete_target,
+        }
+        handlers[fault.kind](fault, record)
+
+    # -- Prometheus lane -------------------------------------------------------------------
+
+    def _proxy_mode(self, apply: Callable[[], None]) -> Callable[[FaultPlan, FaultRecord], None]:
+        def run(fault: FaultPlan, record: FaultRecord) -> None:
+            with self.stack.proxy_lock:
+                record.started = time.time()
+                apply()
+                self.stop.wait(fault.duration)
+                self.stack.proxy.pass_through()
+                record.ended = time.time()
+
+        return run
+
+    def _prometheus_stopped(self, fault: FaultPlan, record: FaultRecord) -> None:
+        with self.stack.proxy_lock:
+            record.started = time.time()
+            self.stack.prometheus.stop()
+            self.stop.wait(fault.duration)
+            self.stack.prometheus.start(timeout=60)
+            record.ended = time.time()
+
+    # -- cluster lane ----------------------------------------------------------------------
+
+    def _api_server_restart(self, fault: FaultPlan, record: FaultRecord) -> None:
+        self.stack.restart_cluster(fault.duration)
+        record.ended = time.time()
+        record.blocks_until = record.ended
+
+    def _leader(self, sig: int) -> Callable[[FaultPlan, FaultRecord], None]:
+        def run(fault: FaultPlan, record: FaultRecord) -> None:
+            leader = self._find_leader()
+            if leader is None:
+                record.skipped, record.detail = True, "no leader found"
+                return
+            if fault.near_boundary:
+                record.analysis, record.detail = self._wait_for_boundary(fault.analysis)
+            record.started = time.time()
+            code = leader.stop(sig)
+            record.detail = f"{record.detail} {leader.name} exited {code}".strip()
+            # Its queued and in-flight reconciles come back when their claims run out; a
+            # SIGKILLed leader's Lease must expire before the other replica takes over.
+            record.blocks_until = record.started + CLAIM_SECONDS + LEASE_SECONDS
+            self.stop.wait(fault.duration)
+            leader.start()
+            record.ended = time.time()
+
+        return run
+
+    def _find_leader(self) -> Replica | None:
+        deadline = time.time() + 40
+        while time.time() < deadline and not self.stop.is_set():
+            for replica in self.stack.replicas:
+                if replica.is_leader():
+                    return replica
+            time.sleep(1)
+        return None
+
+    def _wait_for_boundary(self, preferred: str) -> tuple[str, str]:
+        """Sleep until 50 ms before a due time; return the analysis aimed at and a note.
+
+        ``preferred`` if it is due within 30 s, else the live analysis due soonest (a claimed
+        or backed-off analysis can be minutes away).
+        """
+        rows = self.stack.db(
+            "SELECT name, next_due_at FROM analyses_analysis WHERE namespace = %s"
+            " AND deleted_at IS NULL AND next_due_at > now() + interval '0.3 seconds'"
+            " ORDER BY name = %s DESC, next_due_at LIMIT 2",
+            (self.namespace, preferred),
+        )
+        choices = [(name, due.timestamp()) for name, due in rows]
+        soon = [(name, due) for name, due in choices if due - time.time() < 30]
+        if not soon:
+            return preferred, "no due time within 30 s to aim at"
+        name, due = soon[0]
+        self.stop.wait(max(0.0, due - 0.05 - time.time()))
+        return name, f"50 ms before {name}'s due time"
+
+    def _worker_kill(self, fault: FaultPlan, record: FaultRecord) -> None:
+        """SIGKILL a django-q2 worker while it waits for a (slowed) Prometheus answer."""
+        with self.stack.proxy_lock:
+            self.stack.proxy.slow(2.0)
+            try:
+                victim = None
+                deadline = time.time() + 20
+                while victim is None and time.time() < deadline and not self.stop.is_set():
+                    time.sleep(0.5)
+                    victim = self._worker_mid_query()
+                record.started = time.time()
+                if victim is None:
+                    record.skipped, record.detail = True, "no worker was mid-query"
+                    return
+                os.kill(victim, signal.SIGKILL)
+                record.detail = f"pid {victim}"
+            finally:
+                self.stack.proxy.pass_through()
+        record.blocks_until = record.started + CLAIM_SECONDS
+        record.ended = time.time()
+
+    def _worker_mid_query(self) -> int | None:
+        ports = self.stack.proxy.in_flight
+        if not ports:
+            return None
+        inodes = _socket_inodes(ports)
+        candidates = []
+        for replica in self.stack.replicas:
+            if not replica.process.running:
+                continue
+            for pid in descendants(replica.process.pid):
+                if _owns_socket(pid, inodes):
+                    candidates.append(pid)
+        return self.rng.choice(sorted(candidates)) if candidates else None
+
+    def _database_restart(self, fault: FaultPlan, record: FaultRecord) -> None:
+        self.stack.postgres.restart(fault.duration)
+        record.ended = time.time()
+        # Reconciles that could not record their outcome keep their claim.
+        record.blocks_until = record.ended + CLAIM_SECONDS
+
+    def _edit_analysis(self, fault: FaultPlan, record: FaultRecord) -> None:
+        analysis = fault.analysis
+        if fault.near_boundary:
+            analysis, record.detail = self._wait_for_boundary(fault.analysis)
+            record.analysis = analysis
+        count = self._edits.get(analysis, 0) + 1
+        self._edits[analysis] = count
+        # A new maxValue still well clear of both scripted values: a new generation only.
+        max_value = MAX_VALUE + (0.05 if count % 2 else 0.0)
+        patch = {"spec": {"metrics": [gauge_metric(analysis, max_value)]}}
+        record.started = time.time()
+        self._kubectl(
+            "patch",
+            "rolloutanalysis",
+            analysis,
+            "-n",
+            self.namespace,
+            "--type=merge",
+            "-p",
+            json.dumps(patch),
+        )
+        self.history.add_action(time.time(), "edit-analysis", analysis)
+        record.ended = time.time()
+
+    def _delete_analysis(self, fault: FaultPlan, record: FaultRecord) -> None:
+        self._kubectl("delete", "rolloutanalysis", fault.analysis, "-n", self.namespace)
+        self.history.add_action(time.time(), "delete-analysis", fault.analysis)
+        self.stop.wait(fault.duration)
+        manifest = analysis_object(self.plans[fault.analysis], self.namespace)
+        self._kubectl("apply", "-f", "-", input=to_yaml(manifest))
+        self.history.add_action(time.time(), "create-analysis", fault.analysis)
+        record.ended = time.time()
+
+    def _delete_target(self, fault: FaultPlan, record: FaultRecord) -> None:
+        self._kubectl("delete", "deployment", fault.analysis, "-n", self.namespace)
+        self.history.add_action(time.time(), "delete-target", fault.analysis)
+        self.stop.wait(fault.duration)
+        manifest = deployment_manifest(fault.analysis, self.namespace)
+        self._kubectl("apply", "-f", "-", input=to_yaml(manifest))
+        self.history.add_action(time.time(), "recreate-target", fault.analysis)
+        record.ended = time.time()
+
+    def _kubectl(self, *args: str, input: str | None = None) -> None:
+        """Run kubectl, retrying for a while: right after a restart the API server says 429/503."""
+        deadline = time.time() + 60
+        while True:
+            done = self.stack.cluster.kubectl(*args, input=input, check=False, timeout=30)
+            if done.returncode == 0:
+                return
+            if time.time() > deadline:
+                raise RuntimeError(f"kubectl {' '.join(args)}: {done.stderr.strip()}")
+            time.sleep(1)
+
+
+def _socket_inodes(ports: set[int]) -> set[str]:
+    """Return the inodes of local TCP sockets whose local port is one of ``ports``."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local_port = int(fields[1].rsplit(":", 1)[1], 16)
+            if local_port in ports:
+                found.add(fields[9])
+    return found
+
+
+def _owns_socket(pid: int, inodes: set[str]) -> bool:
+    try:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:[") and target[8:-1] in inodes:
+                return True
+    except OSError:
+        return False
+    return False

@@ -1,0 +1,243 @@
+"""What a soak run does, drawn from its seed: the analyses' scripted truths and the fault schedule.
+
+``bench.soak`` calls ``draw_plan(seed, ...)`` once; everything random in a run comes from here,
+so the same seed, minutes and analyses give the same plan (``docs/reliability.md``, replaying).
+Pure: no I/O, no clock. The times are seconds from the moment the analyses exist (``t = 0``).
+
+A *truth* says what the metrics app serves for one analysis at every instant: a value below its
+``maxValue`` (healthy), above it (failing), or nothing (no data: the series absent, or NaN).
+A *fault* is one thing the run breaks, on one of two lanes that run concurrently: the Prometheus
+lane (the fault proxy and the Prometheus process) and the cluster lane (API server, operator
+replicas, workers, database, kubectl edits and deletes), each lane one fault at a time.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+# Every analysis has one metric with this threshold; truths serve values well clear of it.
+MAX_VALUE = 0.5
+HEALTHY = 0.1
+FAILING = 0.9
+
+
+class TruthKind(StrEnum):
+    HEALTHY = "healthy"
+    # Healthy until ``regress_at``, failing from then on.
+    REGRESSING = "regressing"
+    # The same with dryRun: true, which must never pause.
+    REGRESSING_DRY_RUN = "regressing-dryrun"
+    # Failing for ``on`` seconds, healthy for ``off`` seconds, from ``phase``.
+    FLAPPING = "flapping"
+    # No data (series absent, then NaN) except short healthy spells.
+    NO_DATA = "nodata"
+
+
+# Served value at an instant: a number, NaN, or None (the series is absent).
+Served = float | None
+
+
+@dataclass(frozen=True)
+class Truth:
+    """The scripted value of one analysis' metric over time."""
+
+    kind: TruthKind
+    regress_at: float = math.inf
+    on: float = 0.0
+    off: float = 0.0
+    phase: float = 0.0
+
+    def value_at(self, t: float) -> Served:
+        """Return what the metrics app serves at ``t`` seconds into the run."""
+        if self.kind in (TruthKind.REGRESSING, TruthKind.REGRESSING_DRY_RUN):
+            return FAILING if t >= self.regress_at else HEALTHY
+        if self.kind == TruthKind.FLAPPING:
+            position = (t + self.phase) % (self.on + self.off)
+            return FAILING if position < self.on else HEALTHY
+        if self.kind == TruthKind.NO_DATA:
+            position = (t + self.phase) % 60.0
+            if position < 20.0:
+                return None
+            if position < 40.0:
+                return math.nan
+            return HEALTHY if position < 45.0 else None
+        return HEALTHY
+
+
+@dataclass(frozen=True)
+class AnalysisPlan:
+    name: str
+    truth: Truth
+    interval: int
+    failure_limit: int
+
+    @property
+    def dry_run(self) -> bool:
+        return self.truth.kind == TruthKind.REGRESSING_DRY_RUN
+
+
+class FaultKind(StrEnum):
+    # Prometheus lane.
+    PROMETHEUS_502 = "prometheus-502"
+    PROMETHEUS_HTML = "prometheus-html"
+    PROMETHEUS_SLOW = "prometheus-slow"
+    PROMETHEUS_STOPPED = "prometheus-stopped"
+    # Cluster lane.
+    API_SERVER_RESTART = "apiserver-restart"
+    LEADER_SIGKILL = "leader-sigkill"
+    LEADER_SIGTERM = "leader-sigterm"
+    WORKER_KILL = "worker-kill"
+    DATABASE_RESTART = "database-restart"
+    EDIT_ANALYSIS = "kubectl-edit-analysis"
+    DELETE_ANALYSIS = "kubectl-delete-analysis"
+    DELETE_TARGET = "kubectl-delete-target"
+
+
+PROMETHEUS_LANE = (
+    FaultKind.PROMETHEUS_502,
+    FaultKind.PROMETHEUS_HTML,
+    FaultKind.PROMETHEUS_SLOW,
+    FaultKind.PROMETHEUS_STOPPED,
+)
+# Weights of the cluster lane: kubectl changes are the most common in production.
+CLUSTER_LANE = {
+    FaultKind.API_SERVER_RESTART: 2,
+    FaultKind.LEADER_SIGKILL: 2,
+    FaultKind.LEADER_SIGTERM: 1,
+    FaultKind.WORKER_KILL: 2,
+    FaultKind.DATABASE_RESTART: 1,
+    FaultKind.EDIT_ANALYSIS: 3,
+    FaultKind.DELETE_ANALYSIS: 1,
+    FaultKind.DELETE_TARGET: 2,
+}
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    """One fault: when it starts (s into the run), how long it lasts, on what."""
+
+    kind: FaultKind
+    at: float
+    duration: float
+    # The analysis (or its target) a kubectl fault acts on.
+    analysis: str = ""
+    # Start just before the analysis' next due time instead of at ``at`` (kubectl edits and
+    # leader kills): the timing near an interval boundary.
+    near_boundary: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    seed: int
+    analyses: list[AnalysisPlan]
+    faults: list[FaultPlan] = field(default_factory=list)
+    # Faults are drawn in [faults_from, faults_until); after it the run settles.
+    faults_from: float = 0.0
+    faults_until: float = 0.0
+
+
+@dataclass(frozen=True)
+class Pace:
+    """How long faults last and how far apart they are on a lane (seconds, uniform ranges)."""
+
+    prometheus_duration: tuple[float, float] = (5.0, 25.0)
+    prometheus_gap: tuple[float, float] = (10.0, 30.0)
+    cluster_duration: tuple[float, float] = (3.0, 15.0)
+    cluster_gap: tuple[float, float] = (10.0, 25.0)
+
+
+NORMAL = Pace()
+# Short runs (the 3-minute test): shorter faults closer together, so more kinds fit.
+COMPACT = Pace((4.0, 12.0), (3.0, 8.0), (2.0, 8.0), (3.0, 8.0))
+
+
+def draw_plan(
+    seed: int,
+    *,
+    analyses: int,
+    seconds: float,
+    settle: float,
+    intervals: tuple[int, ...],
+    warmup: float = 20.0,
+    pace: Pace = NORMAL,
+) -> Plan:
+    """Return the plan of a run of ``seconds`` with ``analyses`` analyses, from ``seed``."""
+    rng = random.Random(seed)
+    faults_until = max(warmup + 10.0, seconds - settle)
+    kinds = [
+        TruthKind.HEALTHY,
+        TruthKind.REGRESSING,
+        TruthKind.FLAPPING,
+        TruthKind.NO_DATA,
+        TruthKind.REGRESSING_DRY_RUN,
+    ]
+    weights = [3, 3, 2, 1, 1]
+    plans = []
+    for index in range(analyses):
+        # The first five cover every kind, whatever the count.
+        kind = kinds[index] if index < len(kinds) else rng.choices(kinds, weights)[0]
+        interval = rng.choice(intervals)
+        limit = rng.choice((1, 2, 3))
+        # A regression must have time to pause before the end: (limit + 1) intervals and the
+        # scrape lag; late ones fall in the quiet settle, early ones among the faults.
+        latest = max(warmup + 1, seconds - (limit + 1) * interval - 30)
+        truth = _truth(rng, kind, interval, limit, warmup, latest)
+        plans.append(AnalysisPlan(f"s{index:04d}", truth, interval, limit))
+    names = [plan.name for plan in plans]
+    faults = _prometheus_lane(rng, warmup, faults_until, pace) + _cluster_lane(
+        rng, warmup, faults_until, names, pace
+    )
+    return Plan(seed, plans, sorted(faults, key=lambda f: f.at), warmup, faults_until)
+
+
+def _truth(
+    rng: random.Random,
+    kind: TruthKind,
+    interval: int,
+    limit: int,
+    warmup: float,
+    until: float,
+) -> Truth:
+    if kind in (TruthKind.REGRESSING, TruthKind.REGRESSING_DRY_RUN):
+        return Truth(kind, regress_at=round(rng.uniform(warmup, until), 1))
+    if kind == TruthKind.FLAPPING:
+        on = interval * rng.uniform(0.5, limit + 0.5)
+        off = interval * rng.uniform(0.5, 2.0)
+        return Truth(kind, on=round(on, 1), off=round(off, 1), phase=round(rng.uniform(0, 60), 1))
+    if kind == TruthKind.NO_DATA:
+        return Truth(kind, phase=round(rng.uniform(0, 60), 1))
+    return Truth(kind)
+
+
+def _prometheus_lane(rng: random.Random, start: float, until: float, pace: Pace) -> list[FaultPlan]:
+    faults, t = [], start + rng.uniform(0, 10)
+    # Every kind once, in a random order, before any repeats: a short run covers the most.
+    first = rng.sample(PROMETHEUS_LANE, len(PROMETHEUS_LANE))
+    while True:
+        kind = first.pop() if first else rng.choice(PROMETHEUS_LANE)
+        duration = round(rng.uniform(*pace.prometheus_duration), 1)
+        if t + duration > until:
+            return faults
+        faults.append(FaultPlan(kind, round(t, 1), duration))
+        t += duration + rng.uniform(*pace.prometheus_gap)
+
+
+def _cluster_lane(
+    rng: random.Random, start: float, until: float, names: list[str], pace: Pace
+) -> list[FaultPlan]:
+    kinds, weights = list(CLUSTER_LANE), list(CLUSTER_LANE.values())
+    faults, t = [], start + rng.uniform(0, 10)
+    first = rng.sample(kinds, len(kinds))
+    while True:
+        kind = first.pop() if first else rng.choices(kinds, weights)[0]
+        duration = round(rng.uniform(*pace.cluster_duration), 1)
+        if t + duration > until:
+            return faults
+        near = kind in (FaultKind.EDIT_ANALYSIS, FaultKind.LEADER_SIGKILL) and rng.random() < 0.5
+        target = rng.choice(names) if kind.value.startswith("kubectl") or near else ""
+        faults.append(FaultPlan(kind, round(t, 1), duration, target, near))
+        # Cluster faults take time to carry out (an API server restart is ~10-60 s).
+        t += duration + rng.uniform(*pace.cluster_gap)
