@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import NamedTuple
 
+from sentinel_core import notify
 from sentinel_core.conditions import (
     EVENT_TYPES,
     ConditionStatus,
@@ -61,6 +62,8 @@ class Observation:
     # One per spec metric; empty when the spec is invalid.
     measurements: tuple[Measurement, ...]
     now: datetime
+    # Channel names, outage threshold and previous attempt for the intents (SPEC §14).
+    notify_context: notify.NotifyContext = notify.NO_CONTEXT
 
     @property
     def key(self) -> str:
@@ -99,6 +102,8 @@ class Decision:
     # Prometheus could not be asked: retry with backoff instead of requeueing at the interval.
     transient: bool
     interval_seconds: float
+    # Messages to send: one per transition (sentinel_core.notify).
+    notifications: tuple[notify.Intent, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,7 @@ class Resumption:
 
     status: AnalysisStatus
     events: tuple[Event, ...]
+    notifications: tuple[notify.Intent, ...] = ()
 
 
 def decide(obs: Observation) -> Decision:
@@ -149,6 +155,7 @@ def decide(obs: Observation) -> Decision:
         failures = 0
 
     ready = _ready(obs, spec, conds, unavailable, rejected)
+    ready = notify.with_unknown_channels(ready, spec.notify, obs.notify_context)
     events.extend(_ready_events(prev.condition(ConditionType.READY), ready, spec_changed))
     healthy = _healthy(prev, conds, verdict, judged, unavailable, rejected)
 
@@ -209,6 +216,7 @@ def decide(obs: Observation) -> Decision:
         history=history,
         transient=bool(unavailable),
         interval_seconds=spec.interval_seconds,
+        notifications=notify.intents(prev, status, now=now, context=obs.notify_context),
     )
 
 
@@ -233,7 +241,7 @@ def resume(
     events: tuple[Event, ...] = ()
     if previous.is_true(ConditionType.ROLLOUT_PAUSED):
         events = (_event(EventReason.ROLLOUT_RESUMED, paused.message),)
-    return Resumption(status=status, events=events)
+    return Resumption(status, events, notify.resumed(previous, status))
 
 
 def interrupted(

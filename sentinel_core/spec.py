@@ -29,6 +29,7 @@ MIN_INTERVAL_SECONDS = 5
 MAX_METRICS = 20
 MAX_QUERY_LENGTH = 4096
 MAX_METRIC_NAME_LENGTH = 63
+MAX_NOTIFY = 10
 # The CRD declares failureLimit as int32.
 _MAX_FAILURE_LIMIT = 2**31 - 1
 # Go's time.Duration is an int64 of nanoseconds; longer durations do not parse in Go either.
@@ -50,7 +51,7 @@ _UNIT_SECONDS = {
     "m": Fraction(60),
     "h": Fraction(3600),
 }
-_SPEC_FIELDS = frozenset({"target", "metrics", "interval", "failureLimit", "dryRun"})
+_SPEC_FIELDS = frozenset({"target", "metrics", "interval", "failureLimit", "dryRun", "notify"})
 _TARGET_FIELDS = frozenset({"kind", "name"})
 _METRIC_FIELDS = frozenset({"name", "query", "maxValue"})
 
@@ -132,6 +133,8 @@ class AnalysisSpec:
     interval_seconds: float = DEFAULT_INTERVAL_SECONDS
     failure_limit: int = DEFAULT_FAILURE_LIMIT
     dry_run: bool = False
+    # Notification channel names (SPEC §14); the operator's configuration defines them.
+    notify: tuple[str, ...] = ()
 
     @property
     def summary(self) -> SpecSummary:
@@ -153,7 +156,7 @@ class AnalysisSpec:
             "interval": self.interval,
             "failureLimit": self.failure_limit,
             "dryRun": self.dry_run,
-        }
+        } | ({"notify": list(self.notify)} if self.notify else {})
 
 
 def parse_duration(text: str) -> float:
@@ -222,6 +225,7 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
     dry_run = raw.get("dryRun", False)
     if not isinstance(dry_run, bool):
         errors.append(FieldError(f"{path}.dryRun", "must be true or false"))
+    notify = _parse_notify(raw.get("notify", []), f"{path}.notify", errors)
 
     if errors:
         raw_target = raw.get("target")
@@ -244,7 +248,32 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
         interval_seconds=interval_seconds,
         failure_limit=failure_limit,
         dry_run=dry_run,
+        notify=notify,
     )
+
+
+def _parse_notify(raw: object, path: str, errors: list[FieldError]) -> tuple[str, ...]:
+    # Names only: which channels exist is the operator's configuration, checked in Ready.
+    if not isinstance(raw, list):
+        errors.append(FieldError(path, "must be a list of channel names"))
+        return ()
+    if len(raw) > MAX_NOTIFY:
+        errors.append(FieldError(path, f"must have at most {MAX_NOTIFY} items"))
+    names: list[str] = []
+    for index, name in enumerate(raw):
+        if not isinstance(name, str) or len(name) > 63 or not DNS1123_LABEL.fullmatch(name):
+            errors.append(
+                FieldError(
+                    f"{path}[{index}]",
+                    "must be a DNS-1123 label: at most 63 lower-case letters, digits and '-', "
+                    "starting and ending with a letter or digit",
+                )
+            )
+        elif name in names:
+            errors.append(FieldError(f"{path}[{index}]", f"duplicate channel name {name!r}"))
+        else:
+            names.append(name)
+    return tuple(names)
 
 
 def _parse_target(raw: object, path: str, strict: bool, errors: list[FieldError]) -> Target | None:

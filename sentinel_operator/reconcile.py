@@ -40,6 +40,7 @@ from typing import Any
 
 from analyses import mirror
 from analyses.models import Analysis
+from notifications import store as notifications
 from sentinel_cluster import kube, writes
 from sentinel_core import backoff
 from sentinel_core.conditions import ErrorReason
@@ -151,6 +152,7 @@ class Reconciler:
                     target=target,
                     measurements=measurements,
                     now=started,
+                    notify_context=notifications.context_for(row),
                 )
             )
             # Pause first: a status claiming RolloutPaused over an unpaused target would later
