@@ -3,8 +3,9 @@
 ``sentinel_operator.runtime`` runs ``DeliveryPump.run`` in a thread on the leader. Every
 ``poll_interval`` it selects pending deliveries whose ``next_attempt_at`` has come, claims each
 with a compare-and-set that moves ``next_attempt_at`` forward by ``CLAIM`` (so a second pass or
-a second replica during a failover does not queue it twice, and a task lost with its worker is
-queued again when the claim runs out), and queues ``tasks.deliver_task``. Rows stored by an
+a second replica during a failover does not queue it twice, and a task lost with its worker or
+its broker is queued again when the claim runs out), and queues ``tasks.deliver_task`` with
+that claim, which the task must still find on the row to send. Rows stored by an
 operator that was killed, or by the web app's resume, are picked up the same way.
 """
 
@@ -21,20 +22,25 @@ from notifications.models import Delivery, State
 
 log = logging.getLogger(__name__)
 
-Enqueue = Callable[[int], None]
-# Longer than one try can take (connect + read timeouts, the PNG) plus a busy queue.
-CLAIM = timedelta(seconds=120)
+# Enqueue(pk, claim): queue one try; ``claim`` is the next_attempt_at the pump set.
+Enqueue = Callable[[int, datetime], None]
+# How long a queued delivery waits for a worker before the pump queues it again. Short, because
+# a restarted operator finds its predecessor's claims; a second task for the same row is
+# harmless, since the task itself takes the row with a compare-and-set on the claim.
+CLAIM = timedelta(seconds=15)
 POLL_INTERVAL = 0.5
 BATCH = 50
 
 
-def enqueue_delivery(pk: int) -> None:
+def enqueue_delivery(pk: int, claim: datetime) -> None:
     """Queue ``tasks.deliver_task`` on django-q2 (the default ``Enqueue``)."""
     from django_q.tasks import async_task
 
     from notifications.tasks import DELIVER_TASK
 
-    async_task(DELIVER_TASK, pk, task_name=f"notify {pk}", group="notify", save=False)
+    async_task(
+        DELIVER_TASK, pk, claim.isoformat(), task_name=f"notify {pk}", group="notify", save=False
+    )
 
 
 class DeliveryPump:
@@ -62,19 +68,18 @@ class DeliveryPump:
             .values_list("pk", "next_attempt_at")[:BATCH]
         )
         queued = 0
+        claim = now + CLAIM
         for pk, at in due:
             claimed = Delivery.objects.filter(
                 pk=pk, state=State.PENDING, next_attempt_at=at
-            ).update(next_attempt_at=now + CLAIM)
+            ).update(next_attempt_at=claim)
             if not claimed:
                 continue
             try:
-                self._enqueue(pk)
+                self._enqueue(pk, claim)
             except Exception:
                 log.exception("notifications: cannot queue delivery %s", pk)
-                Delivery.objects.filter(pk=pk, next_attempt_at=now + CLAIM).update(
-                    next_attempt_at=at
-                )
+                Delivery.objects.filter(pk=pk, next_attempt_at=claim).update(next_attempt_at=at)
                 continue
             queued += 1
         return queued

@@ -34,14 +34,27 @@ def retry_delay(attempts: int, conf: NotifyConfig, rng: random.Random) -> float:
     return base * rng.uniform(0.9, 1.1)
 
 
-def deliver_task(pk: int, rng: random.Random | None = None) -> str:
-    """Try to send delivery ``pk`` once; return its state afterwards."""
+def deliver_task(pk: int, claim: str | None = None, rng: random.Random | None = None) -> str:
+    """Try to send delivery ``pk`` once; return its state afterwards.
+
+    ``claim`` is the ``next_attempt_at`` the pump set when it queued this task: the task takes
+    the row only if it still holds it, so a duplicate task (queued again after its claim ran
+    out) sends nothing.
+    """
     conf: NotifyConfig = settings.SENTINEL_NOTIFY
+    started = datetime.now(UTC)
+    if claim is not None:
+        # Hold the row for as long as one try can take.
+        hold = started + timedelta(seconds=2 * conf.timeout_seconds + 30)
+        taken = Delivery.objects.filter(
+            pk=pk, state=State.PENDING, next_attempt_at=datetime.fromisoformat(claim)
+        ).update(next_attempt_at=hold)
+        if not taken:
+            return "taken"
     delivery = Delivery.objects.select_related("analysis").filter(pk=pk).first()
     if delivery is None or delivery.state != State.PENDING:
         return "gone" if delivery is None else delivery.state
     channel = conf.channel(delivery.channel)
-    started = datetime.now(UTC)
     mono = time.monotonic()
     if channel is None:
         result = channels.Sent(False, f"channel {delivery.channel!r} is no longer configured")
