@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from testkit.smtp import SmtpReceiver
 from testkit.webhook import WebhookReceiver
 
 
@@ -32,3 +33,12 @@ def notify_config(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write
+
+
+@pytest.fixture
+def smtp() -> Iterator[SmtpReceiver]:
+    receiver = SmtpReceiver().start()
+    try:
+        yield receiver
+    finally:
+        receiver.stop()
