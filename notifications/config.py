@@ -93,6 +93,11 @@ def load(env: Mapping[str, str]) -> NotifyConfig:
     path = env.get("SENTINEL_NOTIFY_CONFIG", "").strip()
     if not path:
         return NotifyConfig(**settings)
+    # deploy/ mounts an optional Secret: until the administrator creates it, there is no file,
+    # which then means no channels (spec.notify names are still reported as unknown).
+    optional = env.get("SENTINEL_NOTIFY_CONFIG_OPTIONAL", "").strip().lower() == "true"
+    if optional and not Path(path).exists():
+        return NotifyConfig(path=path, **settings)
     return NotifyConfig(channels=read_channels(path), path=path, **settings)
 
 

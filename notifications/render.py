@@ -19,12 +19,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 import matplotlib
 
-matplotlib.use("Agg")  # no display in a worker; must precede pyplot's import
+# No display in a worker; Figure is used without pyplot, so no global state either.
+matplotlib.use("Agg")
 
 import matplotlib.dates as mdates
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 # analyses/charts.py's palette.
@@ -88,7 +91,12 @@ def chart_png(
     width, height = size_px(count)
     fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI, facecolor="white")
     fig.suptitle(title, x=LEFT, ha="left", y=1 - 10 / height, fontsize=12, fontweight="bold")
-    start = now - WINDOW
+    # The last hour, or less when the history is younger: a few minutes of samples squeezed
+    # into the right edge of an hour would be unreadable.
+    firsts = [at for one in series for at, _ in one.points[:1]]
+    start = max(
+        now - WINDOW, min(firsts, default=now - WINDOW) - (now - min(firsts, default=now)) * 0.05
+    )
     for index, one in enumerate(series):
         bottom, top = panel_box(index, count)
         ax = fig.add_axes((LEFT, bottom, RIGHT - LEFT, top - bottom))
@@ -100,7 +108,9 @@ def chart_png(
     return out.getvalue()
 
 
-def _panel(ax, one: Series, pauses: Sequence[datetime], start: datetime, end: datetime) -> None:  # type: ignore[no-untyped-def]
+def _panel(
+    ax: Axes, one: Series, pauses: Sequence[datetime], start: datetime, end: datetime
+) -> None:
     low, high = y_limits(one)
     ax.set_xlim(start, end)
     ax.set_ylim(low, high)
@@ -142,7 +152,14 @@ def _panel(ax, one: Series, pauses: Sequence[datetime], start: datetime, end: da
     )
 
 
-def _line(ax, points, colour: str, *, style: object, label: str) -> None:  # type: ignore[no-untyped-def]
+def _line(
+    ax: Axes,
+    points: Sequence[tuple[datetime, float | None]],
+    colour: str,
+    *,
+    style: Any,
+    label: str,
+) -> None:
     # A sample without data breaks the line rather than bridging the gap.
     xs = [at for at, _ in points]
     ys = [v if _finite(v) else math.nan for _, v in points]
