@@ -10,7 +10,7 @@ Channel URLs are never part of the answer: only the channel's name.
 from __future__ import annotations
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.decorators import action
 from rest_framework.pagination import CursorPagination
@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from analyses import access
+from analyses.api.serializers import ErrorSerializer
 from analyses.api.views import AnalysisViewSet
 from notifications.models import Delivery, DeliveryAttempt
 
@@ -88,7 +89,17 @@ class AnalysisNotificationsViewSet(AnalysisViewSet):
             "The messages sent (or being sent) for this analysis: one per transition and "
             "channel, newest first, with every delivery attempt."
         ),
-        responses={200: DeliverySerializer(many=True)},
+        responses={
+            200: DeliverySerializer(many=True),
+            401: OpenApiResponse(ErrorSerializer, description="No or invalid credentials."),
+            403: OpenApiResponse(
+                ErrorSerializer,
+                description="The user lacks the model permission or the right in this namespace.",
+            ),
+            404: OpenApiResponse(
+                ErrorSerializer, description="No such analysis (or an invalid cursor)."
+            ),
+        },
     )
     @action(
         detail=True,
