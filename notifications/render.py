@@ -119,7 +119,9 @@ def _panel(
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     ax.tick_params(colors=LABEL, labelsize=9)
-    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
+    # Minutes for an hour of history, seconds for the few minutes of a young one.
+    short = (end - start).total_seconds() < 600
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S" if short else "%H:%M"))
     ax.set_title(one.name, loc="left", fontsize=10, color="#111827")
     # The failing zone shaded and the line itself, as in the UI.
     ax.axhspan(one.max_value, high, color=MAX_VALUE, alpha=0.06, linewidth=0)

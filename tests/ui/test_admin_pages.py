@@ -106,6 +106,7 @@ def test_the_add_page_asks_for_the_resource_and_one_metric(staff_client: Client)
         "interval",
         "failure_limit",
         "dry_run",
+        "notify",
         "seen_generation",
     ]
     assert form.fields["interval"].initial == "30s"
