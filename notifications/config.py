@@ -165,7 +165,12 @@ def _channel(item: object, where: str) -> Channel:
 
 def _check_url(url: str, where: str) -> None:
     # Imported here: Apprise loads its plugins on import, which only a configured process needs.
+    import logging
+
     from apprise import Apprise
+
+    # Apprise may log the URL it could not parse: its records never reach the process's log.
+    logging.getLogger("apprise").propagate = False
 
     scheme = _SCHEME.match(url)
     assert scheme is not None

@@ -20,7 +20,9 @@ from django.utils import timezone
 from analyses.models import Analysis, Evaluation
 from notifications.config import NotifyConfig
 from notifications.models import Delivery
+from sentinel_core.conditions import ConditionType, Reason
 from sentinel_core.notify import Intent, NotifyContext
+from sentinel_core.status import AnalysisStatus
 
 log = logging.getLogger(__name__)
 
@@ -30,11 +32,17 @@ def config() -> NotifyConfig:
     return settings.SENTINEL_NOTIFY
 
 
-def context_for(row: Analysis | None) -> NotifyContext:
-    """Return what the pure core needs besides the statuses: names, threshold, last attempt."""
+def context_for(row: Analysis | None, status: AnalysisStatus) -> NotifyContext:
+    """Return what the pure core needs besides the statuses: names, threshold, last attempt.
+
+    The previous attempt's time matters only during an outage (``status``, the previous
+    status, says Ready=False/MetricsUnavailable); otherwise it is not looked up.
+    """
     conf = config()
     previous = None
-    if row is not None and row.pk is not None:
+    ready = status.condition(ConditionType.READY)
+    in_outage = ready is not None and ready.reason == Reason.METRICS_UNAVAILABLE
+    if in_outage and row is not None and row.pk is not None:
         # The newest history row: served by the evaluation_newest index.
         previous = (
             Evaluation.objects.filter(analysis=row)
@@ -113,3 +121,9 @@ def on_resumed(
     except Exception:
         # A message must never undo or fail a resume that already happened.
         log.exception("notifications: cannot store the Resumed message of %s", analysis)
+
+
+def prune(before: datetime) -> int:
+    """Delete deliveries created before ``before`` (with their tries); return how many."""
+    _, by_model = Delivery.objects.filter(created_at__lt=before).delete()
+    return int(by_model.get(Delivery._meta.label, 0))

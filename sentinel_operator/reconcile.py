@@ -152,7 +152,7 @@ class Reconciler:
                     target=target,
                     measurements=measurements,
                     now=started,
-                    notify_context=notifications.context_for(row),
+                    notify_context=notifications.context_for(row, resource.status),
                 )
             )
             # Pause first: a status claiming RolloutPaused over an unpaused target would later
