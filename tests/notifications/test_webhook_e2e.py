@@ -86,13 +86,16 @@ def test_pause_sends_exactly_one_message_with_the_graph(
     )
 
     gauge(0.9)
+    wait_condition(
+        kube_client, namespace, "checkout", "RolloutPaused", "FailureLimitReached", timeout=30
+    )
     paused_at = time.monotonic()
-    wait_condition(kube_client, namespace, "checkout", "RolloutPaused", "FailureLimitReached")
     first = wait_until(
         lambda: [m for m in webhook.messages if "Paused" in m.title] or None,
         timeout=20,
         what="the Paused message",
     )
+    # From the test seeing the pause in the cluster to the receiver getting the POST.
     print(f"pause to message on the webhook: {first[0].at - paused_at:.2f} s")
     # Several more evaluations while paused and failing: no message more.
     time.sleep(12)
