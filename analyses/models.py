@@ -53,6 +53,8 @@ class Analysis(models.Model):
     target_name = models.CharField(max_length=253, blank=True)
     interval_seconds = models.FloatField(default=DEFAULT_INTERVAL_SECONDS)
     failure_limit = models.PositiveIntegerField(default=3)
+    # spec.failureWindow (SPEC §3.1); null counts consecutive failures.
+    failure_window = models.PositiveIntegerField(null=True, blank=True)
     dry_run = models.BooleanField(default=False)
 
     status = models.JSONField(default=dict, blank=True)
@@ -134,7 +136,17 @@ class AnalysisMetric(models.Model):
     position = models.PositiveSmallIntegerField(default=0)
     name = models.CharField(max_length=63)
     query = models.TextField()
-    max_value = models.FloatField()
+    # At least one of max_value and max_increase_* is set (SPEC §3.1); the spec parser says so.
+    max_value = models.FloatField(null=True, blank=True)
+    # maxIncrease: at most one of the two.
+    max_increase_percent = models.FloatField(null=True, blank=True)
+    max_increase_absolute = models.FloatField(null=True, blank=True)
+    # baseline: an offset duration as written ("1h"), or before the rollout.
+    baseline_offset = models.CharField(max_length=32, blank=True)
+    baseline_before_rollout = models.BooleanField(default=False)
+    # minSamples: the guard query and its minimum; empty query means no guard.
+    min_samples_query = models.TextField(blank=True)
+    min_samples_min = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["analysis", "position"]
@@ -143,11 +155,26 @@ class AnalysisMetric(models.Model):
         ]
 
     def __str__(self) -> str:
+        if self.max_value is None:
+            return self.name
         return f"{self.name} <= {self.max_value:g}"
 
     def as_spec(self) -> dict[str, object]:
         """Return this metric in the custom resource's ``spec.metrics[]`` shape."""
-        return {"name": self.name, "query": self.query, "maxValue": self.max_value}
+        out: dict[str, object] = {"name": self.name, "query": self.query}
+        if self.max_value is not None:
+            out["maxValue"] = self.max_value
+        if self.max_increase_percent is not None:
+            out["maxIncrease"] = {"percent": self.max_increase_percent}
+        elif self.max_increase_absolute is not None:
+            out["maxIncrease"] = {"absolute": self.max_increase_absolute}
+        if self.baseline_offset:
+            out["baseline"] = {"offset": self.baseline_offset}
+        elif self.baseline_before_rollout:
+            out["baseline"] = {"beforeRollout": True}
+        if self.min_samples_query:
+            out["minSamples"] = {"query": self.min_samples_query, "min": self.min_samples_min}
+        return out
 
 
 class Evaluation(models.Model):
@@ -201,7 +228,16 @@ class MetricResult(models.Model):
     value = models.FloatField(null=True, blank=True)
     # The value exactly as Prometheus printed it ("0.412", "+Inf"), for display.
     value_text = models.CharField(max_length=64, blank=True)
-    max_value = models.FloatField()
+    max_value = models.FloatField(null=True, blank=True)
+    # With maxIncrease: the baseline's value (null when there was none) and its text.
+    baseline = models.FloatField(null=True, blank=True)
+    baseline_text = models.CharField(max_length=64, blank=True)
+    # The lowest bound the value was judged against (maxValue or the baseline's limit).
+    limit = models.FloatField(null=True, blank=True)
+    # With minSamples: what the guard query returned, as Prometheus printed it.
+    samples_text = models.CharField(max_length=64, blank=True)
+    # Labels of the worst series.
+    series = models.JSONField(default=dict, blank=True)
     # Error when this metric's query got no usable answer.
     verdict = models.CharField(max_length=16, choices=OUTCOME_CHOICES)
     # Detail for humans, e.g. "worst of 3 series" or Prometheus's error text.
@@ -212,7 +248,8 @@ class MetricResult(models.Model):
 
     def __str__(self) -> str:
         shown = self.value_text or "no data"
-        return f"{self.name}={shown} (max {self.max_value:g}): {self.verdict}"
+        bound = f" (max {self.max_value:g})" if self.max_value is not None else ""
+        return f"{self.name}={shown}{bound}: {self.verdict}"
 
 
 # REST API tokens and namespace grants live in their own modules; imported here so Django

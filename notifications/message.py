@@ -57,18 +57,16 @@ def chart(analysis: Analysis, *, now: datetime) -> bytes:
         .order_by("evaluation__started_at", "id")
         .values_list("name", "evaluation__started_at", "value", "max_value")
     )
-    # The optional baseline column (SPEC §3.1) is drawn when the history has it.
-    has_baseline = any(f.name == "baseline" for f in MetricResult._meta.get_fields())
+    # The baseline (SPEC §3.1, maxIncrease) where the history rows have one.
     baselines: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
-    if has_baseline:
-        for name, at, base in (
-            MetricResult.objects.filter(evaluation__in=evaluations)
-            .order_by("evaluation__started_at", "id")
-            .values_list("name", "evaluation__started_at", "baseline")
-        ):
-            baselines[name].append((at, base))
+    for name, at, base in (
+        MetricResult.objects.filter(evaluation__in=evaluations, baseline__isnull=False)
+        .order_by("evaluation__started_at", "id")
+        .values_list("name", "evaluation__started_at", "baseline")
+    ):
+        baselines[name].append((at, base))
     points: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
-    maxima: dict[str, float] = {}
+    maxima: dict[str, float | None] = {}
     for name, at, value, max_value in rows:
         points[name].append((at, value))
         maxima[name] = max_value

@@ -56,7 +56,8 @@ class Series:
     """One metric's samples, oldest first; a value of None is an evaluation without data."""
 
     name: str
-    max_value: float
+    # None for a metric judged only against its baseline (maxIncrease, SPEC §3.1).
+    max_value: float | None
     points: Sequence[tuple[datetime, float | None]]
     # The baseline per sample, when the analysis compares with one (SPEC §3.1).
     baseline: Sequence[tuple[datetime, float | None]] = field(default_factory=tuple)
@@ -65,7 +66,9 @@ class Series:
 def y_limits(series: Series) -> tuple[float, float]:
     """Return the y axis of a panel: from 0 (or the lowest value) to HEADROOM above the top."""
     values = [v for _, v in (*series.points, *series.baseline) if _finite(v)]
-    top = max([series.max_value, *values]) if values else series.max_value
+    if series.max_value is not None:
+        values.append(series.max_value)
+    top = max(values, default=1.0)
     bottom = min([0.0, *values])
     top = top * HEADROOM if top > 0 else top + 1.0
     return bottom, top if top > bottom else bottom + 1.0
@@ -123,18 +126,19 @@ def _panel(
     short = (end - start).total_seconds() < 600
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S" if short else "%H:%M"))
     ax.set_title(one.name, loc="left", fontsize=10, color="#111827")
-    # The failing zone shaded and the line itself, as in the UI.
-    ax.axhspan(one.max_value, high, color=MAX_VALUE, alpha=0.06, linewidth=0)
-    ax.axhline(one.max_value, color=MAX_VALUE, linewidth=2, linestyle=(0, (6, 4)))
-    ax.text(
-        0.005,
-        one.max_value,
-        f" max {one.max_value:g}",
-        color=MAX_VALUE,
-        fontsize=9,
-        va="bottom",
-        transform=ax.get_yaxis_transform(),
-    )
+    if one.max_value is not None:
+        # The failing zone shaded and the line itself, as in the UI.
+        ax.axhspan(one.max_value, high, color=MAX_VALUE, alpha=0.06, linewidth=0)
+        ax.axhline(one.max_value, color=MAX_VALUE, linewidth=2, linestyle=(0, (6, 4)))
+        ax.text(
+            0.005,
+            one.max_value,
+            f" max {one.max_value:g}",
+            color=MAX_VALUE,
+            fontsize=9,
+            va="bottom",
+            transform=ax.get_yaxis_transform(),
+        )
     for at in pauses:
         ax.axvline(at, color=PAUSE, linewidth=2, linestyle=(0, (3, 3)))
         ax.text(

@@ -114,12 +114,72 @@ class Target:
 
 
 @dataclass(frozen=True)
+class Increase:
+    """``maxIncrease``: how far above its baseline a metric may go; exactly one field is set."""
+
+    percent: float | None = None
+    absolute: float | None = None
+
+    def to_dict(self) -> dict[str, float]:
+        if self.percent is not None:
+            return {"percent": self.percent}
+        return {"absolute": self.absolute if self.absolute is not None else 0.0}
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """``baseline``: the earlier instant a metric is compared with (SPEC §3.1).
+
+    Either ``offset`` (a duration as written, ``1h``; ``offset_seconds`` parsed) or
+    ``before_rollout`` (the instant the target's current rollout began).
+    """
+
+    offset: str | None = None
+    offset_seconds: float | None = None
+    before_rollout: bool = False
+
+    def to_dict(self) -> dict[str, object]:
+        if self.offset is not None:
+            return {"offset": self.offset}
+        return {"beforeRollout": self.before_rollout}
+
+
+@dataclass(frozen=True)
+class MinSamples:
+    """``minSamples``: a guard query that must return at least ``min`` for a decisive verdict."""
+
+    query: str
+    min: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {"query": self.query, "min": self.min}
+
+
+@dataclass(frozen=True)
 class MetricSpec:
-    """One PromQL query and the highest value it may return."""
+    """One PromQL query and what it may return: under ``maxValue``, within ``maxIncrease``."""
 
     name: str
     query: str
-    max_value: float
+    # At least one of max_value and max_increase is set (SPEC §3.1); baseline comes with
+    # max_increase.
+    max_value: float | None = None
+    max_increase: Increase | None = None
+    baseline: Baseline | None = None
+    min_samples: MinSamples | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the metric in the custom resource's ``spec.metrics[]`` shape."""
+        out: dict[str, object] = {"name": self.name, "query": self.query}
+        if self.max_value is not None:
+            out["maxValue"] = self.max_value
+        if self.max_increase is not None:
+            out["maxIncrease"] = self.max_increase.to_dict()
+        if self.baseline is not None:
+            out["baseline"] = self.baseline.to_dict()
+        if self.min_samples is not None:
+            out["minSamples"] = self.min_samples.to_dict()
+        return out
 
 
 @dataclass(frozen=True)
@@ -133,6 +193,8 @@ class AnalysisSpec:
     interval_seconds: float = DEFAULT_INTERVAL_SECONDS
     failure_limit: int = DEFAULT_FAILURE_LIMIT
     dry_run: bool = False
+    # M-of-N counting (SPEC §3.1): None keeps consecutive counting.
+    failure_window: int | None = None
     # Notification channel names (SPEC §14); the operator's configuration defines them.
     notify: tuple[str, ...] = ()
 
@@ -148,15 +210,18 @@ class AnalysisSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the spec in the custom resource's shape, defaults written out."""
-        return {
+        out: dict[str, Any] = {
             "target": {"kind": self.target.kind, "name": self.target.name},
-            "metrics": [
-                {"name": m.name, "query": m.query, "maxValue": m.max_value} for m in self.metrics
-            ],
+            "metrics": [m.to_dict() for m in self.metrics],
             "interval": self.interval,
             "failureLimit": self.failure_limit,
             "dryRun": self.dry_run,
-        } | ({"notify": list(self.notify)} if self.notify else {})
+        }
+        if self.failure_window is not None:
+            out["failureWindow"] = self.failure_window
+        if self.notify:
+            out["notify"] = list(self.notify)
+        return out
 
 
 def parse_duration(text: str) -> float:

@@ -102,6 +102,15 @@ class MetricResult:
     value: str | None = None
     max_value: float | None = None
     message: str = ""
+    # With maxIncrease: the baseline's value, Prometheus's own text; None without one.
+    baseline: str | None = None
+    # With minSamples: what the guard query returned, Prometheus's own text.
+    samples: str | None = None
+    # Labels of the worst series (at most 10, values cut to 100 characters), sorted by name.
+    series: tuple[tuple[str, str], ...] = ()
+    # The lowest bound the value was judged against (maxValue or the baseline's limit). Not
+    # part of the resource's status: the operator exports it as sentinel_metric_threshold.
+    limit: float | None = None
 
     @classmethod
     def from_dict(cls, raw: object) -> MetricResult | None:
@@ -117,6 +126,9 @@ class MetricResult:
         value = raw.get("value")
         max_value = raw.get("maxValue")
         message = raw.get("message")
+        baseline = raw.get("baseline")
+        samples = raw.get("samples")
+        series = raw.get("series")
         return cls(
             name=name,
             verdict=verdict,
@@ -127,6 +139,15 @@ class MetricResult:
                 else None
             ),
             message=message if isinstance(message, str) else "",
+            baseline=baseline if isinstance(baseline, str) else None,
+            samples=samples if isinstance(samples, str) else None,
+            series=tuple(
+                sorted(
+                    (k, v)
+                    for k, v in (series.items() if isinstance(series, Mapping) else ())
+                    if isinstance(k, str) and isinstance(v, str)
+                )
+            ),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -135,9 +156,40 @@ class MetricResult:
             out["value"] = self.value
         if self.max_value is not None:
             out["maxValue"] = self.max_value
+        if self.baseline is not None:
+            out["baseline"] = self.baseline
+        if self.samples is not None:
+            out["samples"] = self.samples
+        if self.series:
+            out["series"] = dict(self.series)
         out["verdict"] = str(self.verdict)
         if self.message:
             out["message"] = self.message
+        return out
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """``status.rollout``: the target's current rollout as the operator saw it (SPEC §3.1)."""
+
+    # A stable hash of the target's spec.template.
+    template_hash: str
+    # When it began: the newest ReplicaSet's creationTimestamp, else when it was first seen.
+    started_at: datetime | None = None
+
+    @classmethod
+    def from_dict(cls, raw: object) -> Rollout | None:
+        if not isinstance(raw, Mapping):
+            return None
+        template_hash = raw.get("templateHash")
+        if not isinstance(template_hash, str) or not template_hash:
+            return None
+        return cls(template_hash=template_hash, started_at=parse_time(raw.get("startedAt")))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"templateHash": self.template_hash}
+        if self.started_at is not None:
+            out["startedAt"] = format_time(self.started_at)
         return out
 
 
@@ -154,6 +206,9 @@ class AnalysisStatus:
     # When this analysis paused its target; None when it has not (or a person resumed it).
     paused_at: datetime | None = None
     conditions: tuple[Condition, ...] = ()
+    # Only with spec.failureWindow: the last decisive verdicts (Pass or Fail), oldest first.
+    window: tuple[Verdict, ...] | None = None
+    rollout: Rollout | None = None
 
     @classmethod
     def from_dict(cls, raw: object) -> AnalysisStatus:
@@ -181,6 +236,8 @@ class AnalysisStatus:
             metric_results=tuple(r for r in parsed_results if r is not None),
             paused_at=parse_time(raw.get("pausedAt")),
             conditions=tuple(parsed_conditions.values()),
+            window=_verdicts(raw.get("window")),
+            rollout=Rollout.from_dict(raw.get("rollout")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -194,6 +251,10 @@ class AnalysisStatus:
         if self.last_evaluation_time is not None:
             out["lastEvaluationTime"] = format_time(self.last_evaluation_time)
         out["metricResults"] = [r.to_dict() for r in self.metric_results]
+        if self.window is not None:
+            out["window"] = [str(v) for v in self.window]
+        if self.rollout is not None:
+            out["rollout"] = self.rollout.to_dict()
         out["pausedAt"] = format_time(self.paused_at) if self.paused_at is not None else None
         out["conditions"] = [c.to_dict() for c in self.conditions]
         return out
@@ -219,6 +280,18 @@ class AnalysisStatus:
         by_type = {c.type: c for c in updated}
         kept = [by_type.pop(c.type, c) for c in self.conditions]
         return replace(self, conditions=(*kept, *by_type.values()))
+
+
+def _verdicts(raw: object) -> tuple[Verdict, ...] | None:
+    if not isinstance(raw, list):
+        return None
+    verdicts = []
+    for item in raw:
+        try:
+            verdicts.append(Verdict(item))
+        except ValueError:
+            continue
+    return tuple(verdicts)
 
 
 def _list(value: object) -> list[Any]:

@@ -43,3 +43,11 @@ def test_limits_cover_data_threshold_and_negative_values() -> None:
     assert low == -2.0 and high > 0.0
     # Nothing to draw is still a picture, with a sentence instead of panels.
     assert decode_png(render.chart_png("shop/empty", [], [], NOW)).size == render.size_px(1)
+
+
+def test_a_metric_judged_only_against_its_baseline_has_no_max_line() -> None:
+    points = samples([0.1] * 30 + [0.3] * 10)
+    series = render.Series("p99-latency", None, points, baseline=[(t, 0.1) for t, _ in points])
+    image = decode_png(render.chart_png("shop/checkout", [series], [], NOW))
+    assert not rows_of_colour(image, render.MAX_VALUE, share=0.05)
+    assert rows_of_colour(image, render.BASELINE, share=0.15)
