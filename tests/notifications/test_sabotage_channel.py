@@ -78,10 +78,11 @@ def test_channel_down_is_retried_with_backoff_and_recorded(
     )
     assert row["attempts"] == ATTEMPTS == len(tries)
     assert not any(t["ok"] for t in tries)
-    # Exponential: at least 1, 2, 4 s (-10 % jitter), plus the pump's and the broker's polls
-    # and a worker becoming free (seen: up to 2 s on this 2-core machine).
+    # Exponential: at least 1, 2, 4 s (-10 % jitter). On top come the pump's and the broker's
+    # polls and, when a try lands on a worker that has not sent yet, its first import of
+    # matplotlib (seen: up to 4 s on this shared 2-core machine).
     for wait, base in zip(waits, (1, 2, 4), strict=True):
-        assert base * 0.9 <= wait <= base * 1.1 + 3, waits
+        assert base * 0.9 <= wait <= base * 1.1 + 5, waits
     # Why, without the URL; a timeout ends the try within about the timeout.
     assert row["last_error"]
     assert "json://" not in str(row["last_error"])
