@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: test lint pytest venv debs demo-debs demo run clean
+.PHONY: test lint pytest venv debs demo-debs demo run clean node
 
 venv: $(STAMP)
 
@@ -25,6 +25,17 @@ debs:
 demo-debs:
 	@sh scripts/ensure-debian-packages.sh $(DEMO_DEBS)
 
+# axe-core for the browser test's accessibility check (tests/ui/test_accessibility.py), pinned in
+# package.json and package-lock.json: `npm ci` once, then a no-op until the lock file changes.
+NODE_STAMP := node_modules/.installed-stamp
+
+node: $(NODE_STAMP)
+
+$(NODE_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "make: npm is missing: install Node.js 20 with npm (Debian: apt-get install nodejs npm) to get axe-core for the accessibility test" >&2; exit 1; }
+	npm ci --no-audit --no-fund
+	touch $@
+
 # ruff, then SPEC §2's dependency rules as import-linter contracts (pyproject.toml).
 lint: venv
 	$(BIN)/ruff check .
@@ -34,7 +45,7 @@ lint: venv
 # The suite runs the Kubernetes-facing tests on devcluster and on the real control plane (SPEC
 # §9a), so it needs the binaries: a no-op once built, ~10 min cold; without Go, one line says
 # which Go to install.
-pytest: venv debs realcluster
+pytest: venv debs realcluster node
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint pytest
@@ -48,7 +59,7 @@ run: venv
 	$(BIN)/gunicorn -c python:sentinel_site.gunicorn_conf sentinel_site.wsgi --bind 127.0.0.1:8000 --workers 2
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache node_modules
 
 # Everything local: devcluster, the CRD and a checkout Deployment, real Prometheus scraping a
 # demo app that regresses after two minutes, the operator and the web UI on :8000.

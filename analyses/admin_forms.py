@@ -137,6 +137,11 @@ class MetricInlineFormSet(forms.BaseInlineFormSet):
             attrs={"rows": 3, "cols": 48, "class": "sentinel-query", "spellcheck": "false"}
         )
         form.fields["max_value"].label = "Max value"
+        # The inline's rows render no help text of their own: it is in the column header
+        # (admin/edit_inline/accessible_tabular.html), under an id without the row number.
+        for name, field in form.fields.items():
+            if field.help_text:
+                field.widget.attrs["aria-describedby"] = f"{self.prefix}-{name}-help"
 
 
 class MetricForm(forms.ModelForm):

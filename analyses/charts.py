@@ -13,6 +13,7 @@ time axis, and a dashed amber line at every evaluation that paused the rollout.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -32,11 +33,13 @@ _MIN_SPAN = 1e-290
 # Beyond this many samples, dots would merge into a smear; only breaches keep theirs.
 _MAX_DOTS = 160
 
+# Text in these colours (max and pause labels, ticks) is at least 4.5:1 on the white card and on
+# the shaded zone (WCAG AA; tests/ui/test_accessibility.py checks it).
 _VALUE = "#2563eb"
-_BREACH = "#dc2626"
-_PAUSE = "#d97706"
+_BREACH = "#b91c1c"
+_PAUSE = "#b45309"
 _GRID = "#e5e7eb"
-_LABEL = "#6b7280"
+_LABEL = "#4b5563"
 _NO_DATA = "#9ca3af"
 
 
@@ -110,11 +113,15 @@ def render_metric_chart(
         f"{title}: {len(ordered)} evaluations, {breaches} above the maximum "
         f"{format_value(max_value)}"
     )
+    # What a screen reader announces: <title> names the graph, <desc> gives the last values
+    # (the page's history table lists every evaluation as text).
+    ids = f"chart-{re.sub(r'[^A-Za-z0-9_-]+', '-', title)}"
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="metric-chart" '
         f'viewBox="0 0 {width} {height}" width="100%" preserveAspectRatio="xMidYMid meet" '
-        f'role="img" aria-label="{escape(summary)}" data-points="{len(ordered)}">',
-        f"<title>{escape(summary)}</title>",
+        f'role="img" aria-labelledby="{ids}-title {ids}-desc" data-points="{len(ordered)}">',
+        f'<title id="{ids}-title">Graph of {escape(summary)}</title>',
+        f'<desc id="{ids}-desc">{escape(_description(ordered, max_value))}</desc>',
         *_grid(frame),
         *_threshold(frame, max_value),
         *_pauses(frame, ordered),
@@ -295,6 +302,32 @@ def _stamp(moment: datetime, long_span: bool) -> str:
 
 def _clock(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _description(points: Sequence[ChartPoint], max_value: float | None) -> str:
+    """Return the graph in words (its <desc>): the last values, gaps, pauses, where the rest is."""
+    bound = "" if max_value is None else f" against the maximum {format_value(max_value)}"
+    if not points:
+        return f"No evaluations yet{bound}."
+    measured = [p for p in points if p.value is not None and not math.isnan(p.value)]
+    last = [
+        f"{format_value(p.value)} at {_clock(p.at)} UTC"
+        + (" (above the maximum)" if max_value is not None and p.value > max_value else "")
+        for p in measured[-3:]
+        if p.value is not None
+    ]
+    words = [
+        f"Value over time from {_clock(points[0].at)} to {_clock(points[-1].at)} UTC{bound}.",
+        f"Last values, oldest first: {'; '.join(last)}." if last else "No values measured.",
+    ]
+    gaps = len(points) - len(measured)
+    if gaps:
+        words.append(f"{gaps} evaluations without data.")
+    pauses = [_clock(p.at) for p in points if p.paused]
+    if pauses:
+        words.append(f"Rollout paused at {', '.join(pauses)} UTC.")
+    words.append("The history table lists every evaluation.")
+    return " ".join(words)
 
 
 def _text(

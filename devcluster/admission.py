@@ -287,10 +287,11 @@ def _status_causes(schema: Mapping[str, Any], new: Mapping[str, Any]) -> list[An
     status_schema = (schema.get("properties") or {}).get("status")
     if status_schema is None or "status" not in new:
         return []
-    return [
+    causes = [
         dataclasses.replace(cause, field=f"status.{cause.field}" if cause.field else "status")
         for cause in schema_module.validate_value(status_schema, new["status"], "")
     ]
+    return schema_module.with_cel_note(schema, causes)
 
 
 def _new_finalizer_causes(

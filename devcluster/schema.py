@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from devcluster import cel
 from devcluster.gofmt import go_quote, go_value, type_name
 
 REQUIRED = "FieldValueRequired"
@@ -89,7 +90,31 @@ def validate(schema: Mapping[str, Any], obj: Any) -> list[Cause]:
     )
     causes = list(_validate_node(root, body, ""))
     causes += _list_types(root, body, "")
+    if not cel.has_rules(root):
+        return causes
+    if any(c.reason in _CEL_BLOCKING for c in causes):
+        return [_CEL_SKIPPED, *causes]
+    return causes + [Cause(*found) for found in cel.validate(root, body, "")]
+
+
+def with_cel_note(schema: Mapping[str, Any], causes: list[Cause]) -> list[Cause]:
+    """Return ``causes`` with kube-apiserver's note that the CEL rules were not checked.
+
+    kube-apiserver skips a CRD's CEL rules (x-kubernetes-validations) after these errors and
+    says so in a first cause without a field.
+    """
+    if any(c.reason in _CEL_BLOCKING for c in causes) and cel.has_rules(schema):
+        return [_CEL_SKIPPED, *causes]
     return causes
+
+
+_CEL_BLOCKING = frozenset({NOT_SUPPORTED, REQUIRED, TOO_LONG, TOO_MANY, TYPE_INVALID})
+_CEL_SKIPPED = Cause(
+    INVALID,
+    "<nil>",
+    "Invalid value: null: some validation rules were not checked because the object was "
+    "invalid; correct the existing errors to complete validation",
+)
 
 
 def validate_value(schema: Mapping[str, Any], value: Any, path: str) -> list[Cause]:

@@ -35,6 +35,10 @@ class AttemptInline(admin.TabularInline):
     readonly_fields = fields
     extra = 0
     can_delete = False
+    verbose_name = "attempt"
+    verbose_name_plural = "attempts"
+    # The admin's tabular inline with a label on every cell (screen readers, issue 14).
+    template = "admin/edit_inline/accessible_tabular.html"
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -55,6 +55,10 @@ class Forbidden(KubeError):
     """401/403: the credentials are wrong or lack a permission (RBAC)."""
 
 
+# How apimachinery prints the path of an error that belongs to no field.
+_NO_FIELD = "<nil>"
+
+
 class Invalid(KubeError):
     """400/422: the object was refused; ``causes`` lists the field errors."""
 
@@ -63,7 +67,13 @@ class Invalid(KubeError):
         body = self.body if isinstance(self.body, Mapping) else {}
         details = body.get("details")
         causes = details.get("causes") if isinstance(details, Mapping) else None
-        return [cause for cause in causes or [] if isinstance(cause, dict)]
+        # A CRD with CEL rules makes kube-apiserver add, after a schema error, a cause with the
+        # field "<nil>" saying the rules were not checked: a note, not a field error.
+        return [
+            cause
+            for cause in causes or []
+            if isinstance(cause, dict) and cause.get("field") != _NO_FIELD
+        ]
 
 
 class Gone(KubeError):
@@ -291,6 +301,10 @@ def analysis_path(namespace: str, name: str) -> str:
 
 def deployment_path(namespace: str, name: str) -> str:
     return f"/apis/apps/v1/namespaces/{quote(namespace)}/deployments/{quote(name)}"
+
+
+def replicasets_path(namespace: str) -> str:
+    return f"/apis/apps/v1/namespaces/{quote(namespace)}/replicasets"
 
 
 def events_path(namespace: str) -> str:

@@ -42,6 +42,10 @@ class Reason(StrEnum):
     WITHIN_THRESHOLDS = "WithinThresholds"
     THRESHOLD_EXCEEDED = "ThresholdExceeded"
     NO_DATA = "NoData"
+    # A minSamples guard under its minimum: too little traffic to judge (SPEC §3.1).
+    INSUFFICIENT_DATA = "InsufficientData"
+    # maxIncrease with no baseline to compare with: none has data, or no rollout seen yet.
+    NO_BASELINE = "NoBaseline"
     NOT_EVALUATED = "NotEvaluated"
     # RolloutPaused
     FAILURE_LIMIT_REACHED = "FailureLimitReached"
@@ -71,7 +75,14 @@ REASONS: MappingProxyType[ConditionType, MappingProxyType[ConditionStatus, froze
                 {
                     ConditionStatus.TRUE: frozenset({Reason.WITHIN_THRESHOLDS}),
                     ConditionStatus.FALSE: frozenset({Reason.THRESHOLD_EXCEEDED}),
-                    ConditionStatus.UNKNOWN: frozenset({Reason.NO_DATA, Reason.NOT_EVALUATED}),
+                    ConditionStatus.UNKNOWN: frozenset(
+                        {
+                            Reason.NO_DATA,
+                            Reason.INSUFFICIENT_DATA,
+                            Reason.NO_BASELINE,
+                            Reason.NOT_EVALUATED,
+                        }
+                    ),
                 }
             ),
             ConditionType.ROLLOUT_PAUSED: MappingProxyType(
@@ -112,6 +123,8 @@ class EventReason(StrEnum):
     METRICS_RECOVERED = "MetricsRecovered"
     TARGET_NOT_FOUND = "TargetNotFound"
     INVALID_QUERY = "InvalidQuery"
+    # A new pod template seen on the target: the start of beforeRollout's baseline.
+    ROLLOUT_DETECTED = "RolloutDetected"
 
 
 EVENT_TYPES: MappingProxyType[EventReason, EventType] = MappingProxyType(
@@ -122,6 +135,7 @@ EVENT_TYPES: MappingProxyType[EventReason, EventType] = MappingProxyType(
         EventReason.METRICS_RECOVERED: EventType.NORMAL,
         EventReason.TARGET_NOT_FOUND: EventType.WARNING,
         EventReason.INVALID_QUERY: EventType.WARNING,
+        EventReason.ROLLOUT_DETECTED: EventType.NORMAL,
     }
 )
 

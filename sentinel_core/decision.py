@@ -15,15 +15,24 @@ re-read resource without measuring or counting again.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import NamedTuple
 
 from sentinel_core import notify
+from sentinel_core.condition_rules import (
+    _FALSE,
+    _TRUE,
+    _UNKNOWN,
+    _clip,
+    _Conditions,
+    _errors,
+    _healthy,
+    _ready,
+    _target,
+)
 from sentinel_core.conditions import (
     EVENT_TYPES,
-    ConditionStatus,
     ConditionType,
     ErrorReason,
     EventReason,
@@ -32,19 +41,19 @@ from sentinel_core.conditions import (
     Reason,
     Verdict,
 )
+from sentinel_core.judge import judge
 from sentinel_core.measurement import Measurement, MeasurementError
+from sentinel_core.rollout import is_new
 from sentinel_core.spec import (
     DEFAULT_INTERVAL_SECONDS,
     AnalysisSpec,
     InvalidSpecError,
     MetricSpec,
 )
-from sentinel_core.status import AnalysisStatus, Condition, MetricResult, transition
+from sentinel_core.status import AnalysisStatus, Condition, MetricResult, Rollout
 from sentinel_core.target import PauseTarget, TargetState
-from sentinel_core.values import format_value, utc_seconds
-
-# Annotation values and condition messages stay readable; the full detail is in the history.
-_MAX_MESSAGE = 1024
+from sentinel_core.values import format_time, utc_seconds
+from sentinel_core.window import count, describe
 
 
 @dataclass(frozen=True)
@@ -62,6 +71,9 @@ class Observation:
     # One per spec metric; empty when the spec is invalid.
     measurements: tuple[Measurement, ...]
     now: datetime
+    # The target's rollout as the reconciler detected it this attempt (rollout.next_rollout);
+    # None keeps the previous status.rollout.
+    rollout: Rollout | None = None
     # Channel names, outage threshold and previous attempt for the intents (SPEC §14).
     notify_context: notify.NotifyContext = notify.NO_CONTEXT
 
@@ -130,8 +142,12 @@ def decide(obs: Observation) -> Decision:
     pairs = _pair(spec, obs.measurements)
     unavailable = [m for _, m in pairs if m.error == MeasurementError.UNAVAILABLE]
     rejected = [m for _, m in pairs if m.error == MeasurementError.INVALID_QUERY]
-    judged = tuple(_judge(metric, m) for metric, m in pairs if m.error is None)
+    rollout = obs.rollout if obs.rollout is not None else prev.rollout
+    judgements = tuple(judge(metric, m, rollout) for metric, m in pairs if m.error is None)
+    judged = tuple(j.result for j in judgements)
     events: list[Event] = []
+    if is_new(prev.rollout, obs.rollout):
+        events.append(_event(EventReason.ROLLOUT_DETECTED, _rollout_message(spec, rollout)))
 
     # A person resumed the target (kubectl rollout resume): acknowledge it, count afresh.
     paused = prev.condition(ConditionType.ROLLOUT_PAUSED)
@@ -139,7 +155,7 @@ def decide(obs: Observation) -> Decision:
     target = obs.target
     resumed = prev.is_true(ConditionType.ROLLOUT_PAUSED) and target.exists and not target.paused
     if resumed:
-        failures, paused_at = 0, None
+        paused_at = None
         paused = conds.set(
             ConditionType.ROLLOUT_PAUSED,
             _FALSE,
@@ -149,15 +165,15 @@ def decide(obs: Observation) -> Decision:
         events.append(_event(EventReason.ROLLOUT_RESUMED, paused.message))
 
     verdict = None if unavailable or rejected else _verdict(judged)
-    if verdict == Verdict.FAIL:
-        failures += 1
-    elif verdict == Verdict.PASS:
-        failures = 0
+    # A spec edit or a resume starts the count (and the window) afresh.
+    window = spec.failure_window
+    counted = count(window, failures, prev.window, verdict, reset=spec_changed or resumed)
+    failures = counted.failures
 
-    ready = _ready(obs, spec, conds, unavailable, rejected)
+    ready = _ready(obs.namespace, obs.target.exists, spec, conds, unavailable, rejected)
     ready = notify.with_unknown_channels(ready, spec.notify, obs.notify_context)
     events.extend(_ready_events(prev.condition(ConditionType.READY), ready, spec_changed))
-    healthy = _healthy(prev, conds, verdict, judged, unavailable, rejected)
+    healthy = _healthy(prev, conds, verdict, judgements, unavailable, rejected)
 
     # Pause only right after an evaluation that got answers, never in the attempt that saw a
     # resume (the person gets one interval before the next failure may pause again).
@@ -167,10 +183,13 @@ def decide(obs: Observation) -> Decision:
     if limit_reached and not spec.dry_run and target.exists and not resumed:
         already = target.paused and ours
         if not (already and prev.is_true(ConditionType.ROLLOUT_PAUSED)):
-            detail = (
-                f"{failures} consecutive failed evaluations reached failureLimit "
-                f"{spec.failure_limit}: {healthy.message}"
+            how = (
+                f"{failures} consecutive failed evaluations"
+                if window is None
+                else f"{failures} failed of the last {len(counted.window or ())} decisive "
+                "evaluations"
             )
+            detail = f"{how} reached failureLimit {spec.failure_limit}: {healthy.message}"
             if not already:
                 pause = PauseTarget(
                     namespace=obs.namespace,
@@ -194,11 +213,12 @@ def decide(obs: Observation) -> Decision:
             ConditionType.ROLLOUT_PAUSED,
             _FALSE,
             Reason.NOT_PAUSED,
-            f"{failures} of {spec.failure_limit} consecutive failed evaluations{note}",
+            describe(window, failures, spec.failure_limit) + note,
         )
 
     status = replace(prev, observed_generation=obs.generation, failures=failures)
-    status = replace(status, paused_at=paused_at).with_conditions(ready, healthy, paused)
+    status = replace(status, window=counted.window, rollout=rollout, paused_at=paused_at)
+    status = status.with_conditions(ready, healthy, paused)
     if verdict is not None:
         status = replace(
             status, last_verdict=verdict, metric_results=judged, last_evaluation_time=now
@@ -237,7 +257,9 @@ def resume(
         Reason.RESUMED_BY_USER,
         f"resumed by {who}; the failure count starts again",
     )
-    status = replace(previous, failures=0, paused_at=None).with_conditions(paused)
+    # A resume clears the failure window too (SPEC §3.1); without one there is none to clear.
+    window = () if previous.window is not None else None
+    status = replace(previous, failures=0, paused_at=None, window=window).with_conditions(paused)
     events: tuple[Event, ...] = ()
     if previous.is_true(ConditionType.ROLLOUT_PAUSED):
         events = (_event(EventReason.ROLLOUT_RESUMED, paused.message),)
@@ -250,6 +272,7 @@ def interrupted(
     *,
     reason: ErrorReason,
     message: str,
+    rollout: Rollout | None = None,
 ) -> HistoryEntry:
     """Return the history entry of an attempt the Kubernetes API cut short.
 
@@ -258,99 +281,13 @@ def interrupted(
     """
     by_name = {m.metric: m for m in measurements}
     judged = tuple(
-        _judge(metric, by_name[metric.name])
+        judge(metric, by_name[metric.name], rollout).result
         for metric in (spec.metrics if spec is not None else ())
         if metric.name in by_name and by_name[metric.name].error is None
     )
     return HistoryEntry(
         outcome=Outcome.ERROR, error_reason=reason, error_message=message, metric_results=judged
     )
-
-
-_TRUE, _FALSE, _UNKNOWN = ConditionStatus.TRUE, ConditionStatus.FALSE, ConditionStatus.UNKNOWN
-
-
-@dataclass(frozen=True)
-class _Conditions:
-    """Sets conditions relative to the previous status, keeping metav1 transition semantics."""
-
-    previous: AnalysisStatus
-    now: datetime
-    generation: int | None
-
-    def set(
-        self, type_: ConditionType, status: ConditionStatus, reason: Reason, message: str
-    ) -> Condition:
-        return transition(
-            self.previous.condition(type_),
-            type=type_,
-            status=status,
-            reason=reason,
-            message=_clip(message),
-            now=self.now,
-            generation=self.generation,
-        )
-
-
-def _ready(
-    obs: Observation,
-    spec: AnalysisSpec,
-    conds: _Conditions,
-    unavailable: list[Measurement],
-    rejected: list[Measurement],
-) -> Condition:
-    # The first problem that stops the analysis from working fully: no answers at all, then a
-    # rejected query, then a missing target (whose metrics are still evaluated).
-    missing = f"{_target(spec)} not found in namespace {obs.namespace}"
-    ready = ConditionType.READY
-    if unavailable:
-        also = "" if obs.target.exists else f"; also {missing}"
-        message = f"Prometheus did not answer: {_errors(unavailable)}{also}"
-        return conds.set(ready, _FALSE, Reason.METRICS_UNAVAILABLE, message)
-    if rejected:
-        message = f"Prometheus rejected the query: {_errors(rejected)}"
-        return conds.set(ready, _FALSE, Reason.INVALID_QUERY, message)
-    if not obs.target.exists:
-        message = f"{missing}; metrics are still evaluated, nothing is paused until it exists"
-        return conds.set(ready, _FALSE, Reason.TARGET_NOT_FOUND, message)
-    message = f"evaluating {_count(len(spec.metrics), 'metric')} every {spec.interval}"
-    return conds.set(ready, _TRUE, Reason.EVALUATING, message)
-
-
-def _healthy(
-    prev: AnalysisStatus,
-    conds: _Conditions,
-    verdict: Verdict | None,
-    judged: tuple[MetricResult, ...],
-    unavailable: list[Measurement],
-    rejected: list[Measurement],
-) -> Condition:
-    # Judged from this evaluation; kept as it was through an outage; unknown for a bad query.
-    healthy = ConditionType.HEALTHY
-    if verdict == Verdict.FAIL:
-        parts = [
-            f"{r.name} is {r.value}, above maxValue {format_value(r.max_value or 0.0)}"
-            + (f" ({r.message})" if r.message else "")
-            for r in judged
-            if r.verdict == Verdict.FAIL
-        ]
-        return conds.set(healthy, _FALSE, Reason.THRESHOLD_EXCEEDED, "; ".join(parts))
-    if verdict == Verdict.INCONCLUSIVE:
-        names = ", ".join(r.name for r in judged if r.verdict == Verdict.INCONCLUSIVE)
-        message = f"no data for {names} (empty result or NaN)"
-        return conds.set(healthy, _UNKNOWN, Reason.NO_DATA, message)
-    if verdict == Verdict.PASS:
-        message = f"{_count(len(judged), 'metric')} within maxValue"
-        return conds.set(healthy, _TRUE, Reason.WITHIN_THRESHOLDS, message)
-    before = prev.condition(healthy)
-    if unavailable and before is not None:
-        return before
-    if unavailable:
-        message = "no evaluation has got answers from Prometheus yet"
-    else:
-        names = ", ".join(m.metric for m in rejected)
-        message = f"not evaluated: Prometheus rejected the query of {names}"
-    return conds.set(healthy, _UNKNOWN, Reason.NOT_EVALUATED, message)
 
 
 def _decide_invalid_spec(error: InvalidSpecError, conds: _Conditions, failures: int) -> Decision:
@@ -390,25 +327,6 @@ def _pair(
     return [(metric, by_name[metric.name]) for metric in spec.metrics]
 
 
-def _judge(metric: MetricSpec, m: Measurement) -> MetricResult:
-    series = f"worst of {m.series} series" if m.series > 1 else ""
-    # NaN is no data (SPEC §5); the client already maps it to None, this guards the contract.
-    if m.value is None or math.isnan(m.value):
-        return MetricResult(
-            name=metric.name,
-            verdict=Verdict.INCONCLUSIVE,
-            max_value=metric.max_value,
-            message=m.message or "no data: empty result or NaN",
-        )
-    return MetricResult(
-        name=metric.name,
-        verdict=Verdict.FAIL if m.value > metric.max_value else Verdict.PASS,
-        value=m.text if m.text is not None else format_value(m.value),
-        max_value=metric.max_value,
-        message=m.message or series,
-    )
-
-
 def _verdict(results: tuple[MetricResult, ...]) -> Verdict:
     verdicts = {r.verdict for r in results}
     if Verdict.FAIL in verdicts:
@@ -436,21 +354,13 @@ def _ready_events(before: Condition | None, after: Condition, spec_changed: bool
     return events
 
 
+def _rollout_message(spec: AnalysisSpec, rollout: Rollout | None) -> str:
+    assert rollout is not None and rollout.started_at is not None
+    return (
+        f"new pod template {rollout.template_hash} on {_target(spec)}, rollout started at "
+        f"{format_time(rollout.started_at)}: beforeRollout baselines are taken from then"
+    )
+
+
 def _event(reason: EventReason, message: str) -> Event:
     return Event(EVENT_TYPES[reason], reason, _clip(message))
-
-
-def _errors(measurements: list[Measurement]) -> str:
-    return "; ".join(f"{m.metric}: {m.message or m.error}" for m in measurements)
-
-
-def _target(spec: AnalysisSpec) -> str:
-    return f"{spec.target.kind} {spec.target.name}"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"

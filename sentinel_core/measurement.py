@@ -37,3 +37,13 @@ class Measurement:
     error: MeasurementError | None = None
     # Human detail: the Prometheus error text, or "worst of 3 series".
     message: str = ""
+    # The worst series' labels as Prometheus returned them (``__name__`` dropped); the core
+    # keeps at most 10 of them in the status.
+    labels: tuple[tuple[str, str], ...] = ()
+    # With minSamples: what its guard query returned; None for an empty result or NaN.
+    samples: float | None = None
+    samples_text: str | None = None
+    # With maxIncrease: the metric's own query at the baseline instant; None for an empty
+    # result, NaN, or no instant to ask at (beforeRollout before any rollout was seen).
+    baseline: float | None = None
+    baseline_text: str | None = None

@@ -14,16 +14,32 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
+from sentinel_core.durations import MIN_INTERVAL_SECONDS, check_interval, parse_duration
+from sentinel_core.thresholds import (
+    Baseline,
+    Increase,
+    MinSamples,
+    max_value_required,
+    parse_thresholds,
+)
 from sentinel_core.values import integer, number
+
+# Re-exported: the spec's dataclasses are all importable from here.
+__all__ = [
+    "MIN_INTERVAL_SECONDS",
+    "Baseline",
+    "Increase",
+    "MinSamples",
+    "check_interval",
+    "parse_duration",
+]
 
 DEFAULT_TARGET_KIND = "Deployment"
 DEFAULT_INTERVAL = "30s"
 DEFAULT_INTERVAL_SECONDS = 30.0
 DEFAULT_FAILURE_LIMIT = 3
-MIN_INTERVAL_SECONDS = 5
 # Size limits against abuse (SPEC §3.1), the CRD's maxItems / maxLength: one analysis must not
 # make the operator send dozens of queries per evaluation, or a query of megabytes.
 MAX_METRICS = 20
@@ -32,28 +48,19 @@ MAX_METRIC_NAME_LENGTH = 63
 MAX_NOTIFY = 10
 # The CRD declares failureLimit as int32.
 _MAX_FAILURE_LIMIT = 2**31 - 1
-# Go's time.Duration is an int64 of nanoseconds; longer durations do not parse in Go either.
-_MAX_DURATION_SECONDS = Fraction(2**63 - 1, 10**9)
 
 _TARGET_KINDS = ("Deployment",)
 # Patterns copied from crds/rolloutanalysis.yaml so that both sides agree on every string; the
 # REST API's and the admin's field validators use them too (anchored, for regex validators).
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DURATION = re.compile(r"([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+")
-_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {
-    "ns": Fraction(1, 10**9),
-    "us": Fraction(1, 10**6),
-    "µs": Fraction(1, 10**6),
-    "ms": Fraction(1, 10**3),
-    "s": Fraction(1),
-    "m": Fraction(60),
-    "h": Fraction(3600),
-}
-_SPEC_FIELDS = frozenset({"target", "metrics", "interval", "failureLimit", "dryRun", "notify"})
+_SPEC_FIELDS = frozenset(
+    {"target", "metrics", "interval", "failureLimit", "dryRun", "failureWindow", "notify"}
+)
 _TARGET_FIELDS = frozenset({"kind", "name"})
-_METRIC_FIELDS = frozenset({"name", "query", "maxValue"})
+_METRIC_FIELDS = frozenset({"name", "query", "maxValue", "maxIncrease", "baseline", "minSamples"})
+# The CRD's maximum: status.window holds up to this many verdicts.
+MAX_FAILURE_WINDOW = 100
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,7 @@ class SpecSummary:
     interval_seconds: float = DEFAULT_INTERVAL_SECONDS
     failure_limit: int = DEFAULT_FAILURE_LIMIT
     dry_run: bool = False
+    failure_window: int | None = None
 
 
 @dataclass(frozen=True)
@@ -111,48 +119,6 @@ class Target:
 
     kind: str
     name: str
-
-
-@dataclass(frozen=True)
-class Increase:
-    """``maxIncrease``: how far above its baseline a metric may go; exactly one field is set."""
-
-    percent: float | None = None
-    absolute: float | None = None
-
-    def to_dict(self) -> dict[str, float]:
-        if self.percent is not None:
-            return {"percent": self.percent}
-        return {"absolute": self.absolute if self.absolute is not None else 0.0}
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """``baseline``: the earlier instant a metric is compared with (SPEC §3.1).
-
-    Either ``offset`` (a duration as written, ``1h``; ``offset_seconds`` parsed) or
-    ``before_rollout`` (the instant the target's current rollout began).
-    """
-
-    offset: str | None = None
-    offset_seconds: float | None = None
-    before_rollout: bool = False
-
-    def to_dict(self) -> dict[str, object]:
-        if self.offset is not None:
-            return {"offset": self.offset}
-        return {"beforeRollout": self.before_rollout}
-
-
-@dataclass(frozen=True)
-class MinSamples:
-    """``minSamples``: a guard query that must return at least ``min`` for a decisive verdict."""
-
-    query: str
-    min: float
-
-    def to_dict(self) -> dict[str, object]:
-        return {"query": self.query, "min": self.min}
 
 
 @dataclass(frozen=True)
@@ -206,6 +172,7 @@ class AnalysisSpec:
             interval_seconds=self.interval_seconds,
             failure_limit=self.failure_limit,
             dry_run=self.dry_run,
+            failure_window=self.failure_window,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -222,35 +189,6 @@ class AnalysisSpec:
         if self.notify:
             out["notify"] = list(self.notify)
         return out
-
-
-def parse_duration(text: str) -> float:
-    """Return the seconds of a Go-style duration (``30s``, ``1m30s``, ``1.5h``, ``500ms``).
-
-    Accept exactly what the CRD's ``interval`` pattern accepts (no sign, every number with a
-    unit); raise ``ValueError`` with a full sentence otherwise.
-    """
-    if not isinstance(text, str) or not _DURATION.fullmatch(text):
-        raise ValueError(
-            f"{text!r} is not a duration: use numbers with units ns, us, ms, s, m or h, "
-            "such as 30s, 1m30s or 1.5h"
-        )
-    total = sum(
-        (Fraction(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART.findall(text)),
-        start=Fraction(0),
-    )
-    if total > _MAX_DURATION_SECONDS:
-        raise ValueError(f"{text!r} is out of range: the longest duration is about 2562047h")
-    return float(total)
-
-
-def check_interval(seconds: float, text: str) -> None:
-    """Raise ``ValueError`` when an interval of ``seconds`` (written ``text``) is too short.
-
-    The CRD's schema cannot say this without CEL; the operator, the REST API and the admin do.
-    """
-    if seconds < MIN_INTERVAL_SECONDS:
-        raise ValueError(f"must be at least {MIN_INTERVAL_SECONDS}s, got {text}")
 
 
 def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> AnalysisSpec:
@@ -292,6 +230,8 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
         errors.append(FieldError(f"{path}.dryRun", "must be true or false"))
     notify = _parse_notify(raw.get("notify", []), f"{path}.notify", errors)
 
+    failure_window = _parse_failure_window(raw, path, failure_limit, errors)
+
     if errors:
         raw_target = raw.get("target")
         target_name = raw_target.get("name") if isinstance(raw_target, Mapping) else None
@@ -303,6 +243,7 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
             if failure_limit is not None and 1 <= failure_limit <= _MAX_FAILURE_LIMIT
             else DEFAULT_FAILURE_LIMIT,
             dry_run=dry_run is True,
+            failure_window=failure_window,
         )
         raise InvalidSpecError(errors, summary)
     assert target is not None and failure_limit is not None  # guaranteed when no errors
@@ -313,8 +254,30 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
         interval_seconds=interval_seconds,
         failure_limit=failure_limit,
         dry_run=dry_run,
+        failure_window=failure_window,
         notify=notify,
     )
+
+
+def _parse_failure_window(
+    raw: Mapping[str, Any], path: str, failure_limit: int | None, errors: list[FieldError]
+) -> int | None:
+    if raw.get("failureWindow") is None:
+        return None
+    window = integer(raw["failureWindow"])
+    field = f"{path}.failureWindow"
+    if window is None:
+        errors.append(FieldError(field, "must be an integer"))
+        return None
+    ok = True
+    if not 1 <= window <= MAX_FAILURE_WINDOW:
+        errors.append(FieldError(field, f"must be between 1 and {MAX_FAILURE_WINDOW}"))
+        ok = False
+    # The CRD's CEL rule; the API server checks it after defaulting failureLimit.
+    if failure_limit is not None and window < failure_limit:
+        errors.append(FieldError(field, "must be at least failureLimit"))
+        ok = False
+    return window if ok else None
 
 
 def _parse_notify(raw: object, path: str, errors: list[FieldError]) -> tuple[str, ...]:
@@ -439,11 +402,30 @@ def _parse_metrics(
         raw_max = item.get("maxValue")
         max_value = number(raw_max)
         if raw_max is None:
-            errors.append(FieldError(f"{item_path}.maxValue", "is required"))
+            if max_value_required(item):
+                errors.append(
+                    FieldError(f"{item_path}.maxValue", "is required unless maxIncrease is given")
+                )
         elif max_value is None:
             errors.append(FieldError(f"{item_path}.maxValue", "must be a finite number"))
+        extra = parse_thresholds(
+            item,
+            item_path,
+            strict=strict,
+            parse_duration=parse_duration,
+            add=lambda field, message: errors.append(FieldError(field, message)),
+        )
         if len(errors) == before:
-            metrics.append(MetricSpec(name=name, query=query, max_value=max_value))
+            metrics.append(
+                MetricSpec(
+                    name=name,
+                    query=query,
+                    max_value=max_value,
+                    max_increase=extra.max_increase,
+                    baseline=extra.baseline,
+                    min_samples=extra.min_samples,
+                )
+            )
     return metrics
 
 

@@ -10,7 +10,7 @@ REST API and the admin render it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -110,7 +110,8 @@ class MetricResult:
     series: tuple[tuple[str, str], ...] = ()
     # The lowest bound the value was judged against (maxValue or the baseline's limit). Not
     # part of the resource's status: the operator exports it as sentinel_metric_threshold.
-    limit: float | None = None
+    # Left out of equality, so a status read back from the resource equals the one written.
+    limit: float | None = field(default=None, compare=False)
 
     @classmethod
     def from_dict(cls, raw: object) -> MetricResult | None:

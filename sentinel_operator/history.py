@@ -45,10 +45,13 @@ def record_attempt(
     rows: list[MetricResult] = []
     for metric in spec.metrics if spec is not None else ():
         m = measured.get(metric.name)
+        ok = m is not None and m.error is None
         result = judged.get(metric.name)
+        limit, series = None, {}
         if result is not None:
             verdict = Outcome(result.verdict.value)
             message = result.message
+            limit, series = result.limit, dict(result.series)
         else:
             # Measured with an error, or not measured because an earlier step failed.
             verdict = Outcome.ERROR
@@ -59,6 +62,11 @@ def record_attempt(
                 value=m.value if m is not None and m.error is None else None,
                 value_text=(m.text or "") if m is not None and m.error is None else "",
                 max_value=metric.max_value,
+                baseline=m.baseline if ok and m is not None else None,
+                baseline_text=(m.baseline_text or "") if ok and m is not None else "",
+                limit=limit,
+                samples_text=(m.samples_text or "") if ok and m is not None else "",
+                series=series,
                 verdict=verdict,
                 message=message,
             )

@@ -16,6 +16,7 @@ import json
 import math
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -82,23 +83,31 @@ class PrometheusClient:
         port = f":{parts.port}" if parts.port else ""
         self._where = f"{parts.hostname}{port}"
 
-    def measure(self, metric: str, query: str) -> Measurement:
-        """Return the worst current value of ``query``, no data, or a typed error."""
-        result = self._query(metric, query)
+    def measure(self, metric: str, query: str, *, at: datetime | None = None) -> Measurement:
+        """Return the worst value of ``query``, no data, or a typed error.
+
+        ``at`` evaluates the query at that earlier instant (Prometheus's ``time`` parameter,
+        for a baseline); None means now, as Prometheus decides it.
+        """
+        result = self._query(metric, query, at)
         if self._on_request is not None:
             self._on_request(result)
         return result
 
-    def _query(self, metric: str, query: str) -> Measurement:
+    def _query(self, metric: str, query: str, at: datetime | None) -> Measurement:
         headers = {"Accept": "application/json"}
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
+        params = {"query": query, "timeout": self._server_timeout}
+        if at is not None:
+            # Unix seconds: every Prometheus-compatible API parses them.
+            params["time"] = f"{at.timestamp():.3f}"
         try:
             # Streamed, so that the body is read only up to ``max_bytes`` (SPEC §13 item 18):
             # one query matching every series must not exhaust the worker's memory.
             with self._session.get(
                 f"{self.base_url}/api/v1/query",
-                params={"query": query, "timeout": self._server_timeout},
+                params=params,
                 headers=headers,
                 timeout=self.timeout,
                 # A redirect is a misconfigured URL to report, not a place to send the token.
@@ -221,6 +230,7 @@ def _from_data(metric: str, data: Any) -> Measurement:
     if not isinstance(data, dict):
         return _unavailable(metric, "Prometheus answered without a data object")
     result_type, result = data.get("resultType"), data.get("result")
+    labels: list[tuple[tuple[str, str], ...]] = []
     if result_type == "scalar":
         samples = [result]
     elif result_type == "vector" and isinstance(result, list):
@@ -231,6 +241,7 @@ def _from_data(metric: str, data: Any) -> Measurement:
                 "histogram_quantile() or a similar function",
             )
         samples = [item.get("value") if isinstance(item, dict) else None for item in result]
+        labels = [_labels(item.get("metric")) if isinstance(item, dict) else () for item in result]
     elif result_type in ("matrix", "string"):
         kind = "a range vector (matrix)" if result_type == "matrix" else "a string"
         return _invalid(
@@ -243,7 +254,7 @@ def _from_data(metric: str, data: Any) -> Measurement:
     texts = [_sample_text(sample) for sample in samples]
     if any(text is None for text in texts):
         return _unavailable(metric, "Prometheus answered a malformed sample")
-    return _worst(metric, [text for text in texts if text is not None])
+    return _worst(metric, [text for text in texts if text is not None], labels)
 
 
 def _unavailable(metric: str, message: str) -> Measurement:
@@ -277,17 +288,33 @@ def _sample_text(sample: Any) -> str | None:
     return None
 
 
-def _worst(metric: str, texts: list[str]) -> Measurement:
-    """Pick the largest non-NaN sample; NaN and an empty vector are no data."""
-    numbers = [(float(text), text) for text in texts]
-    usable = [pair for pair in numbers if not math.isnan(pair[0])]
+def _worst(metric: str, texts: list[str], labels: list[tuple[tuple[str, str], ...]]) -> Measurement:
+    """Pick the largest non-NaN sample and its labels; NaN and an empty vector are no data."""
+    numbers = [(float(text), text, index) for index, text in enumerate(texts)]
+    usable = [triple for triple in numbers if not math.isnan(triple[0])]
     series = len(texts)
     if not usable:
         message = "the query returned no series" if series == 0 else _nan_message(series)
         return Measurement(metric=metric, series=series, message=message)
-    value, text = max(usable, key=lambda pair: pair[0])
+    value, text, index = max(usable, key=lambda triple: triple[0])
     message = f"worst of {series} series" if series > 1 else ""
-    return Measurement(metric=metric, value=value, text=text, series=series, message=message)
+    return Measurement(
+        metric=metric,
+        value=value,
+        text=text,
+        series=series,
+        message=message,
+        labels=labels[index] if index < len(labels) else (),
+    )
+
+
+def _labels(raw: Any) -> tuple[tuple[str, str], ...]:
+    """Return a series' labels; the core trims them (count and length) for the status."""
+    if not isinstance(raw, dict):
+        return ()
+    return tuple(
+        sorted((k, v) for k, v in raw.items() if isinstance(k, str) and isinstance(v, str))
+    )
 
 
 def _nan_message(series: int) -> str:

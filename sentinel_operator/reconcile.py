@@ -42,14 +42,18 @@ from analyses import mirror
 from analyses.models import Analysis
 from notifications import store as notifications
 from sentinel_cluster import kube, writes
+from sentinel_cluster.replicasets import newest_replicaset_created
 from sentinel_core import backoff
 from sentinel_core.conditions import ErrorReason
 from sentinel_core.decision import Observation, decide, interrupted
 from sentinel_core.measurement import Measurement
 from sentinel_core.resource import AnalysisResource
+from sentinel_core.rollout import baseline_instant, next_rollout, template_hash
 from sentinel_core.spec import DEFAULT_INTERVAL_SECONDS, AnalysisSpec
+from sentinel_core.status import Rollout
 from sentinel_core.target import TargetState
 from sentinel_operator.history import Attempt
+from sentinel_operator.measuring import measure_metric
 from sentinel_operator.metrics import operator_metrics
 from sentinel_operator.outcome import ReconcileOutcome, Result, record
 from sentinel_operator.prometheus import PrometheusClient
@@ -135,12 +139,19 @@ class Reconciler:
         ctx = _Context(resource, raw, row, started, start_mono)
         spec = resource.valid_spec
         measurements: tuple[Measurement, ...] = ()
+        rollout = resource.status.rollout
         try:
             target, deployment = TargetState(exists=False), None
             if spec is not None:
                 target, deployment = self._target(namespace, spec)
+                rollout = self._rollout(rollout, deployment, started)
                 measurements = tuple(
-                    self.prometheus.measure(metric.name, metric.query) for metric in spec.metrics
+                    measure_metric(
+                        self.prometheus,
+                        metric,
+                        baseline_at=baseline_instant(metric, rollout, started),
+                    )
+                    for metric in spec.metrics
                 )
             decision = decide(
                 Observation(
@@ -152,6 +163,7 @@ class Reconciler:
                     target=target,
                     measurements=measurements,
                     now=started,
+                    rollout=rollout,
                     notify_context=notifications.context_for(row, resource.status),
                 )
             )
@@ -208,6 +220,19 @@ class Reconciler:
             return TargetState(exists=False), None
         return TargetState.from_deployment(deployment), deployment
 
+    def _rollout(
+        self, previous: Rollout | None, deployment: Mapping[str, Any] | None, now: datetime
+    ) -> Rollout | None:
+        """Return the target's rollout: a changed pod template starts a new one (SPEC §3.1)."""
+        if deployment is None:
+            return previous
+        current = template_hash((deployment.get("spec") or {}).get("template") or {})
+        newest = None
+        if previous is not None and previous.template_hash != current:
+            # Only on a change: one list per rollout, not one per evaluation.
+            newest = newest_replicaset_created(self.client, deployment, current)
+        return next_rollout(previous, current, newest_replicaset=newest, now=now)
+
     # -- endings other than an evaluation --------------------------------------------------
 
     def _cut_short(
@@ -232,6 +257,7 @@ class Reconciler:
                 measurements,
                 reason=_error_reason(forbidden),
                 message=str(exc),
+                rollout=resource.status.rollout,
             ),
             spec=resource.valid_spec,
             measurements=measurements,

@@ -57,7 +57,8 @@ WSGI_APPLICATION = "sentinel_site.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        # admin/base_site.html: Sentinel's stylesheet on every admin page.
+        "DIRS": [BASE_DIR / "sentinel_site" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

@@ -45,7 +45,14 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI, served from drf-spectacular-sidecar's static files. (Not Redoc: its page
     # loads fonts from Google.)
-    path("schema/docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    # Our own page around it gives it a language, a main landmark and AA colours (docs/api.md).
+    path(
+        "schema/docs/",
+        SpectacularSwaggerView.as_view(
+            url_name="api:schema", template_name="analyses/swagger_ui.html"
+        ),
+        name="docs",
+    ),
     # Last: anything else under /api/v1/ is a JSON 404, not Django's HTML page.
     re_path(r"^.*$", NotFoundView.as_view(), name="not-found"),
 ]

@@ -30,7 +30,7 @@ from sentinel_core.decision import (
 )
 from sentinel_core.measurement import Measurement, MeasurementError
 from sentinel_core.spec import AnalysisSpec, InvalidSpecError, parse_spec
-from sentinel_core.status import AnalysisStatus
+from sentinel_core.status import AnalysisStatus, Rollout
 from sentinel_core.target import TargetState, parse_paused_by, pause_patch
 from sentinel_core.values import format_value
 
@@ -95,6 +95,14 @@ class World:
 
     def evaluate(self, *measurements: Measurement) -> Decision:
         decision = decide(self.observe(measurements))
+        self.apply(decision)
+        return decision
+
+    def decide_with(
+        self, measurements: tuple[Measurement, ...], rollout: Rollout | None = None
+    ) -> Decision:
+        """Evaluate with the rollout the reconciler detected (SPEC §3.1)."""
+        decision = decide(replace(self.observe(measurements), rollout=rollout))
         self.apply(decision)
         return decision
 

@@ -42,7 +42,7 @@ TABLE = {
     ("Ready", "Unknown"): set(),
     ("Healthy", "True"): {"WithinThresholds"},
     ("Healthy", "False"): {"ThresholdExceeded"},
-    ("Healthy", "Unknown"): {"NoData", "NotEvaluated"},
+    ("Healthy", "Unknown"): {"NoData", "InsufficientData", "NoBaseline", "NotEvaluated"},
     ("RolloutPaused", "True"): {"FailureLimitReached"},
     ("RolloutPaused", "False"): {"NotPaused", "ResumedByUser"},
     ("RolloutPaused", "Unknown"): set(),
@@ -54,6 +54,7 @@ EVENTS = {
     ("Normal", "MetricsRecovered"),
     ("Warning", "TargetNotFound"),
     ("Warning", "InvalidQuery"),
+    ("Normal", "RolloutDetected"),
 }
 VERDICTS = {"Pass", "Fail", "Inconclusive"}
 OUTCOMES = {"Pass", "Fail", "Inconclusive", "Error"}
@@ -70,6 +71,8 @@ STATUS_FIELDS = {
     "metricResults",
     "pausedAt",
     "conditions",
+    "window",
+    "rollout",
 }
 
 

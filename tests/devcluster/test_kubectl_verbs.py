@@ -86,7 +86,7 @@ def test_explain_spec_metrics_shows_item_fields(cluster: DevCluster) -> None:
     assert "FIELD: metrics <[]Object>" in out
     assert "PromQL metrics evaluated every interval." in out
     fields = out.split("FIELDS:", 1)[1]
-    assert "maxValue\t<number> -required-" in fields
+    assert "maxValue\t<number>\n" in fields
     assert "name\t<string> -required-" in fields
     assert "query\t<string> -required-" in fields
     assert "Highest acceptable value; anything above it fails the metric." in fields

@@ -73,6 +73,11 @@ def test_deliveries_list_filters_and_grants(webhook: WebhookReceiver) -> None:
     failed = client_of(boss).get(url, {"state__exact": "failed"}).content.decode()
     assert failed.count('class="field-event"') == 1 and "Resumed" in failed
     assert "Channels and test messages" in page.content.decode()
+    # One delivery's page, with its tries.
+    one = Delivery.objects.get(event="Resumed")
+    one.tries.create(started_at=factories.T0, duration_seconds=0.2, ok=False, error="HTTP 500")
+    detail = client_of(boss).get(reverse("admin:notifications_delivery_change", args=[one.pk]))
+    assert detail.status_code == 200 and "HTTP 500" in detail.content.decode()
 
     # A staff user granted namespace web only sees web's deliveries.
     user = User.objects.create_user("webber", "w@example.com", None, is_staff=True)

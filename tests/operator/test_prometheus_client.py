@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -43,8 +44,13 @@ def test_single_series_gives_its_value_and_prometheus_text(
 
     result = PrometheusClient(prometheus.url).measure("p99", gauge(case))
 
-    assert result == Measurement(metric="p99", value=0.412, text="0.412", series=1)
+    labels = dict(result.labels)
+    assert replace(result, labels=()) == Measurement(
+        metric="p99", value=0.412, text="0.412", series=1
+    )
     assert result.error is None and result.value is not None
+    # The series' own labels, as Prometheus returned them (the core trims them for status).
+    assert labels["case"] == case and labels["job"] == "metrics-app"
 
 
 def test_several_series_give_the_worst_and_say_how_many(
@@ -59,6 +65,8 @@ def test_several_series_give_the_worst_and_say_how_many(
     assert (result.value, result.text, result.series) == (0.75, "0.75", 4)
     assert result.message == "worst of 4 series"
     assert result.error is None
+    # The labels are the worst series' own.
+    assert dict(result.labels)["case"] == f"{case}-2"
 
 
 def test_exact_text_is_kept_for_large_and_tiny_values(

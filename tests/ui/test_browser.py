@@ -60,24 +60,24 @@ def _browser() -> Iterator[Browser]:
             browser.close()
 
 
-def _kubectl_json(cluster: DevCluster, *args: str) -> dict[str, Any]:
-    return json.loads(cluster.kubectl(*args, "-n", NAMESPACE, "-o", "json").stdout)
+def _kubectl_json(cluster: DevCluster, *args: str, namespace: str = NAMESPACE) -> dict[str, Any]:
+    return json.loads(cluster.kubectl(*args, "-n", namespace, "-o", "json").stdout)
 
 
-def _paused_rollout(cluster: DevCluster) -> Analysis:
+def _paused_rollout(cluster: DevCluster, namespace: str = NAMESPACE) -> Analysis:
     """Create a Deployment paused by the analysis, as the operator leaves it, and mirror it."""
-    cluster.kubectl("create", "namespace", NAMESPACE)
-    deployment = deployment_manifest("checkout", NAMESPACE, "checkout:1.4.0", replicas=2)
+    cluster.kubectl("create", "namespace", namespace)
+    deployment = deployment_manifest("checkout", namespace, "checkout:1.4.0", replicas=2)
     analysis = factories.resource(
-        "checkout", namespace=NAMESPACE, metrics=(factories.LATENCY, factories.ERRORS)
+        "checkout", namespace=namespace, metrics=(factories.LATENCY, factories.ERRORS)
     )
     del analysis["metadata"]["uid"], analysis["metadata"]["resourceVersion"]
     del analysis["metadata"]["generation"], analysis["metadata"]["creationTimestamp"]
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([deployment, analysis]))
     cluster.kubectl(
-        "patch", "deployment", "checkout", "-n", NAMESPACE, "--type=merge",
+        "patch", "deployment", "checkout", "-n", namespace, "--type=merge",
         "-p", json.dumps({
-            "metadata": {"annotations": {PAUSED_BY: f"{NAMESPACE}/checkout"}},
+            "metadata": {"annotations": {PAUSED_BY: f"{namespace}/checkout"}},
             "spec": {"paused": True},
         }),
     )  # fmt: skip
@@ -93,11 +93,11 @@ def _paused_rollout(cluster: DevCluster) -> Analysis:
     for condition in status["conditions"]:
         condition["lastTransitionTime"] = now
     cluster.kubectl(
-        "patch", "rolloutanalysis", "checkout", "-n", NAMESPACE, "--subresource=status",
+        "patch", "rolloutanalysis", "checkout", "-n", namespace, "--subresource=status",
         "--type=merge", "-p", json.dumps({"status": status}),
     )  # fmt: skip
     row, _ = mirror.upsert_from_resource(
-        _kubectl_json(cluster, "get", "rolloutanalysis", "checkout")
+        _kubectl_json(cluster, "get", "rolloutanalysis", "checkout", namespace=namespace)
     )
     return row
 

@@ -69,7 +69,15 @@ def test_samples_above_the_max_are_marked_as_breaches() -> None:
         "2026-11-29 10:00:30 UTC: 0.3",
         "2026-11-29 10:01:30 UTC: 0.5",
     ]
-    assert "2 above the maximum 0.25" in (root.get("aria-label") or "")
+    title = root.find(f"{SVG}title")
+    assert title is not None and "2 above the maximum 0.25" in (title.text or "")
+    desc = root.find(f"{SVG}desc")
+    assert desc is not None
+    assert "0.2 at 2026-11-29 10:01:00 UTC; 0.5 at 2026-11-29 10:01:30 UTC (above the maximum)" in (
+        desc.text or ""
+    )
+    assert root.get("role") == "img"
+    assert root.get("aria-labelledby") == f"{title.get('id')} {desc.get('id')}"
 
 
 def test_a_gap_without_data_breaks_the_line_and_is_marked_on_the_axis() -> None:

@@ -69,3 +69,38 @@ def spec_not_object(s: Session) -> Any:
     body = m.rollout_analysis("invalid-spec")
     body["spec"] = "guard everything"
     return s.raw("POST", m.ra_path(), body=body)
+
+
+# The CRD's CEL rules (SPEC §3.1): both servers evaluate them (devcluster with cel-python).
+# Sent with dryRun=All too, so that a difference could not leave an object behind.
+CEL_INVALID: dict[str, dict[str, Any]] = {
+    "maxIncrease with both percent and absolute (CEL)": {
+        "metrics": [
+            {
+                "name": "p99",
+                "query": "up",
+                "maxIncrease": {"percent": 20, "absolute": 0.1},
+                "baseline": {"offset": "1h"},
+            }
+        ]
+    },
+    "failureWindow under failureLimit (CEL)": {"failureLimit": 3, "failureWindow": 2},
+    "maxValue or maxIncrease, baseline with it, offset over 0s (CEL)": {
+        "metrics": [
+            {"name": "a", "query": "up"},
+            {"name": "b", "query": "up", "maxIncrease": {"percent": 5}},
+            {"name": "c", "query": "up", "maxValue": 1, "baseline": {"offset": "0s"}},
+        ]
+    },
+}
+
+
+def _register_cel(case: str, spec: dict[str, Any], index: int) -> None:
+    @script.op(f"422 python: {case}")
+    def with_python(s: Session) -> Any:
+        body = m.rollout_analysis(f"invalid-cel-{index}", **spec)
+        return s.raw("POST", m.ra_path(), body=body, query={"dryRun": "All"})
+
+
+for _index, (_case, _spec) in enumerate(CEL_INVALID.items()):
+    _register_cel(_case, _spec, _index)

@@ -1,0 +1,184 @@
+"""Judge one metric's measurement against its spec: ``maxValue``, ``maxIncrease``, ``minSamples``.
+
+``decision.decide`` (and ``decision.interrupted``) call ``judge`` once per metric that got an
+answer; the verdicts of all metrics then make the evaluation's verdict. Pure: the baseline and
+the guard were measured by the reconciler, the rollout was detected by it.
+
+A metric with only ``maxValue`` (SPEC §3) is judged exactly as before §3.1 existed: same verdict,
+same message; the worst series' labels are the one addition.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from sentinel_core.conditions import Reason, Verdict
+from sentinel_core.measurement import Measurement
+from sentinel_core.spec import MetricSpec
+from sentinel_core.status import MetricResult, Rollout
+from sentinel_core.thresholds import Increase
+from sentinel_core.values import format_value
+
+# status.metricResults[].series: at most this many labels, each value cut to this length.
+MAX_SERIES_LABELS = 10
+MAX_LABEL_VALUE = 100
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One metric's result, with why it is Inconclusive and what broke when it failed."""
+
+    result: MetricResult
+    # NoData, InsufficientData or NoBaseline for an Inconclusive result; None otherwise.
+    reason: Reason | None = None
+    # For a Fail: the one-sentence why, naming the metric ("p99: 0.412 is 249 % above the
+    # baseline ..."); for an Inconclusive: what is missing, without the name.
+    why: str = ""
+
+
+def judge(metric: MetricSpec, m: Measurement, rollout: Rollout | None = None) -> Judgement:
+    """Return the judgement of measurement ``m`` of ``metric`` (which got an answer)."""
+    series = series_labels(m.labels)
+    base = MetricResult(
+        name=metric.name,
+        verdict=Verdict.INCONCLUSIVE,
+        max_value=metric.max_value,
+        baseline=m.baseline_text if metric.max_increase is not None else None,
+        samples=m.samples_text if metric.min_samples is not None else None,
+        series=series,
+    )
+    has_value = m.value is not None and not math.isnan(m.value)
+    guard = metric.min_samples
+    if guard is not None and (m.samples is None or math.isnan(m.samples) or m.samples < guard.min):
+        # The value is shown, only not judged: too little traffic is no evidence either way.
+        if has_value and m.value is not None:
+            base = _with(base, value=m.text if m.text is not None else format_value(m.value))
+        got = (
+            "no data" if m.samples is None else f"only {m.samples_text or format_value(m.samples)}"
+        )
+        why = f"minSamples query returned {got}, under the minimum {format_value(guard.min)}"
+        return _inconclusive(base, Reason.INSUFFICIENT_DATA, f"{why}: too little to judge")
+    # NaN is no data (SPEC §5); the client already maps it to None, this guards the contract.
+    if m.value is None or math.isnan(m.value):
+        message = m.message or "no data: empty result or NaN"
+        return _inconclusive(base, Reason.NO_DATA, message)
+    value = m.text if m.text is not None else format_value(m.value)
+    base = _with(base, value=value)
+    if metric.max_increase is None:
+        # SPEC §3's fixed threshold, unchanged.
+        assert metric.max_value is not None  # parse_spec: at least one bound
+        failed = m.value > metric.max_value
+        message = m.message or (f"worst of {m.series} series" if m.series > 1 else "")
+        # The words of the Healthy message before SPEC §3.1, unchanged.
+        why = f"{metric.name} is {value}, above maxValue {format_value(metric.max_value)}"
+        return Judgement(
+            _with(
+                base,
+                verdict=Verdict.FAIL if failed else Verdict.PASS,
+                message=message,
+                limit=metric.max_value,
+            ),
+            why=_also(why, message) if failed else "",
+        )
+    return _judge_relative(metric, m, base, value, rollout)
+
+
+def series_labels(labels: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """Return the labels kept in status: sorted by name, at most 10, values cut to 100 chars."""
+    kept = sorted((k, v) for k, v in labels if k != "__name__")[:MAX_SERIES_LABELS]
+    return tuple((k, v[:MAX_LABEL_VALUE]) for k, v in kept)
+
+
+def _judge_relative(
+    metric: MetricSpec,
+    m: Measurement,
+    base: MetricResult,
+    value: str,
+    rollout: Rollout | None,
+) -> Judgement:
+    increase, baseline = metric.max_increase, metric.baseline
+    assert increase is not None and baseline is not None and m.value is not None
+    where = baseline.describe()
+    broken: list[str] = []
+    bounds: list[float] = []
+    no_baseline = ""
+    no_rollout = baseline.before_rollout and (rollout is None or rollout.started_at is None)
+    if no_rollout:
+        no_baseline = "no rollout of the target seen yet, so no baseline before it"
+    elif m.baseline is None or math.isnan(m.baseline):
+        no_baseline = f"the baseline {where} has no data (empty result or NaN)"
+    else:
+        limit = increase.limit(m.baseline)
+        bounds.append(limit)
+        shown = m.baseline_text or format_value(m.baseline)
+        if m.value > limit:
+            broken.append(_above_baseline(m.value, value, m.baseline, shown, where, increase))
+    if metric.max_value is not None:
+        bounds.append(metric.max_value)
+        if m.value > metric.max_value:
+            broken.append(f"above maxValue {format_value(metric.max_value)}")
+            if len(broken) == 1:
+                broken[0] = f"{value} is {broken[0]}"
+    detail = f"worst of {m.series} series" if m.series > 1 else ""
+    limit_value = min(bounds) if bounds else None
+    if broken:
+        why = ", and ".join(broken)
+        return Judgement(
+            _with(
+                base,
+                verdict=Verdict.FAIL,
+                message=_sentence(why, detail),
+                limit=limit_value,
+            ),
+            why=f"{metric.name}: {_sentence(why, detail)}",
+        )
+    if no_baseline and (metric.max_value is None or not no_rollout):
+        # Nothing decisive to compare with: Inconclusive, never counted.
+        return _inconclusive(_with(base, limit=limit_value), Reason.NO_BASELINE, no_baseline)
+    if no_baseline:
+        message = f"{value} is within maxValue {format_value(metric.max_value or 0.0)}; "
+        message += f"judged on maxValue alone: {no_baseline}"
+    else:
+        assert m.baseline is not None
+        shown = m.baseline_text or format_value(m.baseline)
+        message = f"{value} is within {increase.describe()} of the baseline {shown} {where}"
+    return Judgement(
+        _with(base, verdict=Verdict.PASS, message=_sentence(message, detail), limit=limit_value)
+    )
+
+
+def _above_baseline(
+    value: float, shown_value: str, baseline: float, shown: str, where: str, increase: Increase
+) -> str:
+    if baseline == 0 and increase.percent is not None:
+        return (
+            f"{shown_value} is above the baseline 0 {where}: with a baseline of 0 the limit "
+            f"{increase.describe()} is 0 too, so any increase fails"
+        )
+    if baseline > 0:
+        percent = (value - baseline) / baseline * 100
+        return (
+            f"{shown_value} is {percent:.0f} % above the baseline {shown} {where} "
+            f"(limit {increase.describe()})"
+        )
+    return (
+        f"{shown_value} is {format_value(value - baseline)} above the baseline {shown} {where} "
+        f"(limit {increase.describe()})"
+    )
+
+
+def _inconclusive(base: MetricResult, reason: Reason, message: str) -> Judgement:
+    return Judgement(_with(base, verdict=Verdict.INCONCLUSIVE, message=message), reason, message)
+
+
+def _with(result: MetricResult, **changes: object) -> MetricResult:
+    return replace(result, **changes)  # type: ignore[arg-type]
+
+
+def _sentence(text: str, detail: str) -> str:
+    return f"{text}; {detail}" if detail else text
+
+
+def _also(why: str, message: str) -> str:
+    return f"{why} ({message})" if message else why
