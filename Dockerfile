@@ -1,8 +1,8 @@
 # The image deploy/ refers to as rollout-sentinel:0.1.0: the web app (gunicorn) and the operator
 # (manage.py runoperator) from one image, holding only the runtime packages: .dockerignore lets
 # through pyproject.toml, manage.py, crds/ (the REST API's schema is read from it) and
-# sentinel_core, sentinel_cluster, sentinel_site, analyses, sentinel_operator — never devcluster,
-# realcluster, testkit, demo, bench or tests, so `pip install .` finds nothing else to install.
+# sentinel_core, sentinel_cluster, sentinel_site, analyses, notifications, sentinel_operator — never
+# devcluster, realcluster, testkit, demo, bench or tests, so `pip install .` finds nothing else to install.
 #
 # The base is pinned by digest so a rebuild gets the same bytes. The digest is the one recorded
 # for docker.io/library/python:3.11.10-slim-bookworm in nalabelle/build's

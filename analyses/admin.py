@@ -208,7 +208,7 @@ class AnalysisAdmin(admin.ModelAdmin):
     # -- forms -----------------------------------------------------------------------------
 
     def get_fieldsets(self, request: HttpRequest, obj: Analysis | None = None) -> Any:
-        evaluation = ["interval", "failure_limit", "failure_window", "dry_run"]
+        evaluation = ["interval", "failure_limit", "failure_window", "dry_run", "notify"]
         if obj is None or self.has_change_permission(request, obj):
             evaluation.append("seen_generation")
         return [
@@ -220,6 +220,11 @@ class AnalysisAdmin(admin.ModelAdmin):
     def interval(self, obj: Analysis) -> str:
         # Shown when the page is read-only; the form's own field is used when editing.
         return str(obj.spec.get("interval") or "")
+
+    @admin.display(description="notify")
+    def notify(self, obj: Analysis) -> str:
+        # Read-only pages, as interval: the channel names of spec.notify.
+        return ", ".join(str(n) for n in obj.spec.get("notify") or [])
 
     def get_readonly_fields(self, request: HttpRequest, obj: Analysis | None = None) -> Any:
         # Kubernetes names are immutable: renaming is deleting and creating.

@@ -54,6 +54,15 @@ class AnalysisForm(forms.ModelForm):
         max_length=32,
         help_text="How often to evaluate: a duration such as 30s, 1m or 1m30s (at least 5s).",
     )
+    notify = forms.CharField(
+        required=False,
+        max_length=700,
+        label="Notify",
+        help_text=(
+            "Notification channels by name, comma-separated (at most 10); the operator's "
+            "SENTINEL_NOTIFY_CONFIG defines them."
+        ),
+    )
     # The metadata.generation the page showed; a different one at save time means someone
     # else edited the spec meanwhile, and saving would silently undo their edit.
     seen_generation = forms.IntegerField(widget=forms.HiddenInput, required=False)
@@ -103,6 +112,7 @@ class AnalysisForm(forms.ModelForm):
             self.fields["failure_limit"].widget.attrs["min"] = 1
         if self.instance.pk is not None:
             self.fields["interval"].initial = self.instance.spec.get("interval", DEFAULT_INTERVAL)
+            self.fields["notify"].initial = ", ".join(self.instance.spec.get("notify") or [])
             self.fields["seen_generation"].initial = self.instance.generation
 
     def clean_namespace(self) -> str:
@@ -225,6 +235,9 @@ def spec_from_forms(form: AnalysisForm, formsets: Sequence[forms.BaseFormSet]) -
     }
     if data.get("failure_window") is not None:
         raw["failureWindow"] = data["failure_window"]
+    notify = [n.strip() for n in (data.get("notify") or "").split(",") if n.strip()]
+    if notify:
+        raw["notify"] = notify
     return parse_spec(raw)
 
 

@@ -28,7 +28,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from analyses import mirror, scope
+from analyses import mirror, scope, signals
 from analyses.models import Analysis
 from sentinel_cluster import kube, writes
 from sentinel_cluster.events import record_events
@@ -278,6 +278,10 @@ def resume_analysis(
     # Advisory: a missing event never undoes the resume (record_events logs failures).
     record_events(client, written, resumption.events, now=moment)
     row, _ = mirror.upsert_from_resource(written, now=now)
+    if resumption.notifications:
+        signals.resumed.send(
+            resume_analysis, analysis=row, uid=resource.uid, notifications=resumption.notifications
+        )
     return ResumeResult(analysis=row, target_found=found, target_unpaused=unpaused)
 
 

@@ -29,6 +29,7 @@ from demo import manifests
 from demo.app import CheckoutApp
 from demo.banner import banner, hint
 from demo.children import Child
+from demo.notify import DemoNotifications
 from demo.settings import PREFERRED_CLUSTER_PORT, REALCLUSTER, DemoError, DemoSettings
 from demo.status import Snapshot, describe_change, read_snapshot
 from realcluster.binaries import NotBuilt, locate, pinned_versions
@@ -82,6 +83,7 @@ class Demo:
         self.kubeconfig = self.work / "kubeconfig"
         self.password = ""
         self._kubectl_binary = "kubectl"
+        self._notifications = DemoNotifications(self.work, self._say)
 
     # -- the whole run ---------------------------------------------------------------------
 
@@ -176,6 +178,11 @@ class Demo:
         except RuntimeError as exc:
             raise DemoError(str(exc)) from exc
         env["SENTINEL_PROMETHEUS_URL"] = self._prometheus.url
+        env.update(self._notifications.start(f"http://127.0.0.1:{web_port}"))
+        self._say(
+            f"demo: notifications go to a local webhook ({self._notifications.url}); each "
+            f"picture is written to {self._notifications.directory}/"
+        )
 
         self._manage("migrate", ["migrate", "--noinput"], env).run(timeout=120)
         self.password = secrets.token_urlsafe(12)
@@ -381,6 +388,7 @@ class Demo:
             self._cluster.stop()
         if self._app is not None:
             self._app.stop()
+        self._notifications.stop()
 
     # -- helpers ---------------------------------------------------------------------------
 

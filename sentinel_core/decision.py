@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import NamedTuple
 
+from sentinel_core import notify
 from sentinel_core.condition_rules import (
     _FALSE,
     _TRUE,
@@ -73,6 +74,8 @@ class Observation:
     # The target's rollout as the reconciler detected it this attempt (rollout.next_rollout);
     # None keeps the previous status.rollout.
     rollout: Rollout | None = None
+    # Channel names, outage threshold and previous attempt for the intents (SPEC §14).
+    notify_context: notify.NotifyContext = notify.NO_CONTEXT
 
     @property
     def key(self) -> str:
@@ -111,6 +114,8 @@ class Decision:
     # Prometheus could not be asked: retry with backoff instead of requeueing at the interval.
     transient: bool
     interval_seconds: float
+    # Messages to send: one per transition (sentinel_core.notify).
+    notifications: tuple[notify.Intent, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -119,6 +124,7 @@ class Resumption:
 
     status: AnalysisStatus
     events: tuple[Event, ...]
+    notifications: tuple[notify.Intent, ...] = ()
 
 
 def decide(obs: Observation) -> Decision:
@@ -165,6 +171,7 @@ def decide(obs: Observation) -> Decision:
     failures = counted.failures
 
     ready = _ready(obs.namespace, obs.target.exists, spec, conds, unavailable, rejected)
+    ready = notify.with_unknown_channels(ready, spec.notify, obs.notify_context)
     events.extend(_ready_events(prev.condition(ConditionType.READY), ready, spec_changed))
     healthy = _healthy(prev, conds, verdict, judgements, unavailable, rejected)
 
@@ -229,6 +236,7 @@ def decide(obs: Observation) -> Decision:
         history=history,
         transient=bool(unavailable),
         interval_seconds=spec.interval_seconds,
+        notifications=notify.intents(prev, status, now=now, context=obs.notify_context),
     )
 
 
@@ -255,7 +263,7 @@ def resume(
     events: tuple[Event, ...] = ()
     if previous.is_true(ConditionType.ROLLOUT_PAUSED):
         events = (_event(EventReason.ROLLOUT_RESUMED, paused.message),)
-    return Resumption(status=status, events=events)
+    return Resumption(status, events, notify.resumed(previous, status))
 
 
 def interrupted(

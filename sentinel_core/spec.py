@@ -45,6 +45,7 @@ DEFAULT_FAILURE_LIMIT = 3
 MAX_METRICS = 20
 MAX_QUERY_LENGTH = 4096
 MAX_METRIC_NAME_LENGTH = 63
+MAX_NOTIFY = 10
 # The CRD declares failureLimit as int32.
 _MAX_FAILURE_LIMIT = 2**31 - 1
 
@@ -54,7 +55,7 @@ _TARGET_KINDS = ("Deployment",)
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SPEC_FIELDS = frozenset(
-    {"target", "metrics", "interval", "failureLimit", "dryRun", "failureWindow"}
+    {"target", "metrics", "interval", "failureLimit", "dryRun", "failureWindow", "notify"}
 )
 _TARGET_FIELDS = frozenset({"kind", "name"})
 _METRIC_FIELDS = frozenset({"name", "query", "maxValue", "maxIncrease", "baseline", "minSamples"})
@@ -160,6 +161,8 @@ class AnalysisSpec:
     dry_run: bool = False
     # M-of-N counting (SPEC §3.1): None keeps consecutive counting.
     failure_window: int | None = None
+    # Notification channel names (SPEC §14); the operator's configuration defines them.
+    notify: tuple[str, ...] = ()
 
     @property
     def summary(self) -> SpecSummary:
@@ -183,6 +186,8 @@ class AnalysisSpec:
         }
         if self.failure_window is not None:
             out["failureWindow"] = self.failure_window
+        if self.notify:
+            out["notify"] = list(self.notify)
         return out
 
 
@@ -223,6 +228,7 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
     dry_run = raw.get("dryRun", False)
     if not isinstance(dry_run, bool):
         errors.append(FieldError(f"{path}.dryRun", "must be true or false"))
+    notify = _parse_notify(raw.get("notify", []), f"{path}.notify", errors)
 
     failure_window = _parse_failure_window(raw, path, failure_limit, errors)
 
@@ -249,6 +255,7 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
         failure_limit=failure_limit,
         dry_run=dry_run,
         failure_window=failure_window,
+        notify=notify,
     )
 
 
@@ -271,6 +278,30 @@ def _parse_failure_window(
         errors.append(FieldError(field, "must be at least failureLimit"))
         ok = False
     return window if ok else None
+
+
+def _parse_notify(raw: object, path: str, errors: list[FieldError]) -> tuple[str, ...]:
+    # Names only: which channels exist is the operator's configuration, checked in Ready.
+    if not isinstance(raw, list):
+        errors.append(FieldError(path, "must be a list of channel names"))
+        return ()
+    if len(raw) > MAX_NOTIFY:
+        errors.append(FieldError(path, f"must have at most {MAX_NOTIFY} items"))
+    names: list[str] = []
+    for index, name in enumerate(raw):
+        if not isinstance(name, str) or len(name) > 63 or not DNS1123_LABEL.fullmatch(name):
+            errors.append(
+                FieldError(
+                    f"{path}[{index}]",
+                    "must be a DNS-1123 label: at most 63 lower-case letters, digits and '-', "
+                    "starting and ending with a letter or digit",
+                )
+            )
+        elif name in names:
+            errors.append(FieldError(f"{path}[{index}]", f"duplicate channel name {name!r}"))
+        else:
+            names.append(name)
+    return tuple(names)
 
 
 def _parse_target(raw: object, path: str, strict: bool, errors: list[FieldError]) -> Target | None:

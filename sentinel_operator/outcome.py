@@ -6,7 +6,9 @@
 1. a deleted analysis leaves the mirror (``mark_deleted``, which drops it from the queue);
 2. after a status write, the decision's events and the mirror refresh from the API server's
    answer;
-3. the history row of the attempt (SPEC §6), when the analysis has a mirror row;
+3. the history row of the attempt (SPEC §6), when the analysis has a mirror row, and in the same
+   transaction the Delivery rows of the decision's notification intents (SPEC §14; sent later
+   by the notifications app's tasks, never here);
 4. the next due time and backoff count for the dispatcher;
 5. ``sentinel_reconciles_total`` by result.
 
@@ -22,8 +24,11 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from django.db import transaction
+
 from analyses import mirror
 from analyses.models import Analysis
+from notifications import store as notifications
 from sentinel_cluster import kube
 from sentinel_cluster.events import record_events
 from sentinel_core.decision import Decision, HistoryEntry
@@ -85,13 +90,15 @@ def record(
         mirror.upsert_from_resource(outcome.written, now=now)
     row = outcome.row
     if row is not None and outcome.attempt is not None and outcome.history is not None:
-        history.record_attempt(
-            row,
-            outcome.attempt,
-            outcome.history,
-            spec=outcome.spec,
-            measurements=outcome.measurements,
-        )
+        with transaction.atomic():
+            history.record_attempt(
+                row,
+                outcome.attempt,
+                outcome.history,
+                spec=outcome.spec,
+                measurements=outcome.measurements,
+            )
+            _store_notifications(outcome, row, now)
     if row is not None and outcome.requeue_after is not None:
         generation = outcome.attempt.generation if outcome.attempt else row.generation
         dispatcher.reschedule(
@@ -101,3 +108,13 @@ def record(
             backoff_attempt=outcome.backoff_attempt,
         )
     operator_metrics().reconciles.labels(outcome.result.value).inc()
+
+
+def _store_notifications(outcome: ReconcileOutcome, row: Analysis, now: datetime) -> None:
+    # Only a decision whose status was written happened; an attempt cut short decides again.
+    decision, written = outcome.decision, outcome.written
+    if decision is None or written is None or not decision.notifications:
+        return
+    uid = str(written.get("metadata", {}).get("uid", ""))
+    named = outcome.spec.notify if outcome.spec is not None else ()
+    notifications.store(row, uid, named, decision.notifications, now=now)

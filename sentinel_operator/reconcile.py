@@ -40,6 +40,7 @@ from typing import Any
 
 from analyses import mirror
 from analyses.models import Analysis
+from notifications import store as notifications
 from sentinel_cluster import kube, writes
 from sentinel_cluster.replicasets import newest_replicaset_created
 from sentinel_core import backoff
@@ -163,6 +164,7 @@ class Reconciler:
                     measurements=measurements,
                     now=started,
                     rollout=rollout,
+                    notify_context=notifications.context_for(row, resource.status),
                 )
             )
             # Pause first: a status claiming RolloutPaused over an unpaused target would later

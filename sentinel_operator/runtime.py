@@ -40,6 +40,7 @@ from django.db import DatabaseError
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import MetricsHandler
 
+from notifications.pump import DeliveryPump
 from sentinel_cluster import kube
 from sentinel_operator import metrics, tasks
 from sentinel_operator.dispatcher import Dispatcher
@@ -221,6 +222,9 @@ class OperatorRuntime:
             now=_now, is_leader=self._is_leader, namespaces=settings.SENTINEL.namespaces
         )
         self._spawn("dispatcher", lambda: dispatcher.run(self.stop_event))
+        # Notifications are sent by workers, queued by the leader like reconciles (SPEC §14).
+        pump = DeliveryPump(now=_now, is_leader=self._is_leader)
+        self._spawn("notify-pump", lambda: pump.run(self.stop_event))
 
     def _spawn(self, name: str, target: Callable[[], object]) -> None:
         def body() -> None:

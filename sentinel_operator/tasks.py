@@ -19,6 +19,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from analyses import mirror
+from notifications import store as notifications
 from sentinel_cluster import kube
 from sentinel_core.measurement import Measurement
 from sentinel_operator.metrics import operator_metrics
@@ -102,8 +103,13 @@ def resync_task(client: kube.KubeClient | None = None) -> str:
 def prune_task(now: datetime | None = None) -> int:
     """Delete history older than ``SENTINEL_HISTORY_RETENTION``."""
     retention = timedelta(seconds=settings.SENTINEL.history_retention_seconds)
-    removed = mirror.prune_history((now or datetime.now(UTC)) - retention)
-    log.info("pruned %d history rows older than %s", removed, retention)
+    cutoff = (now or datetime.now(UTC)) - retention
+    removed = mirror.prune_history(cutoff)
+    # Notifications are history too, kept as long.
+    deliveries = notifications.prune(cutoff)
+    log.info(
+        "pruned %d history rows and %d notifications older than %s", removed, deliveries, retention
+    )
     return removed
 
 

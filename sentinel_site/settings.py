@@ -3,10 +3,14 @@
 import os
 from pathlib import Path
 
+from notifications import config as notify_config
 from sentinel_site import config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 SENTINEL = config.load(os.environ, BASE_DIR)
+# Notification channels (SPEC §14): SENTINEL_NOTIFY_CONFIG, checked here so a bad file stops
+# start-up with one line.
+SENTINEL_NOTIFY = notify_config.load(os.environ)
 
 SECRET_KEY = SENTINEL.secret_key
 DEBUG = SENTINEL.debug
@@ -23,6 +27,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_q",
     "analyses",
+    "notifications",
     "sentinel_operator",
 ]
 

@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import include, path
 
+from notifications.api import notifications_view
 from sentinel_site.limits import guarded_metrics
 
 
@@ -15,5 +16,11 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("metrics", guarded_metrics, name="metrics"),
     path("admin/", admin.site.urls),
+    # Ahead of the API's routes, which end in a catch-all 404.
+    path(
+        "api/v1/analyses/<str:namespace>/<str:name>/notifications/",
+        notifications_view,
+        name="analysis-notifications",
+    ),
     path("api/v1/", include("analyses.api.urls")),
 ]

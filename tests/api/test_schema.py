@@ -43,6 +43,7 @@ def test_schema_describes_every_endpoint(live_server: Any) -> None:
         f"{one}evaluations/": {"get"},
         f"{one}resume/": {"post"},
         f"{one}evaluate/": {"post"},
+        f"{one}notifications/": {"get"},
     }
     components = schema["components"]["schemas"]
     # spec and status are described by the CRD's own schema.

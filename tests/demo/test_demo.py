@@ -201,6 +201,14 @@ def test_demo_tells_the_story_and_stops_cleanly(
     )
     demo.wait_for_line(r"latency regresses now", timeout=1)
     demo.wait_for_line(r"verdict=Fail\s+failures=3/3 .*deployment=PAUSED", timeout=10)
+    # The pause reaches the demo's local webhook, with its picture written under the demo dir.
+    picture = demo.wait_for_line(
+        r"notification #\d+: Rollout Sentinel: Paused — default/checkout \(picture: (\S+)\)",
+        timeout=20,
+    )[1]
+    assert picture.startswith(str(Path(demo_env["SENTINEL_DEMO_DIR"]) / "notifications"))
+    assert Path(picture).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    print(f"the demo's Paused picture: {picture}")
 
     # Ctrl-C: everything it started exits within a few seconds, without a traceback.
     children = descendants(demo.process.pid)

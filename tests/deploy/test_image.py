@@ -26,7 +26,14 @@ from pathlib import Path
 
 from testkit.paths import REPO_ROOT
 
-RUNTIME = {"sentinel_core", "sentinel_cluster", "sentinel_site", "analyses", "sentinel_operator"}
+RUNTIME = {
+    "sentinel_core",
+    "sentinel_cluster",
+    "sentinel_site",
+    "analyses",
+    "notifications",
+    "sentinel_operator",
+}
 NOT_SHIPPED = ("devcluster", "realcluster", "testkit", "demo", "bench", "tests")
 DOCKERFILE = (REPO_ROOT / "Dockerfile").read_text()
 

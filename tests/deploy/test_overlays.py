@@ -269,6 +269,16 @@ def test_rendered_overlay_carries_the_crd_and_exactly_the_spec_rbac(
             assert {"secretRef": {"name": HOME, "optional": True}} in refs
             config = next(ref["configMapRef"]["name"] for ref in refs if "configMapRef" in ref)
             assert config == _one(objects, "ConfigMap")["metadata"]["name"]
+            # The notification channels (SPEC §14): a file of an optional Secret, read-only.
+            assert {
+                "name": "notify",
+                "mountPath": "/etc/rollout-sentinel/notify",
+                "readOnly": True,
+            } in container["volumeMounts"]
+        notify = next(v for v in pod["volumes"] if v["name"] == "notify")
+        assert notify["secret"] == {"secretName": "rollout-sentinel-notify", "optional": True}
+    settings = _one(objects, "ConfigMap")["data"]
+    assert settings["SENTINEL_NOTIFY_CONFIG"] == "/etc/rollout-sentinel/notify/notify.yaml"
 
 
 def test_single_is_one_replica_each_on_sqlite_on_a_volume(devcluster: DevCluster) -> None:

@@ -107,6 +107,7 @@ def test_the_add_page_asks_for_the_resource_and_one_metric(staff_client: Client)
         "failure_limit",
         "failure_window",
         "dry_run",
+        "notify",
         "seen_generation",
     ]
     assert form.fields["interval"].initial == "30s"

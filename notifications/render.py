@@ -1,0 +1,178 @@
+"""Draw the PNG a message carries: every metric of the analysis over the last hour.
+
+``tasks.deliver_task`` calls ``chart_png`` when it sends, so the picture shows the history up to
+that moment. It tells the same story as the UI's SVG (``analyses.charts``), in its colours: the
+value in blue, the ``maxValue`` line dashed red with the zone above it shaded, the baseline
+(when the history rows have one) dashed violet, and every evaluation that paused the rollout as
+a dashed amber line. One panel per metric, 800 px wide, about 400 px for one metric: readable
+in a chat window without opening it.
+
+The y axis always starts at 0 (or below the lowest value) and ends ``HEADROOM`` above the
+highest of data and ``maxValue``, and the panels sit at fixed fractions of the figure
+(``panel_box``), so a test can say where a value must be drawn.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import matplotlib
+
+# No display in a worker; Figure is used without pyplot, so no global state either.
+matplotlib.use("Agg")
+
+import matplotlib.dates as mdates
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+# analyses/charts.py's palette.
+VALUE = "#2563eb"
+MAX_VALUE = "#dc2626"
+PAUSE = "#d97706"
+BASELINE = "#7c3aed"
+GRID = "#e5e7eb"
+LABEL = "#6b7280"
+
+WIDTH_PX = 800
+# Per metric: its title line, the plot, the time labels below it.
+PANEL_PX = 350
+PANEL_TITLE_PX, PANEL_LABELS_PX = 28, 40
+TITLE_PX = 40  # the figure's title
+MARGIN_PX = TITLE_PX + 8
+DPI = 100
+HEADROOM = 1.15
+# Left and right edges of every panel, as fractions of the width.
+LEFT, RIGHT = 0.09, 0.96
+WINDOW = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class Series:
+    """One metric's samples, oldest first; a value of None is an evaluation without data."""
+
+    name: str
+    # None for a metric judged only against its baseline (maxIncrease, SPEC §3.1).
+    max_value: float | None
+    points: Sequence[tuple[datetime, float | None]]
+    # The baseline per sample, when the analysis compares with one (SPEC §3.1).
+    baseline: Sequence[tuple[datetime, float | None]] = field(default_factory=tuple)
+
+
+def y_limits(series: Series) -> tuple[float, float]:
+    """Return the y axis of a panel: from 0 (or the lowest value) to HEADROOM above the top."""
+    values = [v for _, v in (*series.points, *series.baseline) if _finite(v)]
+    if series.max_value is not None:
+        values.append(series.max_value)
+    top = max(values, default=1.0)
+    bottom = min([0.0, *values])
+    top = top * HEADROOM if top > 0 else top + 1.0
+    return bottom, top if top > bottom else bottom + 1.0
+
+
+def panel_box(index: int, count: int) -> tuple[float, float]:
+    """Return the bottom and top of panel ``index`` (0 = top) as fractions of the height."""
+    height = MARGIN_PX + PANEL_PX * count
+    top = 1 - (TITLE_PX + PANEL_PX * index + PANEL_TITLE_PX) / height
+    bottom = top - (PANEL_PX - PANEL_TITLE_PX - PANEL_LABELS_PX) / height
+    return bottom, top
+
+
+def size_px(count: int) -> tuple[int, int]:
+    return WIDTH_PX, MARGIN_PX + PANEL_PX * count
+
+
+def chart_png(
+    title: str, series: Sequence[Series], pauses: Sequence[datetime], now: datetime
+) -> bytes:
+    """Return the PNG of ``series`` over the hour before ``now``, pauses marked."""
+    count = max(1, len(series))
+    width, height = size_px(count)
+    fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI, facecolor="white")
+    fig.suptitle(title, x=LEFT, ha="left", y=1 - 10 / height, fontsize=12, fontweight="bold")
+    # The last hour, or less when the history is younger: a few minutes of samples squeezed
+    # into the right edge of an hour would be unreadable.
+    firsts = [at for one in series for at, _ in one.points[:1]]
+    start = max(
+        now - WINDOW, min(firsts, default=now - WINDOW) - (now - min(firsts, default=now)) * 0.05
+    )
+    for index, one in enumerate(series):
+        bottom, top = panel_box(index, count)
+        ax = fig.add_axes((LEFT, bottom, RIGHT - LEFT, top - bottom))
+        _panel(ax, one, [p for p in pauses if start <= p <= now], start, now)
+    if not series:
+        fig.text(0.5, 0.5, "no metrics recorded in the last hour", ha="center", color=LABEL)
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=DPI)
+    return out.getvalue()
+
+
+def _panel(
+    ax: Axes, one: Series, pauses: Sequence[datetime], start: datetime, end: datetime
+) -> None:
+    low, high = y_limits(one)
+    ax.set_xlim(start, end)
+    ax.set_ylim(low, high)
+    ax.set_facecolor("white")
+    ax.grid(True, axis="y", color=GRID, linewidth=1)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.tick_params(colors=LABEL, labelsize=9)
+    # Minutes for an hour of history, seconds for the few minutes of a young one.
+    short = (end - start).total_seconds() < 600
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S" if short else "%H:%M"))
+    ax.set_title(one.name, loc="left", fontsize=10, color="#111827")
+    if one.max_value is not None:
+        # The failing zone shaded and the line itself, as in the UI.
+        ax.axhspan(one.max_value, high, color=MAX_VALUE, alpha=0.06, linewidth=0)
+        ax.axhline(one.max_value, color=MAX_VALUE, linewidth=2, linestyle=(0, (6, 4)))
+        ax.text(
+            0.005,
+            one.max_value,
+            f" max {one.max_value:g}",
+            color=MAX_VALUE,
+            fontsize=9,
+            va="bottom",
+            transform=ax.get_yaxis_transform(),
+        )
+    for at in pauses:
+        ax.axvline(at, color=PAUSE, linewidth=2, linestyle=(0, (3, 3)))
+        ax.text(
+            at, high, "paused ", color=PAUSE, fontsize=9, fontweight="bold", ha="right", va="top"
+        )
+    if one.baseline:
+        _line(ax, one.baseline, BASELINE, style=(0, (2, 2)), label="baseline")
+    _line(ax, one.points, VALUE, style="solid", label="value")
+    # On the panel's title line, right: inside the plot it would hide the newest samples.
+    ax.legend(
+        loc="lower right",
+        bbox_to_anchor=(1.0, 1.0),
+        ncol=2,
+        fontsize=8,
+        frameon=False,
+        borderaxespad=0.2,
+    )
+
+
+def _line(
+    ax: Axes,
+    points: Sequence[tuple[datetime, float | None]],
+    colour: str,
+    *,
+    style: Any,
+    label: str,
+) -> None:
+    # A sample without data breaks the line rather than bridging the gap.
+    xs = [at for at, _ in points]
+    ys = [v if _finite(v) else math.nan for _, v in points]
+    ax.plot(
+        xs, ys, color=colour, linewidth=2.2, linestyle=style, label=label, marker="o", markersize=3
+    )
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)

@@ -1,0 +1,105 @@
+"""SPEC §13 item 23: a notification channel down — refusing connections, answering 500, or
+holding the request past the timeout. The delivery is retried with exponential backoff and
+recorded as failed; the reconcile is never delayed or failed by it.
+
+About the operator's own processes: devcluster only.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from sentinel_cluster import kube
+from testkit.clusters import Cluster, kubectl_apply
+from testkit.fault_proxy import FaultProxy
+from testkit.manifests import deployment_manifest
+from testkit.metrics_app import GaugeSetter
+from testkit.operator import StartOperator
+from testkit.waiting import wait_until
+from testkit.webhook import WebhookReceiver, refused_url
+from tests.notifications.test_webhook_e2e import checkout, deliveries, notify_env
+
+pytestmark = pytest.mark.clusters("dev")
+
+ATTEMPTS = 4
+INTERVAL = 5.0
+
+
+@pytest.mark.parametrize("failure", ["refused", "error", "hang"])
+def test_channel_down_is_retried_with_backoff_and_recorded(
+    start_operator: StartOperator,
+    kube_cluster: Cluster,
+    kube_client: kube.KubeClient,
+    namespace: str,
+    gauge: GaugeSetter,
+    fault_proxy: FaultProxy,
+    case: str,
+    webhook: WebhookReceiver,
+    notify_config: Callable[..., Path],
+    failure: str,
+) -> None:
+    url = refused_url() if failure == "refused" else webhook.apprise_url
+    webhook.mode = {"error": "error", "hang": "hang"}.get(failure, "ok")
+    webhook.hang_seconds = 20
+    config = notify_config({"name": "hook", "url": url, "default": True, "events": ["Failing"]})
+    env = notify_env(
+        config,
+        SENTINEL_NOTIFY_ATTEMPTS=str(ATTEMPTS),
+        SENTINEL_NOTIFY_RETRY_AFTER="1s",
+        SENTINEL_NOTIFY_TIMEOUT="1s",
+    )
+    operator = start_operator(prometheus_url=fault_proxy.url, namespaces=[namespace], env=env)
+    gauge(0.9)  # the first evaluation fails: one Failing message, to a channel that is down
+    kubectl_apply(kube_cluster, deployment_manifest("checkout", namespace))
+    kubectl_apply(kube_cluster, checkout(namespace, case, notify=[]))
+
+    def failed() -> dict[str, object] | None:
+        rows = deliveries(operator)
+        return rows[0] if rows and rows[0]["state"] == "failed" else None
+
+    row = wait_until(failed, timeout=60, what="the delivery recorded as failed")
+    tries = operator.query(
+        "SELECT * FROM notifications_deliveryattempt WHERE delivery_id = ? ORDER BY id",
+        (row["id"],),
+    )
+    starts = [datetime.fromisoformat(t["started_at"]) for t in tries]
+    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(starts)]
+    durations = [round(t["duration_seconds"], 2) for t in tries]
+    # From the end of one try to the start of the next: the backoff plus the pump's poll.
+    waits = [gap - duration for gap, duration in zip(gaps, durations, strict=False)]
+    print(
+        f"{failure}: {len(tries)} tries, waits {[round(w, 1) for w in waits]} s, "
+        f"try durations {durations} s"
+    )
+    assert row["attempts"] == ATTEMPTS == len(tries)
+    assert not any(t["ok"] for t in tries)
+    # Exponential: at least 1, 2, 4 s (-10 % jitter). On top come the pump's and the broker's
+    # polls and, when a try lands on a worker that has not sent yet, its first import of
+    # matplotlib (seen: up to 4 s on this shared 2-core machine).
+    for wait, base in zip(waits, (1, 2, 4), strict=True):
+        assert base * 0.9 <= wait <= base * 1.1 + 5, waits
+    # Why, without the URL; a timeout ends the try within about the timeout.
+    assert row["last_error"]
+    assert "json://" not in str(row["last_error"])
+    if failure == "hang":
+        assert all(d < 5 for d in durations), durations
+    if failure != "refused":
+        assert len(webhook.received) == ATTEMPTS
+
+    # The reconciles never waited for it: evaluations at the interval, all of them Fail, with
+    # the usual small dispatch lag.
+    history = operator.evaluations(namespace, "checkout")
+    starts = [datetime.fromisoformat(e["started_at"]) for e in history]
+    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(starts)]
+    print(f"{failure}: evaluation gaps {[round(g, 2) for g in gaps]} s")
+    assert len(history) >= 2 and all(e["outcome"] == "Fail" for e in history)
+    assert all(g <= INTERVAL + 1.0 for g in gaps), gaps
+    lag_count = operator.metric("sentinel_dispatch_lag_seconds_count") or 0.0
+    within = operator.metric("sentinel_dispatch_lag_seconds_bucket", {"le": "1.0"}) or 0.0
+    assert lag_count >= 2 and within == lag_count
+    assert operator.running and "Traceback" not in operator.log
