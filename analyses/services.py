@@ -40,7 +40,7 @@ from sentinel_core.status import AnalysisStatus
 # A person is waiting for the answer: give up sooner than the operator's 10 s.
 REQUEST_TIMEOUT = 5.0
 # Top-level spec fields that may be absent (SPEC §3.1): an update leaving one out removes it.
-_OPTIONAL_SPEC_FIELDS = ("failureWindow",)
+_OPTIONAL_SPEC_FIELDS = ("failureWindow", "notify")
 
 
 class ServiceError(Exception):

@@ -40,7 +40,7 @@ from prometheus_client import (
     generate_latest,
     values,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
@@ -185,6 +185,7 @@ class MirrorCollector(Collector):
             ready.add_metric(key, 1.0 if is_ready else 0.0)
         yield from (verdict, failures, limit, paused, ready)
         yield from _metric_gauges()
+        yield _notification_failures()
 
         due = Analysis.objects.filter(deleted_at__isnull=True, next_due_at__lte=timezone.now())
         yield GaugeMetricFamily(
@@ -197,6 +198,33 @@ class MirrorCollector(Collector):
             "Tasks waiting in the django-q2 broker for a worker.",
             value=float(_broker_queue_size()),
         )
+
+
+def _notification_failures() -> Metric:
+    """Deliveries that failed after their last retry, per channel (SPEC §14), from the rows.
+
+    Read from the database like the gauges above, because the deliveries run in the django-q2
+    workers, not in the process serving /metrics. Pruning old rows lowers it, which Prometheus
+    reads as a counter reset; every replica reports the same figure (alert with ``max by``).
+    """
+    from django.db.models import Count
+
+    from notifications.models import Delivery, State
+
+    family = CounterMetricFamily(
+        "sentinel_notification_failures",
+        "Notification deliveries that failed after their retries, per channel.",
+        labels=["channel"],
+    )
+    counts = (
+        Delivery.objects.filter(state=State.FAILED)
+        .values_list("channel")
+        .annotate(n=Count("id"))
+        .order_by("channel")
+    )
+    for channel, n in counts:
+        family.add_metric([channel], float(n))
+    return family
 
 
 def _metric_gauges() -> Iterator[Metric]:

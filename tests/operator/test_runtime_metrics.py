@@ -93,3 +93,42 @@ def test_metric_gauges_come_from_the_newest_evaluation_of_metrics_still_in_the_s
         f"sentinel_metric_baseline{{{key.format('latency')}}} 0.2",
         f"sentinel_metric_threshold{{{key.format('errors')}}} 0.01",
     }
+
+
+def test_notification_failures_count_deliveries_failed_after_their_retries_per_channel(
+    client: Client, settings: Any
+) -> None:
+    from notifications.models import Delivery, State
+
+    settings.SENTINEL_METRICS_TOKEN = "scrape-token"
+    analysis = _analysis("checkout")
+    now = datetime.now(UTC)
+    for index, (channel, state) in enumerate(
+        [
+            ("payments-slack", State.FAILED),
+            ("payments-slack", State.FAILED),
+            ("payments-slack", State.SENT),
+            ("ops-mail", State.PENDING),
+        ]
+    ):
+        Delivery.objects.create(
+            key=f"{analysis.uid}/Paused@{index}/{channel}",
+            analysis=analysis,
+            namespace="shop",
+            name="checkout",
+            channel=channel,
+            event="Paused",
+            message="paused",
+            transition_at=now,
+            created_at=now,
+            state=state,
+        )
+
+    response = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-token")
+    lines = set(response.content.decode().splitlines())
+    assert 'sentinel_notification_failures_total{channel="payments-slack"} 2.0' in lines
+    # Pending and sent deliveries are not failures: no series for a channel without any.
+    assert not any(
+        line.startswith("sentinel_notification_failures_total") and "ops-mail" in line
+        for line in lines
+    )
