@@ -33,9 +33,9 @@ SAMPLES_ENOUGH = 500.0
 NOTIFY_CHANNEL = "soak-hook"
 NOTIFY_OUTAGE_AFTER = 8.0
 NOTIFY_ATTEMPTS = 4
-NOTIFY_RETRY_AFTER = 2.0
-NOTIFY_RETRY_MAX = 8.0
-NOTIFY_TIMEOUT = 3.0
+NOTIFY_RETRY_AFTER = 1.0
+NOTIFY_RETRY_MAX = 4.0
+NOTIFY_TIMEOUT = 5.0
 # A hanging receiver holds each request this long: past the timeout, so never an answer.
 RECEIVER_HANG_SECONDS = 8.0
 
