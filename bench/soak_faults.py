@@ -60,7 +60,7 @@ def analysis_object(plan: AnalysisPlan, namespace: str, max_value: float = MAX_V
 
 
 class FaultRunner:
-    """Executes faults against ``stack``; one instance shared by both lanes."""
+    """Executes faults against ``stack``; one instance shared by every lane."""
 
     def __init__(
         self,

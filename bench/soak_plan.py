@@ -6,9 +6,10 @@ Pure: no I/O, no clock. The times are seconds from the moment the analyses exist
 
 A *truth* says what the metrics app serves for one analysis at every instant: a value below its
 ``maxValue`` (healthy), above it (failing), or nothing (no data: the series absent, or NaN).
-A *fault* is one thing the run breaks, on one of two lanes that run concurrently: the Prometheus
-lane (the fault proxy and the Prometheus process) and the cluster lane (API server, operator
-replicas, workers, database, kubectl edits and deletes), each lane one fault at a time.
+A *fault* is one thing the run breaks, on one of three lanes that run concurrently: the
+Prometheus lane (the fault proxy and the Prometheus process), the cluster lane (API server,
+operator replicas, workers, database, kubectl edits and deletes) and the notification receiver
+lane (refusing, answering 500, hanging), each lane one fault at a time.
 """
 
 from __future__ import annotations
