@@ -624,9 +624,15 @@ def one_notification_per_transition(history: History, finding: Finding) -> None:
                 f"{name}: pause at {attempt.started - history.started:.1f} s has "
                 f"{len(found)} Paused deliveries"
             )
+    # The converse is a decision at the limit, not necessarily one that patched the target: an
+    # analysis re-created while its target is still paused under its name reaches the limit on
+    # a target already paused (the history row says paused only for the evaluation that
+    # patched), and its RolloutPaused=True is a transition of this new analysis.
     pauses = defaultdict(list)
     for attempt in history.attempts:
-        if attempt.paused:
+        row = mirror.get(attempt.analysis_id)
+        limit = row.failure_limit if row is not None else 1
+        if attempt.paused or (attempt.outcome == "Fail" and attempt.failures_after >= limit):
             pauses[attempt.analysis_id].append(attempt)
     for analysis_id, times in paused_rows.items():
         for t in times:
