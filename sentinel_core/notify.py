@@ -56,8 +56,9 @@ class NotifyContext:
     # The configured channel names; None when notifications are not configured (no check).
     channels: frozenset[str] | None = None
     outage_after_seconds: float = DEFAULT_OUTAGE_AFTER_SECONDS
-    # When the previous attempt on this analysis started (the newest history row); None if
-    # there was none. Says whether the outage threshold was crossed before this attempt.
+    # When the previous decided attempt started (the newest history row that wrote its status);
+    # None if there was none. Says whether the outage threshold was crossed before this attempt,
+    # and so whether MetricsUnavailable went out (Recovered answers only that).
     previous_attempt: datetime | None = None
 
 
