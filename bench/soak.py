@@ -35,15 +35,18 @@ from typing import Any
 import requests
 
 from bench.soak_faults import FaultRunner, analysis_object
-from bench.soak_invariants import Finding, check_all, rss_slopes
+from bench.soak_invariants import Finding, check_all, notification_figures, rss_slopes
 from bench.soak_plan import (
     CLUSTER_LANE,
     COMPACT,
     NORMAL,
     PROMETHEUS_LANE,
+    RECEIVER_LANE,
+    SAMPLES_MIN,
     AnalysisPlan,
     Plan,
     draw_plan,
+    samples_case,
 )
 from bench.soak_record import (
     ClusterSample,
@@ -129,9 +132,14 @@ def _feed(stack: Stack, plan: Plan, history: History, t0: float, stop: threading
     current: dict[str, Any] = {}
     while True:
         now = time.time()
-        for analysis in plan.analyses:
-            value = analysis.truth.value_at(now - t0)
-            before = current.get(analysis.name, "unset")
+        served = [(a.name, a.truth.value_at(now - t0)) for a in plan.analyses]
+        served += [
+            (samples_case(a.name), a.truth.samples_at(now - t0))
+            for a in plan.analyses
+            if a.truth.guarded
+        ]
+        for name, value in served:
+            before = current.get(name, "unset")
             same = before == value or (
                 isinstance(before, float)
                 and math.isnan(before)
@@ -141,11 +149,11 @@ def _feed(stack: Stack, plan: Plan, history: History, t0: float, stop: threading
             if same:
                 continue
             if value is None:
-                stack.app.clear(analysis.name)
+                stack.app.clear(name)
             else:
-                stack.app.set(analysis.name, value)
-            current[analysis.name] = value
-            history.add_truth(TruthChange(time.time(), analysis.name, value))
+                stack.app.set(name, value)
+            current[name] = value
+            history.add_truth(TruthChange(time.time(), name, value))
         if stop.wait(0.5):
             return
 
@@ -257,6 +265,8 @@ def _plan_facts(analysis: AnalysisPlan) -> dict[str, Any]:
         "interval": analysis.interval,
         "failure_limit": analysis.failure_limit,
         "regress_at": None if math.isinf(analysis.truth.regress_at) else analysis.truth.regress_at,
+        "failure_window": analysis.truth.window,
+        "min_samples": SAMPLES_MIN if analysis.truth.guarded else None,
     }
 
 
@@ -278,6 +288,12 @@ def _finish(stack: Stack, history: History) -> None:
         history.logs[replica.name] = replica.process.log_path.read_text(errors="replace")
     history.logs["web"] = (stack.workdir / "web.log").read_text(errors="replace")
     read_database(stack.db, history)
+    if stack.receiver is not None:
+        # Received.at is monotonic; the history's times are the wall clock.
+        offset = time.time() - time.monotonic()
+        history.received = [
+            (r.at + offset, r.status, r.title, r.message) for r in list(stack.receiver.received)
+        ]
 
 
 def run(options: Options) -> tuple[list[Finding], dict[str, Any]]:
@@ -324,6 +340,7 @@ def run(options: Options) -> tuple[list[Finding], dict[str, Any]]:
         lanes = [
             [f for f in plan.faults if f.kind in PROMETHEUS_LANE],
             [f for f in plan.faults if f.kind in CLUSTER_LANE],
+            [f for f in plan.faults if f.kind in RECEIVER_LANE],
         ]
         threads = [
             threading.Thread(target=runner.run_lane, args=(lane, origin), daemon=True)
@@ -388,6 +405,7 @@ def _figures(options: Options, history: History, sampler: Sampler, wall: float) 
         "rss_slope_mb_per_min": {k: round(v, 2) for k, v in rss_slopes(history).items()},
         "web_answers": dict(sampler.web_answers),
         "notification_tables": sorted(history.notifications),
+        "notifications": notification_figures(history),
         "wall_seconds": round(wall, 1),
     }
 

@@ -19,7 +19,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.soak_plan import MAX_VALUE, AnalysisPlan, FaultKind, FaultPlan
+from bench.soak_plan import (
+    MAX_VALUE,
+    SAMPLES_MIN,
+    AnalysisPlan,
+    FaultKind,
+    FaultPlan,
+    samples_case,
+)
 from bench.soak_record import FaultRecord, History
 from bench.soak_stack import LEASE_SECONDS, Replica, Stack
 from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric, to_yaml
@@ -33,19 +40,27 @@ SLOW_SECONDS = 8.0
 
 
 def analysis_object(plan: AnalysisPlan, namespace: str, max_value: float = MAX_VALUE) -> Any:
-    return analysis_manifest(
+    metric = gauge_metric(plan.name, max_value)
+    if plan.truth.guarded:
+        # Too little traffic: the guard's own series (soak_plan.Truth.samples_at).
+        guard = gauge_metric(samples_case(plan.name), 0.0)["query"]
+        metric["minSamples"] = {"query": guard, "min": int(SAMPLES_MIN)}
+    manifest = analysis_manifest(
         plan.name,
         namespace,
         target=plan.name,
-        metrics=[gauge_metric(plan.name, max_value)],
+        metrics=[metric],
         interval=f"{plan.interval}s",
         failure_limit=plan.failure_limit,
         dry_run=plan.dry_run,
     )
+    if plan.truth.window:
+        manifest["spec"]["failureWindow"] = plan.truth.window
+    return manifest
 
 
 class FaultRunner:
-    """Executes faults against ``stack``; one instance shared by both lanes."""
+    """Executes faults against ``stack``; one instance shared by every lane."""
 
     def __init__(
         self,
@@ -94,6 +109,9 @@ class FaultRunner:
             FaultKind.EDIT_ANALYSIS: self._edit_analysis,
             FaultKind.DELETE_ANALYSIS: self._delete_analysis,
             FaultKind.DELETE_TARGET: self._delete_target,
+            FaultKind.RECEIVER_REFUSED: self._receiver_down("refused"),
+            FaultKind.RECEIVER_500: self._receiver_down("error"),
+            FaultKind.RECEIVER_HANG: self._receiver_down("hang"),
         }
         handlers[fault.kind](fault, record)
 
@@ -117,6 +135,29 @@ class FaultRunner:
             self.stop.wait(fault.duration)
             self.stack.prometheus.start(timeout=60)
             record.ended = time.time()
+
+    # -- notification receiver lane --------------------------------------------------------
+
+    def _receiver_down(self, mode: str) -> Callable[[FaultPlan, FaultRecord], None]:
+        """Refuse connections (stopped, same port), answer 500 or hang, for the fault's length."""
+
+        def run(fault: FaultPlan, record: FaultRecord) -> None:
+            receiver = self.stack.receiver
+            assert receiver is not None
+            record.started = time.time()
+            if mode == "refused":
+                receiver.stop()
+            else:
+                receiver.mode = mode
+            try:
+                self.stop.wait(fault.duration)
+            finally:
+                if mode == "refused":
+                    receiver.start()
+                receiver.mode = "ok"
+                record.ended = time.time()
+
+        return run
 
     # -- cluster lane ----------------------------------------------------------------------
 

@@ -6,9 +6,10 @@ Pure: no I/O, no clock. The times are seconds from the moment the analyses exist
 
 A *truth* says what the metrics app serves for one analysis at every instant: a value below its
 ``maxValue`` (healthy), above it (failing), or nothing (no data: the series absent, or NaN).
-A *fault* is one thing the run breaks, on one of two lanes that run concurrently: the Prometheus
-lane (the fault proxy and the Prometheus process) and the cluster lane (API server, operator
-replicas, workers, database, kubectl edits and deletes), each lane one fault at a time.
+A *fault* is one thing the run breaks, on one of three lanes that run concurrently: the
+Prometheus lane (the fault proxy and the Prometheus process), the cluster lane (API server,
+operator replicas, workers, database, kubectl edits and deletes) and the notification receiver
+lane (refusing, answering 500, hanging), each lane one fault at a time.
 """
 
 from __future__ import annotations
@@ -22,6 +23,27 @@ from enum import StrEnum
 MAX_VALUE = 0.5
 HEALTHY = 0.1
 FAILING = 0.9
+# The minSamples guard of LOW_TRAFFIC analyses: its minimum, and what is served under and over it.
+SAMPLES_MIN = 100.0
+SAMPLES_LOW = 20.0
+SAMPLES_ENOUGH = 500.0
+
+# Notifications (docs/reliability.md): the one channel (default: true, a JSON webhook), and
+# settings short enough for a soak: Prometheus faults of seconds become outages that send
+# MetricsUnavailable and Recovered; a receiver down for a fault's length exhausts the tries.
+NOTIFY_CHANNEL = "soak-hook"
+NOTIFY_OUTAGE_AFTER = 8.0
+NOTIFY_ATTEMPTS = 4
+NOTIFY_RETRY_AFTER = 1.0
+NOTIFY_RETRY_MAX = 4.0
+NOTIFY_TIMEOUT = 5.0
+# A hanging receiver holds each request this long: past the timeout, so never an answer.
+RECEIVER_HANG_SECONDS = 8.0
+
+
+def samples_case(name: str) -> str:
+    """Return the metrics app's case of an analysis' minSamples guard series."""
+    return f"{name}-samples"
 
 
 class TruthKind(StrEnum):
@@ -34,6 +56,12 @@ class TruthKind(StrEnum):
     FLAPPING = "flapping"
     # No data (series absent, then NaN) except short healthy spells.
     NO_DATA = "nodata"
+    # Too little traffic: the value always fails, but the minSamples guard (min SAMPLES_MIN)
+    # serves enough samples only for ``on`` seconds out of every ``on + off`` (from ``phase``).
+    LOW_TRAFFIC = "lowtraffic"
+    # Flapping about every interval, judged with failureWindow (``window``): a pause needs
+    # failureLimit failing evaluations among the last ``window`` decisive ones.
+    FLAPPING_WINDOW = "flapping-window"
 
 
 # Served value at an instant: a number, NaN, or None (the series is absent).
@@ -49,12 +77,28 @@ class Truth:
     on: float = 0.0
     off: float = 0.0
     phase: float = 0.0
+    # FLAPPING_WINDOW: the analysis' spec.failureWindow.
+    window: int = 0
+
+    @property
+    def guarded(self) -> bool:
+        """Whether the analysis has a minSamples guard (its samples series is served)."""
+        return self.kind == TruthKind.LOW_TRAFFIC
+
+    def samples_at(self, t: float) -> Served:
+        """Return the guard's sample count served at ``t`` (None: no guard)."""
+        if not self.guarded:
+            return None
+        position = (t + self.phase) % (self.on + self.off)
+        return SAMPLES_ENOUGH if position < self.on else SAMPLES_LOW
 
     def value_at(self, t: float) -> Served:
         """Return what the metrics app serves at ``t`` seconds into the run."""
         if self.kind in (TruthKind.REGRESSING, TruthKind.REGRESSING_DRY_RUN):
             return FAILING if t >= self.regress_at else HEALTHY
-        if self.kind == TruthKind.FLAPPING:
+        if self.kind == TruthKind.LOW_TRAFFIC:
+            return FAILING
+        if self.kind in (TruthKind.FLAPPING, TruthKind.FLAPPING_WINDOW):
             position = (t + self.phase) % (self.on + self.off)
             return FAILING if position < self.on else HEALTHY
         if self.kind == TruthKind.NO_DATA:
@@ -94,6 +138,10 @@ class FaultKind(StrEnum):
     EDIT_ANALYSIS = "kubectl-edit-analysis"
     DELETE_ANALYSIS = "kubectl-delete-analysis"
     DELETE_TARGET = "kubectl-delete-target"
+    # Notification receiver lane: the JSON webhook every analysis notifies is down.
+    RECEIVER_REFUSED = "receiver-refused"
+    RECEIVER_500 = "receiver-500"
+    RECEIVER_HANG = "receiver-hang"
 
 
 PROMETHEUS_LANE = (
@@ -102,6 +150,8 @@ PROMETHEUS_LANE = (
     FaultKind.PROMETHEUS_SLOW,
     FaultKind.PROMETHEUS_STOPPED,
 )
+# The notification receiver: refusing connections, answering 500, holding requests.
+RECEIVER_LANE = (FaultKind.RECEIVER_REFUSED, FaultKind.RECEIVER_500, FaultKind.RECEIVER_HANG)
 # Weights of the cluster lane: kubectl changes are the most common in production.
 CLUSTER_LANE = {
     FaultKind.API_SERVER_RESTART: 2,
@@ -147,11 +197,13 @@ class Pace:
     prometheus_gap: tuple[float, float] = (10.0, 30.0)
     cluster_duration: tuple[float, float] = (3.0, 15.0)
     cluster_gap: tuple[float, float] = (10.0, 25.0)
+    receiver_duration: tuple[float, float] = (10.0, 40.0)
+    receiver_gap: tuple[float, float] = (20.0, 60.0)
 
 
 NORMAL = Pace()
 # Short runs (the 3-minute test): shorter faults closer together, so more kinds fit.
-COMPACT = Pace((4.0, 12.0), (3.0, 8.0), (2.0, 8.0), (3.0, 8.0))
+COMPACT = Pace((4.0, 12.0), (3.0, 8.0), (2.0, 8.0), (3.0, 8.0), (6.0, 15.0), (5.0, 15.0))
 
 
 def draw_plan(
@@ -173,11 +225,13 @@ def draw_plan(
         TruthKind.FLAPPING,
         TruthKind.NO_DATA,
         TruthKind.REGRESSING_DRY_RUN,
+        TruthKind.LOW_TRAFFIC,
+        TruthKind.FLAPPING_WINDOW,
     ]
-    weights = [3, 3, 2, 1, 1]
+    weights = [3, 3, 2, 1, 1, 1, 1]
     plans = []
     for index in range(analyses):
-        # The first five cover every kind, whatever the count.
+        # The first seven cover every kind, whatever the count.
         kind = kinds[index] if index < len(kinds) else rng.choices(kinds, weights)[0]
         interval = rng.choice(intervals)
         limit = rng.choice((1, 2, 3))
@@ -190,6 +244,8 @@ def draw_plan(
     faults = _prometheus_lane(rng, warmup, faults_until, pace) + _cluster_lane(
         rng, warmup, faults_until, names, pace
     )
+    # Drawn last, so the other lanes are what they were before the receiver lane existed.
+    faults += _receiver_lane(rng, warmup, faults_until, pace)
     return Plan(seed, plans, sorted(faults, key=lambda f: f.at), warmup, faults_until)
 
 
@@ -209,6 +265,18 @@ def _truth(
         return Truth(kind, on=round(on, 1), off=round(off, 1), phase=round(rng.uniform(0, 60), 1))
     if kind == TruthKind.NO_DATA:
         return Truth(kind, phase=round(rng.uniform(0, 60), 1))
+    if kind == TruthKind.LOW_TRAFFIC:
+        # Enough samples for about one evaluation now and then, too few most of the time.
+        on = interval * rng.uniform(1.0, limit + 1.0)
+        off = interval * rng.uniform(2.0, 6.0)
+        return Truth(kind, on=round(on, 1), off=round(off, 1), phase=round(rng.uniform(0, 60), 1))
+    if kind == TruthKind.FLAPPING_WINDOW:
+        # About one failing and one passing evaluation in turn: consecutive counting would
+        # rarely reach the limit; a window of limit + 2 does.
+        on = interval * rng.uniform(0.8, 1.5)
+        off = interval * rng.uniform(0.8, 1.5)
+        phase = round(rng.uniform(0, 60), 1)
+        return Truth(kind, on=round(on, 1), off=round(off, 1), phase=phase, window=limit + 2)
     return Truth(kind)
 
 
@@ -223,6 +291,18 @@ def _prometheus_lane(rng: random.Random, start: float, until: float, pace: Pace)
             return faults
         faults.append(FaultPlan(kind, round(t, 1), duration))
         t += duration + rng.uniform(*pace.prometheus_gap)
+
+
+def _receiver_lane(rng: random.Random, start: float, until: float, pace: Pace) -> list[FaultPlan]:
+    faults, t = [], start + rng.uniform(0, 10)
+    first = rng.sample(RECEIVER_LANE, len(RECEIVER_LANE))
+    while True:
+        kind = first.pop() if first else rng.choice(RECEIVER_LANE)
+        duration = round(rng.uniform(*pace.receiver_duration), 1)
+        if t + duration > until:
+            return faults
+        faults.append(FaultPlan(kind, round(t, 1), duration))
+        t += duration + rng.uniform(*pace.receiver_gap)
 
 
 def _cluster_lane(

@@ -116,6 +116,9 @@ class History:
     logs: dict[str, str] = field(default_factory=dict)
     # table name -> rows, for every notification delivery table the database has.
     notifications: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # What the notification receiver got, every POST: (at, HTTP status it answered or 0 when
+    # it held the request past the client's timeout, title, message).
+    received: list[tuple[float, int, str, str]] = field(default_factory=list)
     # analysis name -> its plan's facts: kind, interval, failure limit, dry run, regress_at.
     plans: dict[str, dict[str, Any]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

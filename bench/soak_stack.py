@@ -22,6 +22,15 @@ from typing import Any
 
 import requests
 
+from bench.soak_plan import (
+    NOTIFY_ATTEMPTS,
+    NOTIFY_CHANNEL,
+    NOTIFY_OUTAGE_AFTER,
+    NOTIFY_RETRY_AFTER,
+    NOTIFY_RETRY_MAX,
+    NOTIFY_TIMEOUT,
+    RECEIVER_HANG_SECONDS,
+)
 from sentinel_cluster import kube
 from testkit.clusters import Cluster, running_with_crd, wait_crd_served
 from testkit.databases import PostgresServer, RedisServer
@@ -37,8 +46,10 @@ from testkit.prometheus import PrometheusServer
 from testkit.realcluster import RealCluster
 from testkit.site_env import with_defaults
 from testkit.waiting import wait_until
+from testkit.webhook import WebhookReceiver
 
 LEASE_SECONDS = 15.0
+
 
 _USER_SCRIPT = """
 from django.contrib.auth.models import User
@@ -94,6 +105,8 @@ class Stack:
     env: dict[str, str]
     # Held by a fault that sets the proxy's mode for its whole length.
     proxy_lock: threading.Lock = field(default_factory=threading.Lock)
+    # The JSON webhook of the one notification channel (default: true, so every analysis).
+    receiver: WebhookReceiver | None = None
 
     def db(self, sql: str, params: tuple[Any, ...] = (), *, with_columns: bool = False) -> Any:
         """Run one statement on the operators' PostgreSQL database; return its rows."""
@@ -184,6 +197,30 @@ def _web(workdir: Path, env: dict[str, str]) -> tuple[ChildProcess, str]:
     return process, url
 
 
+def _notify_env(workdir: Path, receiver: WebhookReceiver) -> dict[str, str]:
+    """Return the notification settings of every process: one default JSON webhook channel.
+
+    Short on purpose (docs/reliability.md): Prometheus faults of seconds become outages that
+    send MetricsUnavailable and Recovered, and a receiver down for a fault's length is retried
+    within it, or exhausts the tries and is recorded failed.
+    """
+    config = workdir / "notify.yaml"
+    config.write_text(
+        "channels:\n"
+        f"  - name: {NOTIFY_CHANNEL}\n"
+        f"    url: {receiver.apprise_url}\n"
+        "    default: true\n"
+    )
+    return {
+        "SENTINEL_NOTIFY_CONFIG": str(config),
+        "SENTINEL_NOTIFY_OUTAGE_AFTER": f"{NOTIFY_OUTAGE_AFTER:g}s",
+        "SENTINEL_NOTIFY_ATTEMPTS": str(NOTIFY_ATTEMPTS),
+        "SENTINEL_NOTIFY_RETRY_AFTER": f"{NOTIFY_RETRY_AFTER:g}s",
+        "SENTINEL_NOTIFY_RETRY_MAX": f"{NOTIFY_RETRY_MAX:g}s",
+        "SENTINEL_NOTIFY_TIMEOUT": f"{NOTIFY_TIMEOUT:g}s",
+    }
+
+
 @contextlib.contextmanager
 def soak_stack(kind: str, workdir: Path, namespace: str, *, workers: int) -> Iterator[Stack]:
     """Start everything but the operators' replicas (they are created, not started); stop all."""
@@ -196,6 +233,9 @@ def soak_stack(kind: str, workdir: Path, namespace: str, *, workers: int) -> Ite
         proxy = exits.enter_context(FaultProxy(prometheus.url))
         postgres = exits.enter_context(PostgresServer())
         redis = exits.enter_context(RedisServer(workdir / "redis"))
+        receiver = WebhookReceiver(hang_seconds=RECEIVER_HANG_SECONDS).start()
+        exits.callback(receiver.stop)
+        notify = _notify_env(workdir, receiver)
         env = {
             **with_defaults(os.environ),
             "DATABASE_URL": postgres.url,
@@ -203,6 +243,7 @@ def soak_stack(kind: str, workdir: Path, namespace: str, *, workers: int) -> Ite
             "KUBECONFIG": str(cluster.kubeconfig),
             "SENTINEL_NAMESPACES": namespace,
             "SENTINEL_ALLOWED_HOSTS": "127.0.0.1,localhost",
+            **notify,
         }
         _manage(env, "migrate", "--no-input", "-v0")
         _manage(env, "shell", "-c", _USER_SCRIPT)
@@ -224,6 +265,7 @@ def soak_stack(kind: str, workdir: Path, namespace: str, *, workers: int) -> Ite
                         "DATABASE_URL": postgres.url,
                         "SENTINEL_BROKER_URL": redis.url,
                         "SENTINEL_Q_WORKERS": str(workers),
+                        **notify,
                     },
                 )
             )
@@ -247,6 +289,7 @@ def soak_stack(kind: str, workdir: Path, namespace: str, *, workers: int) -> Ite
             web_url,
             token,
             env,
+            receiver=receiver,
         )
 
 

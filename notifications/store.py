@@ -20,7 +20,7 @@ from django.utils import timezone
 from analyses.models import Analysis, Evaluation
 from notifications.config import NotifyConfig
 from notifications.models import Delivery
-from sentinel_core.conditions import ConditionType, Reason
+from sentinel_core.conditions import ConditionType, ErrorReason, Reason
 from sentinel_core.notify import Intent, NotifyContext
 from sentinel_core.status import AnalysisStatus
 
@@ -43,9 +43,13 @@ def context_for(row: Analysis | None, status: AnalysisStatus) -> NotifyContext:
     ready = status.condition(ConditionType.READY)
     in_outage = ready is not None and ready.reason == Reason.METRICS_UNAVAILABLE
     if in_outage and row is not None and row.pk is not None:
-        # The newest history row: served by the evaluation_newest index.
+        # The newest history row whose decision was written: an attempt the Kubernetes API cut
+        # short (ErrorReason) wrote no status and sent nothing, so it neither crossed the
+        # outage threshold for MetricsUnavailable nor announced it for Recovered (found by the
+        # soak, docs/reliability.md). Served by the evaluation_newest index.
         previous = (
             Evaluation.objects.filter(analysis=row)
+            .exclude(error_reason__in=[reason.value for reason in ErrorReason])
             .order_by("-started_at", "-id")
             .values_list("started_at", flat=True)
             .first()

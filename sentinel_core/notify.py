@@ -56,8 +56,9 @@ class NotifyContext:
     # The configured channel names; None when notifications are not configured (no check).
     channels: frozenset[str] | None = None
     outage_after_seconds: float = DEFAULT_OUTAGE_AFTER_SECONDS
-    # When the previous attempt on this analysis started (the newest history row); None if
-    # there was none. Says whether the outage threshold was crossed before this attempt.
+    # When the previous decided attempt started (the newest history row that wrote its status);
+    # None if there was none. Says whether the outage threshold was crossed before this attempt,
+    # and so whether MetricsUnavailable went out (Recovered answers only that).
     previous_attempt: datetime | None = None
 
 
@@ -150,9 +151,16 @@ def _outage(
             return [_intent(NotifyEvent.METRICS_UNAVAILABLE, after)]
         return []
     if before is not None and before.reason == Reason.METRICS_UNAVAILABLE:
-        # Recovered answers a MetricsUnavailable message: only after an outage that sent one.
+        # Recovered answers a MetricsUnavailable message: only after an outage that sent one,
+        # i.e. whose last attempt (the previous one) was already past the threshold. An outage
+        # that lasted the threshold between two attempts (a backoff) sent nothing: say nothing.
         lasted = (now - before.last_transition_time).total_seconds()
-        if lasted >= after_s:
+        earlier = context.previous_attempt
+        announced = (
+            earlier is not None
+            and (earlier - before.last_transition_time).total_seconds() >= after_s
+        )
+        if announced:
             message = f"Prometheus answers again after {_duration(lasted)}; {after.message}"
             recovered = replace(after, message=message)
             return [_intent(NotifyEvent.RECOVERED, recovered)]

@@ -143,6 +143,7 @@ class OperatorRuntime:
         # Bound now so that a busy port stops us before anything is forked; served later.
         self._http = self._bind_metrics()
         if self.options.workers:
+            preload_worker_modules()
             # Before any thread starts: forking a process with threads can copy a held lock.
             self._start_cluster()
         # Installed after the cluster: Cluster() takes SIGTERM/SIGINT for itself.
@@ -261,6 +262,21 @@ def _sentinel_of(parent: int, stop_event: Any, *args: Any) -> None:
 
 
 _PR_SET_PDEATHSIG = 1
+
+
+def preload_worker_modules() -> None:
+    """Import what the workers send notifications with, once, before they are forked.
+
+    Apprise, matplotlib and its font cache imported in each worker on its first message are a
+    private copy per worker (about 60 MB each); imported here they are pages every forked worker
+    shares, which keeps both replicas within SPEC §13's 600 MB (found by the soak,
+    docs/reliability.md).
+    """
+    from matplotlib import font_manager
+
+    import notifications.tasks  # noqa: F401  (Apprise, matplotlib, the message composer)
+
+    font_manager.fontManager.get_default_size()
 
 
 def _start_q_cluster() -> Any:

@@ -54,6 +54,9 @@ class WebhookReceiver:
 
     mode: str = "ok"  # ok | error | hang
     hang_seconds: float = 30.0
+    # 0: a free one. ``stop`` then ``start`` again keeps the port (nothing listens meanwhile:
+    # connections are refused), so a channel's URL stays valid.
+    bind_port: int = 0
     on_message: Callable[[Received], None] | None = None
     received: list[Received] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -89,9 +92,10 @@ class WebhookReceiver:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server = ThreadingHTTPServer(("127.0.0.1", self.bind_port), Handler)
         server.daemon_threads = True
         self._running = serve(server, poll_interval=0.1)
+        self.bind_port = self._running.port
         return self
 
     def _record(self, item: Received) -> None:

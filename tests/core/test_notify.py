@@ -94,6 +94,20 @@ def test_outage_is_announced_once_after_the_threshold_and_recovery_once() -> Non
     assert "answers again" in d.notifications[0].message
 
 
+def test_an_outage_that_sent_no_metrics_unavailable_sends_no_recovered() -> None:
+    # Found by the soak (docs/reliability.md): the outage lasted past the threshold, but its
+    # only attempts were before it (a backoff), so no MetricsUnavailable went out; the
+    # recovery must not answer a message nobody got.
+    world = World()
+    evaluate(world, NotifyContext(outage_after_seconds=OUTAGE), *ok())
+    previous = world.now
+    assert events(evaluate(world, NotifyContext(outage_after_seconds=OUTAGE), *down())) == []
+    # 30 s later, the recovery 150 s later: the outage lasted 120 s > 90 s, unannounced.
+    world.now += timedelta(seconds=90)
+    ctx = NotifyContext(outage_after_seconds=OUTAGE, previous_attempt=previous)
+    assert events(evaluate(world, ctx, *ok())) == []
+
+
 def test_a_short_outage_says_nothing() -> None:
     world = World()
     ctx = NotifyContext(outage_after_seconds=OUTAGE)
@@ -149,6 +163,7 @@ def test_at_most_one_intent_per_transition(steps: list[tuple[str, int]]) -> None
     keys: Counter[str] = Counter()
     previous: datetime | None = None
     outages: Counter[datetime] = Counter()
+    announced = False
     for action, seconds in steps:
         world.now += timedelta(seconds=seconds)
         if action == "kubectl_resume":
@@ -169,8 +184,13 @@ def test_at_most_one_intent_per_transition(steps: list[tuple[str, int]]) -> None
         # MetricsUnavailable, which stands for one outage (its Ready transition).
         assert len({i.event for i in d.notifications}) == len(d.notifications)
         for intent in d.notifications:
+            if intent.event == NotifyEvent.RECOVERED:
+                # Recovered answers a MetricsUnavailable that went out, never a silent outage.
+                assert announced, steps
+                announced = False
             if intent.event == NotifyEvent.METRICS_UNAVAILABLE:
                 outages[intent.at] += 1
+                announced = True
                 continue
             assert intent.at == utc(world.now - timedelta(seconds=30)), intent
         if before == world.status:

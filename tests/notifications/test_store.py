@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from analyses.models import Analysis
+from analyses.models import Analysis, Evaluation
 from notifications import store
 from notifications.config import Channel, NotifyConfig
 from notifications.models import Delivery, State
 from notifications.pump import DeliveryPump
 from notifications.tasks import deliver_task, retry_delay
-from sentinel_core.conditions import ConditionStatus, ConditionType, Reason
+from sentinel_core.conditions import ConditionStatus, ConditionType, ErrorReason, Reason
 from sentinel_core.notify import Intent, NotifyEvent
 from sentinel_core.status import AnalysisStatus, Condition
 from testkit.webhook import refused_url
@@ -74,6 +74,34 @@ def test_previous_attempt_is_looked_up_only_during_an_outage(conf: NotifyConfig)
     context = store.context_for(row, outage)
     assert context.previous_attempt == newest.started_at
     assert context.channels == {"everyone", "team", "chatty"}
+
+
+def test_an_attempt_that_wrote_no_status_is_not_the_previous_attempt(conf: NotifyConfig) -> None:
+    # Found by the soak (docs/reliability.md): an outage's attempt cut short by the API server
+    # (KubernetesUnavailable: no status written, nothing stored) past the threshold made the
+    # next attempt believe MetricsUnavailable had gone out: Recovered without it, or no
+    # MetricsUnavailable at all.
+    row = factories.analysis("checkout")
+    factories.history(row, [0.1, 0.2])
+    decided = row.evaluations.order_by("-started_at").first()
+    assert decided is not None
+    Evaluation.objects.create(
+        analysis=row,
+        started_at=decided.started_at + timedelta(seconds=30),
+        finished_at=decided.started_at + timedelta(seconds=31),
+        generation=decided.generation,
+        outcome="Error",
+        failures_after=decided.failures_after,
+        error_reason=ErrorReason.KUBERNETES_UNAVAILABLE.value,
+    )
+    outage = AnalysisStatus(
+        conditions=(
+            Condition(
+                ConditionType.READY, ConditionStatus.FALSE, Reason.METRICS_UNAVAILABLE, "", NOW
+            ),
+        )
+    )
+    assert store.context_for(row, outage).previous_attempt == decided.started_at
 
 
 def test_pump_queues_once_and_a_stale_task_sends_nothing(conf: NotifyConfig) -> None:

@@ -64,7 +64,7 @@ def _violations(history: History) -> dict[int, list[str]]:
 
 
 def test_the_registry_holds_the_invariants_in_order() -> None:
-    assert sorted(INVARIANTS) == [1, 2, 3, 4, 6, 7]
+    assert sorted(INVARIANTS) == [1, 2, 3, 4, 5, 6, 7]
 
 
 def test_a_healthy_history_has_no_violation() -> None:
@@ -219,3 +219,105 @@ def test_a_stale_answer_right_after_a_prometheus_restart_is_explained_by_the_tru
     assert 4 in _violations(history)
     history.faults = [FaultRecord("prometheus-stopped", T0 + 20, T0 + 30)]
     assert _violations(history) == {}
+
+
+# -- invariant 5 and the new truths --------------------------------------------------------------
+
+
+def _delivery(pk: int, at: float, state: str, tries: int = 1, event: str = "Paused") -> dict:
+    from datetime import UTC, datetime
+
+    when = datetime.fromtimestamp(T0 + at, UTC).replace(microsecond=0)
+    return {
+        "id": pk,
+        "key": f"uid-a/{event}@{when:%Y-%m-%dT%H:%M:%SZ}/soak-hook",
+        "analysis_id": 1,
+        "name": "a",
+        "event": event,
+        "transition_at": when,
+        "created_at": when,
+        "state": state,
+        "attempts": tries,
+    }
+
+
+def _try(delivery: int, at: float, ok: bool) -> dict:
+    from datetime import UTC, datetime
+
+    started = datetime.fromtimestamp(T0 + at, UTC)
+    return {"delivery_id": delivery, "started_at": started, "ok": ok, "error": ""}
+
+
+def _arrival(row: dict, at: float, status: int = 200) -> tuple[float, int, str, str]:
+    title = f"Rollout Sentinel: {row['event']} — soak/a"
+    body = f"why\n\n{row['event']} at {row['transition_at']:%Y-%m-%d %H:%M:%S} UTC. Analysis: x"
+    return (T0 + at, status, title, body)
+
+
+def _notified(*, sends: int = 1, state: str = "sent") -> History:
+    """The healthy regression (paused at 51 s) with its one Paused delivery."""
+    history = _history()
+    _healthy_regression(history)
+    row = _delivery(1, 51.0, state)
+    history.notifications = {
+        "notifications_delivery": [row],
+        "notifications_deliveryattempt": [_try(1, 52.0, state == "sent")],
+    }
+    history.received = [_arrival(row, 52.0 + n) for n in range(sends)]
+    return history
+
+
+def test_one_message_per_pause_holds_and_a_duplicate_or_a_loss_does_not() -> None:
+    assert _violations(_notified()) == {}
+    assert 5 in _violations(_notified(sends=2))
+    assert 5 in _violations(_notified(sends=0))
+
+
+def test_a_pause_without_its_delivery_row_is_a_violation() -> None:
+    history = _notified()
+    history.notifications["notifications_delivery"] = []
+    history.received = []
+    assert 5 in _violations(history)
+
+
+def test_a_delivery_failed_only_while_the_receiver_was_down() -> None:
+    history = _notified(sends=0, state="failed")
+    row = history.notifications["notifications_delivery"][0]
+    row["attempts"] = 4
+    history.notifications["notifications_deliveryattempt"] = [
+        _try(1, at, False) for at in (52.0, 54.0, 58.0, 66.0)
+    ]
+    assert 5 in _violations(history)  # the receiver was up: a failure is not explained
+    history.faults.append(FaultRecord("receiver-500", T0 + 50.0, T0 + 70.0))
+    assert 5 not in _violations(history)
+
+
+def test_a_fail_under_the_minsamples_minimum_is_a_violation() -> None:
+    history = _history()
+    _healthy_regression(history)
+    history.plans["a"]["min_samples"] = 100.0
+    history.truths.append(TruthChange(T0, "a-samples", 20.0))
+    assert 4 in _violations(history)
+    history.truths.append(TruthChange(T0 + 35.0, "a-samples", 500.0))
+    assert 4 not in _violations(history)
+
+
+def test_a_window_pause_needs_failure_limit_real_failures_in_the_window() -> None:
+    # Flapping every 10 s, window 4, limit 2: Fail, Pass, Fail pauses on the second Fail.
+    history = _history(regress_at=None)
+    history.plans = {"a": {"kind": "flapping-window", "failure_window": 4}}
+    history.truths = [
+        TruthChange(T0 + at, "a", FAILING if (at // 10) % 2 == 0 else HEALTHY)
+        for at in range(0, 300, 10)
+    ]
+    rows = [
+        _attempt(1, 1, "Fail", 1, value=FAILING),
+        _attempt(2, 11, "Pass", 1),
+        _attempt(3, 21, "Fail", 2, paused=True, value=FAILING),
+    ]
+    history.attempts = rows
+    history.final_statuses = {"a": ("uid-a", {"failures": 2, "lastVerdict": "Fail"})}
+    assert 2 not in _violations(history)
+    # The same pause with only one Fail in the window.
+    history.attempts = [rows[1], _attempt(3, 21, "Fail", 2, paused=True, value=FAILING)]
+    assert 2 in _violations(history)
