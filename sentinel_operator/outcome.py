@@ -13,7 +13,8 @@
 5. ``sentinel_reconciles_total`` by result.
 
 So whether an attempt was evaluated, cut short by the Kubernetes API, could not even read the
-analysis, or failed unexpectedly, the bookkeeping is written once, here.
+analysis, or failed unexpectedly, the bookkeeping is written once, here. The database writes wait
+out a database restart (``durable.durably``): what the cluster already saw must be recorded.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from sentinel_core.decision import Decision, HistoryEntry
 from sentinel_core.measurement import Measurement
 from sentinel_core.spec import AnalysisSpec
 from sentinel_operator import dispatcher, history
+from sentinel_operator.durable import durably
 from sentinel_operator.metrics import operator_metrics
 
 
@@ -83,31 +85,46 @@ def record(
     outcome: ReconcileOutcome, *, client: kube.KubeClient, now: datetime, instance: str = ""
 ) -> None:
     """Write down what ``outcome`` says, in the order the module docstring gives."""
+    key = f"{outcome.namespace}/{outcome.name}"
     if outcome.result == Result.DELETED:
-        mirror.mark_deleted(outcome.namespace, outcome.name, outcome.uid, now=now)
-    if outcome.written is not None and outcome.decision is not None:
-        record_events(client, outcome.written, outcome.decision.events, now=now, instance=instance)
-        mirror.upsert_from_resource(outcome.written, now=now)
+        durably(
+            lambda: mirror.mark_deleted(outcome.namespace, outcome.name, outcome.uid, now=now),
+            what=f"the deletion of {key}",
+        )
+    written = outcome.written
+    if written is not None and outcome.decision is not None:
+        record_events(client, written, outcome.decision.events, now=now, instance=instance)
+        durably(lambda: mirror.upsert_from_resource(written, now=now), what=f"the mirror of {key}")
     row = outcome.row
     if row is not None and outcome.attempt is not None and outcome.history is not None:
-        with transaction.atomic():
-            history.record_attempt(
-                row,
-                outcome.attempt,
-                outcome.history,
-                spec=outcome.spec,
-                measurements=outcome.measurements,
-            )
-            _store_notifications(outcome, row, now)
+        durably(lambda: _record_history(outcome, row, now), what=f"the history of {key}")
     if row is not None and outcome.requeue_after is not None:
         generation = outcome.attempt.generation if outcome.attempt else row.generation
-        dispatcher.reschedule(
-            row.pk,
-            generation=generation,
-            due_at=now + timedelta(seconds=outcome.requeue_after),
-            backoff_attempt=outcome.backoff_attempt,
+        due_at = now + timedelta(seconds=outcome.requeue_after)
+        durably(
+            lambda: dispatcher.reschedule(
+                row.pk,
+                generation=generation,
+                due_at=due_at,
+                backoff_attempt=outcome.backoff_attempt,
+            ),
+            what=f"the next due time of {key}",
         )
     operator_metrics().reconciles.labels(outcome.result.value).inc()
+
+
+def _record_history(outcome: ReconcileOutcome, row: Analysis, now: datetime) -> None:
+    # One transaction: retried whole after a lost connection, never half written.
+    assert outcome.attempt is not None and outcome.history is not None
+    with transaction.atomic():
+        history.record_attempt(
+            row,
+            outcome.attempt,
+            outcome.history,
+            spec=outcome.spec,
+            measurements=outcome.measurements,
+        )
+        _store_notifications(outcome, row, now)
 
 
 def _store_notifications(outcome: ReconcileOutcome, row: Analysis, now: datetime) -> None:
