@@ -409,14 +409,17 @@ class _Handler(BaseHTTPRequestHandler):
             alive=self._alive,
             start=start,
         )
+        # A watch that ran out its timeoutSeconds ends like any response: the connection stays
+        # open for the client's next request, which HTTP clients with a pool send on it. Asked
+        # before the last chunk goes out: once it has, a pooled client may send its next request
+        # at once, and those bytes would read as a client gone away (the connection closed under
+        # an unanswered request: RemoteDisconnected at the client).
+        self.close_connection = not self._alive()
         try:
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (OSError, ssl.SSLError):
-            pass
-        # A watch that ran out its timeoutSeconds ends like any response: the connection stays
-        # open for the client's next request, which HTTP clients with a pool send on it.
-        self.close_connection = not self._alive()
+            self.close_connection = True
 
     def _alive(self) -> bool:
         # A watch client sends nothing after its request; readable means it went away.
