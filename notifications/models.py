@@ -46,6 +46,7 @@ class Delivery(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        verbose_name_plural = "deliveries"
         indexes = [
             models.Index(fields=["analysis", "-created_at", "-id"], name="delivery_newest"),
             models.Index(fields=["state", "next_attempt_at"], name="delivery_due"),
