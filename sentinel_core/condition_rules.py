@@ -15,7 +15,7 @@ from datetime import datetime
 
 from sentinel_core.conditions import ConditionStatus, ConditionType, Reason, Verdict
 from sentinel_core.judge import Judgement
-from sentinel_core.measurement import Measurement
+from sentinel_core.measurement import PROVIDER_ERRORS, Measurement
 from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus, Condition, transition
 
@@ -64,8 +64,8 @@ def _ready(
         message = f"Prometheus did not answer: {_errors(unavailable)}{also}"
         return conds.set(ready, _FALSE, Reason.METRICS_UNAVAILABLE, message)
     if rejected:
-        message = f"Prometheus rejected the query: {_errors(rejected)}"
-        return conds.set(ready, _FALSE, Reason.INVALID_QUERY, message)
+        reason, message = _rejection(rejected)
+        return conds.set(ready, _FALSE, reason, message)
     if not target_exists:
         message = f"{missing}; metrics are still evaluated, nothing is paused until it exists"
         return conds.set(ready, _FALSE, Reason.TARGET_NOT_FOUND, message)
@@ -108,8 +108,25 @@ def _healthy(
         message = "no evaluation has got answers from Prometheus yet"
     else:
         names = ", ".join(m.metric for m in rejected)
-        message = f"not evaluated: Prometheus rejected the query of {names}"
+        refused = _rejection(rejected)[0] != Reason.INVALID_QUERY
+        why = (
+            "the operator's configuration refused the provider"
+            if refused
+            else ("Prometheus rejected the query")
+        )
+        message = f"not evaluated: {why} of {names}"
     return conds.set(healthy, _UNKNOWN, Reason.NOT_EVALUATED, message)
+
+
+def _rejection(rejected: list[Measurement]) -> tuple[Reason, str]:
+    """Return Ready's reason and message for metrics that were refused, not unanswered.
+
+    A provider refusal (SPEC §10.1) comes before a rejected query: nothing was asked at all.
+    """
+    refused = [m for m in rejected if m.error in PROVIDER_ERRORS]
+    if refused:
+        return Reason(str(refused[0].error)), _errors(refused)
+    return Reason.INVALID_QUERY, f"Prometheus rejected the query: {_errors(rejected)}"
 
 
 def _failed(j: Judgement) -> str:

@@ -38,6 +38,10 @@ class Reason(StrEnum):
     TARGET_NOT_FOUND = "TargetNotFound"
     INVALID_QUERY = "InvalidQuery"
     INVALID_SPEC = "InvalidSpec"
+    # A metric names a provider the operator does not configure, or one its namespace may not
+    # use (SPEC §10.1).
+    UNKNOWN_PROVIDER = "UnknownProvider"
+    PROVIDER_NOT_ALLOWED = "ProviderNotAllowed"
     # Healthy
     WITHIN_THRESHOLDS = "WithinThresholds"
     THRESHOLD_EXCEEDED = "ThresholdExceeded"
@@ -66,6 +70,8 @@ REASONS: MappingProxyType[ConditionType, MappingProxyType[ConditionStatus, froze
                             Reason.TARGET_NOT_FOUND,
                             Reason.INVALID_QUERY,
                             Reason.INVALID_SPEC,
+                            Reason.UNKNOWN_PROVIDER,
+                            Reason.PROVIDER_NOT_ALLOWED,
                         }
                     ),
                     ConditionStatus.UNKNOWN: frozenset(),
@@ -123,6 +129,8 @@ class EventReason(StrEnum):
     METRICS_RECOVERED = "MetricsRecovered"
     TARGET_NOT_FOUND = "TargetNotFound"
     INVALID_QUERY = "InvalidQuery"
+    UNKNOWN_PROVIDER = "UnknownProvider"
+    PROVIDER_NOT_ALLOWED = "ProviderNotAllowed"
     # A new pod template seen on the target: the start of beforeRollout's baseline.
     ROLLOUT_DETECTED = "RolloutDetected"
 
@@ -135,6 +143,8 @@ EVENT_TYPES: MappingProxyType[EventReason, EventType] = MappingProxyType(
         EventReason.METRICS_RECOVERED: EventType.NORMAL,
         EventReason.TARGET_NOT_FOUND: EventType.WARNING,
         EventReason.INVALID_QUERY: EventType.WARNING,
+        EventReason.UNKNOWN_PROVIDER: EventType.WARNING,
+        EventReason.PROVIDER_NOT_ALLOWED: EventType.WARNING,
         EventReason.ROLLOUT_DETECTED: EventType.NORMAL,
     }
 )

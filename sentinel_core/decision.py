@@ -29,6 +29,7 @@ from sentinel_core.condition_rules import (
     _errors,
     _healthy,
     _ready,
+    _rejection,
     _target,
 )
 from sentinel_core.conditions import (
@@ -42,7 +43,7 @@ from sentinel_core.conditions import (
     Verdict,
 )
 from sentinel_core.judge import judge
-from sentinel_core.measurement import Measurement, MeasurementError
+from sentinel_core.measurement import PROVIDER_ERRORS, Measurement, MeasurementError
 from sentinel_core.rollout import is_new
 from sentinel_core.spec import (
     DEFAULT_INTERVAL_SECONDS,
@@ -127,6 +128,17 @@ class Resumption:
     notifications: tuple[notify.Intent, ...] = ()
 
 
+# Measurements decided like a rejected query: reported, nothing counted, no backoff.
+_REFUSED = frozenset({MeasurementError.INVALID_QUERY, *PROVIDER_ERRORS})
+# Ready reasons worth a new event after a spec edit that leaves them in place.
+_RENEWED = (
+    Reason.INVALID_QUERY,
+    Reason.TARGET_NOT_FOUND,
+    Reason.UNKNOWN_PROVIDER,
+    Reason.PROVIDER_NOT_ALLOWED,
+)
+
+
 def decide(obs: Observation) -> Decision:
     """Return the new status and the actions for one reconcile attempt (SPEC §5)."""
     now = utc_seconds(obs.now)
@@ -141,7 +153,7 @@ def decide(obs: Observation) -> Decision:
     spec = obs.spec
     pairs = _pair(spec, obs.measurements)
     unavailable = [m for _, m in pairs if m.error == MeasurementError.UNAVAILABLE]
-    rejected = [m for _, m in pairs if m.error == MeasurementError.INVALID_QUERY]
+    rejected = [m for _, m in pairs if m.error in _REFUSED]
     rollout = obs.rollout if obs.rollout is not None else prev.rollout
     judgements = tuple(judge(metric, m, rollout) for metric, m in pairs if m.error is None)
     judged = tuple(j.result for j in judgements)
@@ -228,7 +240,8 @@ def decide(obs: Observation) -> Decision:
         message = _errors(unavailable)
         history = HistoryEntry(Outcome.ERROR, Reason.METRICS_UNAVAILABLE, message, judged)
     else:
-        history = HistoryEntry(Outcome.ERROR, Reason.INVALID_QUERY, _errors(rejected), judged)
+        reason = _rejection(rejected)[0]
+        history = HistoryEntry(Outcome.ERROR, reason, _errors(rejected), judged)
     return Decision(
         status=status,
         pause=pause,
@@ -342,14 +355,8 @@ def _ready_events(before: Condition | None, after: Condition, spec_changed: bool
     if was == Reason.METRICS_UNAVAILABLE and after.reason != Reason.METRICS_UNAVAILABLE:
         events.append(_event(EventReason.METRICS_RECOVERED, "Prometheus answers again"))
     # A spec edit that still leaves the query broken or the target missing is worth a new event.
-    renewed = was != after.reason or (
-        spec_changed and after.reason in (Reason.INVALID_QUERY, Reason.TARGET_NOT_FOUND)
-    )
-    if renewed and after.reason in (
-        Reason.METRICS_UNAVAILABLE,
-        Reason.INVALID_QUERY,
-        Reason.TARGET_NOT_FOUND,
-    ):
+    renewed = was != after.reason or (spec_changed and after.reason in _RENEWED)
+    if renewed and after.reason in (Reason.METRICS_UNAVAILABLE, *_RENEWED):
         events.append(_event(EventReason(str(after.reason)), after.message))
     return events
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sentinel_core.durations import MIN_INTERVAL_SECONDS, check_interval, parse_duration
+from sentinel_core.provider import parse_provider
 from sentinel_core.thresholds import (
     Baseline,
     Increase,
@@ -58,7 +59,9 @@ _SPEC_FIELDS = frozenset(
     {"target", "metrics", "interval", "failureLimit", "dryRun", "failureWindow", "notify"}
 )
 _TARGET_FIELDS = frozenset({"kind", "name"})
-_METRIC_FIELDS = frozenset({"name", "query", "maxValue", "maxIncrease", "baseline", "minSamples"})
+_METRIC_FIELDS = frozenset(
+    {"name", "query", "maxValue", "maxIncrease", "baseline", "minSamples", "provider"}
+)
 # The CRD's maximum: status.window holds up to this many verdicts.
 MAX_FAILURE_WINDOW = 100
 
@@ -133,6 +136,8 @@ class MetricSpec:
     max_increase: Increase | None = None
     baseline: Baseline | None = None
     min_samples: MinSamples | None = None
+    # As written; None is the operator's ``default`` provider (SPEC §10.1).
+    provider: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         """Return the metric in the custom resource's ``spec.metrics[]`` shape."""
@@ -145,6 +150,8 @@ class MetricSpec:
             out["baseline"] = self.baseline.to_dict()
         if self.min_samples is not None:
             out["minSamples"] = self.min_samples.to_dict()
+        if self.provider is not None:
+            out["provider"] = self.provider
         return out
 
 
@@ -415,6 +422,7 @@ def _parse_metrics(
             parse_duration=parse_duration,
             add=lambda field, message: errors.append(FieldError(field, message)),
         )
+        provider = parse_provider(item, item_path, lambda f, m: errors.append(FieldError(f, m)))
         if len(errors) == before:
             metrics.append(
                 MetricSpec(
@@ -424,6 +432,7 @@ def _parse_metrics(
                     max_increase=extra.max_increase,
                     baseline=extra.baseline,
                     min_samples=extra.min_samples,
+                    provider=provider,
                 )
             )
     return metrics

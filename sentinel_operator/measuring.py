@@ -16,6 +16,7 @@ from datetime import datetime
 from sentinel_core.measurement import Measurement
 from sentinel_core.spec import MetricSpec
 from sentinel_operator.prometheus import PrometheusClient
+from sentinel_operator.providers import Providers
 
 
 def measure_metric(
@@ -41,3 +42,16 @@ def measure_metric(
             return replace(baseline, message=f"baseline query: {baseline.message}")
         measured = replace(measured, baseline=baseline.value, baseline_text=baseline.text)
     return measured
+
+
+def measure_from(
+    providers: Providers, namespace: str, metric: MetricSpec, *, baseline_at: datetime | None
+) -> Measurement:
+    """Measure ``metric`` through its provider, or refuse it without any query (SPEC §10.1).
+
+    One client serves the metric's query, its guard and its baseline alike.
+    """
+    picked = providers.pick(metric.provider, namespace)
+    if isinstance(picked, Measurement):
+        return replace(picked, metric=metric.name)
+    return measure_metric(picked, metric, baseline_at=baseline_at)

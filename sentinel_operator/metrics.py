@@ -333,3 +333,46 @@ def scrape(extra: Callable[[], Iterator[Metric]] | None = None) -> bytes:
 def metrics_view(request: HttpRequest) -> HttpResponse:
     """Serve ``/metrics`` from the web app (mirror gauges; counters when sharing the dir)."""
     return HttpResponse(scrape(), content_type=CONTENT_TYPE_LATEST)
+
+
+@dataclass(frozen=True)
+class ProviderMetrics:
+    """Per-provider request counts and latency, and configuration reload failures (§10.1)."""
+
+    # provider, code: the HTTP status, or "error" when no answer arrived
+    requests: Counter
+    latency: Histogram
+    reload_failures: Counter
+
+
+_provider_metrics: ProviderMetrics | None = None
+
+
+def provider_metrics() -> ProviderMetrics:
+    """Return the process's provider metrics, creating them on first use."""
+    global _provider_metrics
+    with _lock:
+        if _provider_metrics is None:
+            registry = None if multiprocess_dir() else _local_registry
+            _provider_metrics = ProviderMetrics(
+                requests=Counter(
+                    "sentinel_provider_requests",
+                    "Queries sent to each metric provider, by HTTP status ('error': none).",
+                    ["provider", "code"],
+                    registry=registry,
+                ),
+                latency=Histogram(
+                    "sentinel_provider_request_duration_seconds",
+                    "Wall time of one query to a metric provider, answer read.",
+                    ["provider"],
+                    buckets=_DURATION_BUCKETS,
+                    registry=registry,
+                ),
+                reload_failures=Counter(
+                    "sentinel_config_reload_failures",
+                    "New versions of SENTINEL_PROVIDERS_FILE (or its secret files) that did "
+                    "not load; the previous version stayed in force.",
+                    registry=registry,
+                ),
+            )
+        return _provider_metrics

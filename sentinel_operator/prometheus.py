@@ -61,6 +61,9 @@ class PrometheusClient:
         on_request: RequestHook | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
         clock: Callable[[], float] = time.monotonic,
+        provider: str = "",
+        secrets: tuple[str, ...] = (),
+        on_response: Callable[[str, float], None] | None = None,
     ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -82,6 +85,11 @@ class PrometheusClient:
         # host:port only: a URL may carry user:password, and messages are shown to users.
         port = f":{parts.port}" if parts.port else ""
         self._where = f"{parts.hostname}{port}"
+        # SPEC §10.1: messages name the provider, and no secret of it may reach a message.
+        self.provider = provider
+        self._secrets = tuple(s for s in (token, *secrets) if s)
+        self._on_response = on_response
+        self._code = "error"
 
     def measure(self, metric: str, query: str, *, at: datetime | None = None) -> Measurement:
         """Return the worst value of ``query``, no data, or a typed error.
@@ -89,7 +97,11 @@ class PrometheusClient:
         ``at`` evaluates the query at that earlier instant (Prometheus's ``time`` parameter,
         for a baseline); None means now, as Prometheus decides it.
         """
+        started = self._clock()
+        self._code = "error"
         result = self._query(metric, query, at)
+        if self._on_response is not None:
+            self._on_response(self._code, self._clock() - started)
         if self._on_request is not None:
             self._on_request(result)
         return result
@@ -114,6 +126,7 @@ class PrometheusClient:
                 allow_redirects=False,
                 stream=True,
             ) as response:
+                self._code = str(response.status_code)
                 body = self._read_capped(response)
                 if body is None:
                     return self._unavailable(metric, self._too_large())
@@ -183,12 +196,14 @@ class PrometheusClient:
         return self._measurement(metric, error=MeasurementError.UNAVAILABLE, message=message)
 
     def _measurement(self, metric: str, *, error: MeasurementError, message: str) -> Measurement:
+        if self.provider:
+            message = f"provider {self.provider!r}: {message}"
         return Measurement(metric=metric, error=error, message=self._clean(message))
 
     def _clean(self, message: str) -> str:
         line = " ".join(message.split())
-        if self._token:
-            line = line.replace(self._token, "***")
+        for secret in self._secrets:
+            line = line.replace(secret, "***")
         return line if len(line) <= _MAX_MESSAGE else line[: _MAX_MESSAGE - 1] + "…"
 
 

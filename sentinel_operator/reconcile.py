@@ -53,10 +53,11 @@ from sentinel_core.spec import DEFAULT_INTERVAL_SECONDS, AnalysisSpec
 from sentinel_core.status import Rollout
 from sentinel_core.target import TargetState
 from sentinel_operator.history import Attempt
-from sentinel_operator.measuring import measure_metric
+from sentinel_operator.measuring import measure_from
 from sentinel_operator.metrics import operator_metrics
 from sentinel_operator.outcome import ReconcileOutcome, Result, record
 from sentinel_operator.prometheus import PrometheusClient
+from sentinel_operator.providers import Providers
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +85,12 @@ class Reconciler:
         monotonic: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
         instance: str = "",
+        providers: Providers | None = None,
     ) -> None:
         self.client = client
         self.prometheus = prometheus
+        # SPEC §10.1: each metric's provider; without a providers file only ``default``.
+        self.providers = providers if providers is not None else Providers.single(prometheus)
         self._now = now
         self._monotonic = monotonic
         self._rng = rng or random.Random()
@@ -145,9 +149,11 @@ class Reconciler:
             if spec is not None:
                 target, deployment = self._target(namespace, spec)
                 rollout = self._rollout(rollout, deployment, started)
+                self.providers.refresh()
                 measurements = tuple(
-                    measure_metric(
-                        self.prometheus,
+                    measure_from(
+                        self.providers,
+                        namespace,
                         metric,
                         baseline_at=baseline_instant(metric, rollout, started),
                     )

@@ -22,9 +22,9 @@ from analyses import mirror
 from notifications import store as notifications
 from sentinel_cluster import kube
 from sentinel_core.measurement import Measurement
-from sentinel_operator.metrics import operator_metrics
+from sentinel_operator.metrics import operator_metrics, provider_metrics
 from sentinel_operator.outcome import ReconcileOutcome
-from sentinel_operator.prometheus import PrometheusClient
+from sentinel_operator.providers import Providers
 from sentinel_operator.reconcile import Reconciler
 
 log = logging.getLogger(__name__)
@@ -49,20 +49,30 @@ def _count_request(measurement: Measurement) -> None:
         metrics.prometheus_errors.labels(measurement.error.value).inc()
 
 
+def _count_provider_request(provider: str, code: str, seconds: float) -> None:
+    metrics = provider_metrics()
+    metrics.requests.labels(provider, code).inc()
+    metrics.latency.labels(provider).observe(seconds)
+
+
 def build_reconciler(client: kube.KubeClient | None = None) -> Reconciler:
     """Return a reconciler with the configured Prometheus and the process's Kubernetes client."""
     config = settings.SENTINEL
     if client is None:
         client = kube.KubeClient(kube.load_api_client(os.environ.get("KUBECONFIG") or None))
-    prometheus = PrometheusClient(
-        config.prometheus_url,
-        token=config.prometheus_token,
+    providers = Providers(
+        path=config.providers_file,
+        default_url=config.prometheus_url,
+        default_token=config.prometheus_token,
         timeout=config.prometheus_timeout,
         max_bytes=config.prometheus_max_bytes,
         on_request=_count_request,
+        on_response=_count_provider_request,
+        on_reload_failure=provider_metrics().reload_failures.inc,
     )
+    prometheus = providers.default
     instance = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
-    return Reconciler(client, prometheus, instance=instance)
+    return Reconciler(client, prometheus, instance=instance, providers=providers)
 
 
 def reconciler() -> Reconciler:

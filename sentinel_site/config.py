@@ -60,6 +60,8 @@ class SentinelConfig:
     # Proxies in front that append to X-Forwarded-For; 0 trusts only the socket's address, so
     # a client cannot dodge the token-failure throttle by inventing the header.
     num_proxies: int = 0
+    # SENTINEL_PROVIDERS_FILE (SPEC §10.1): "" means SENTINEL_PROMETHEUS_URL is the only one.
+    providers_file: str = ""
 
 
 def parse_duration(name: str, raw: str) -> int:
@@ -221,6 +223,7 @@ def load(env: Mapping[str, str], base_dir: Path) -> SentinelConfig:
             maximum=1024**3,
         ),
         **_security(env),
+        providers_file=_providers_file(env.get("SENTINEL_PROVIDERS_FILE", "")),
     )
     # Checked last, so that a malformed setting is reported before a missing key.
     if not config.secret_key:
@@ -282,6 +285,19 @@ def _security(env: Mapping[str, str]) -> dict[str, Any]:
             env.get("SENTINEL_SECURE_COOKIES", "false" if _debug(env) else "true"),
         ),
     }
+
+
+def _providers_file(raw: str) -> str:
+    """Return the providers file's path after checking its schema (secrets: the operator)."""
+    path = raw.strip()
+    if path:
+        from sentinel_operator.provider_config import ProvidersError, parse_file
+
+        try:
+            parse_file(path, read_secrets=False)
+        except ProvidersError as exc:
+            raise ImproperlyConfigured(str(exc)) from None
+    return path
 
 
 def _count(name: str, raw: str) -> int:

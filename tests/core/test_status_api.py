@@ -38,7 +38,15 @@ T0 = datetime(2026, 11, 29, 10, 0, 30, tzinfo=UTC)
 CONDITION_TYPES = {"Ready", "Healthy", "RolloutPaused"}
 TABLE = {
     ("Ready", "True"): {"Evaluating"},
-    ("Ready", "False"): {"MetricsUnavailable", "TargetNotFound", "InvalidQuery", "InvalidSpec"},
+    ("Ready", "False"): {
+        "MetricsUnavailable",
+        "TargetNotFound",
+        "InvalidQuery",
+        "InvalidSpec",
+        # SPEC §10.1: a metric's provider is not configured, or not for this namespace.
+        "UnknownProvider",
+        "ProviderNotAllowed",
+    },
     ("Ready", "Unknown"): set(),
     ("Healthy", "True"): {"WithinThresholds"},
     ("Healthy", "False"): {"ThresholdExceeded"},
@@ -54,6 +62,8 @@ EVENTS = {
     ("Normal", "MetricsRecovered"),
     ("Warning", "TargetNotFound"),
     ("Warning", "InvalidQuery"),
+    ("Warning", "UnknownProvider"),
+    ("Warning", "ProviderNotAllowed"),
     ("Normal", "RolloutDetected"),
 }
 VERDICTS = {"Pass", "Fail", "Inconclusive"}

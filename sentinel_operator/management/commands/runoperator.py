@@ -16,6 +16,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from sentinel_operator import runtime
+from sentinel_operator.providers import ProvidersError, check_at_start
 
 
 class Command(BaseCommand):
@@ -49,6 +50,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        try:
+            # The schema was checked with the settings; the secret files only the operator reads.
+            check_at_start(settings.SENTINEL.providers_file)
+        except ProvidersError as exc:
+            raise CommandError(str(exc), returncode=2) from None
         duration = float(opts["lease_duration"])
         if duration < 2:
             raise CommandError("--lease-duration must be at least 2 seconds.", returncode=2)
