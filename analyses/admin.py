@@ -34,6 +34,7 @@ from analyses import (  # noqa: F401
     admin_compat,
     admin_views,
     grant_admin,
+    provider_access,
     services,
     token_admin,
 )
@@ -323,6 +324,10 @@ class AnalysisAdmin(admin.ModelAdmin):
         obj: Analysis = form.instance
         try:
             spec = spec_from_forms(form, formsets)
+            refused = provider_access.refusals(obj.namespace, [m.provider for m in spec.metrics])
+            if refused:
+                lines = [f"{field}: {'; '.join(why)}" for field, why in refused.items()]
+                raise _ClusterRefusedSave(lines)
             if change:
                 row = services.update_analysis(obj, spec)
             else:

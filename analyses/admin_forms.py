@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 from django import forms
 from django.core.validators import MinValueValidator, RegexValidator
 
-from analyses import access, scope
+from analyses import access, provider_access, scope
 from analyses.models import Analysis, AnalysisMetric
+from sentinel_core.provider import DEFAULT_PROVIDER
 from sentinel_core.spec import (
     DEFAULT_INTERVAL,
     DEFAULT_TARGET_KIND,
@@ -154,6 +155,8 @@ METRIC_FIELDS = (
     "baseline_before_rollout",
     "min_samples_query",
     "min_samples_min",
+    # Not a mirror column: read from and written to the spec (SPEC §10.1).
+    "provider",
 )
 
 
@@ -171,14 +174,46 @@ class MetricInlineFormSet(forms.BaseInlineFormSet):
             attrs={"rows": 2, "cols": 32, "class": "sentinel-query", "spellcheck": "false"}
         )
         form.fields["baseline_offset"].widget.attrs["size"] = 6
+        self._provider_field(form)
         # The inline's rows render no help text of their own: it is in the column header
         # (admin/edit_inline/accessible_tabular.html), under an id without the row number.
         for name, field in form.fields.items():
             if field.help_text:
                 field.widget.attrs["aria-describedby"] = f"{self.prefix}-{name}-help"
 
+    def _provider_field(self, form: forms.Form) -> None:
+        """Offer the providers the analysis's namespace may use (SPEC §10.1).
+
+        A new analysis has no namespace yet: every provider is offered and the save refuses
+        one the chosen namespace may not use. A provider the spec names but the namespace may
+        no longer use stays selectable, so the page shows what the spec says.
+        """
+        parent = self.instance
+        namespace = parent.namespace if parent is not None and parent.pk is not None else None
+        names = list(provider_access.allowed(namespace) if namespace else provider_access.known())
+        current = ""
+        if parent is not None and parent.pk is not None and form.instance.pk is not None:
+            for item in (parent.spec or {}).get("metrics") or []:
+                if isinstance(item, dict) and item.get("name") == form.instance.name:
+                    current = str(item.get("provider") or "")
+        current = current or DEFAULT_PROVIDER
+        if current not in names:
+            names.append(current)
+        field = form.fields["provider"]
+        field.choices = [(name, name) for name in names]
+        field.initial = current
+
 
 class MetricForm(forms.ModelForm):
+    provider = forms.ChoiceField(
+        required=False,
+        label="Provider",
+        help_text=(
+            "Where the query runs: a provider of the operator's configuration that this "
+            "namespace may use."
+        ),
+    )
+
     class Meta:
         model = AnalysisMetric
         fields = METRIC_FIELDS
@@ -268,6 +303,8 @@ def _metric_spec(metric: dict[str, Any]) -> dict[str, Any]:
         guard["min"] = metric["min_samples_min"]
     if guard:
         out["minSamples"] = guard
+    if metric.get("provider") and metric["provider"] != DEFAULT_PROVIDER:
+        out["provider"] = metric["provider"]
     return out
 
 

@@ -70,3 +70,27 @@ def refusal(
             "operator's configuration (SENTINEL_PROVIDERS_FILE) decides who may use it",
         )
     return None
+
+
+def access(raw: object) -> dict[str, tuple[str, ...] | None] | None:
+    """Return each provider's ``namespaces`` from a parsed providers file, None if malformed.
+
+    What the web app needs to refuse a provider as the operator would, without the secrets or
+    the full schema (the operator validates that); ``default`` is added unless defined.
+    """
+    items = raw.get("providers") if isinstance(raw, Mapping) else None
+    if not isinstance(items, list):
+        return None
+    found: dict[str, tuple[str, ...] | None] = {}
+    for item in items:
+        name = item.get("name") if isinstance(item, Mapping) else None
+        if not isinstance(name, str) or not PROVIDER_NAME.fullmatch(name):
+            return None
+        patterns = item.get("namespaces")
+        if patterns is not None and (
+            not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns)
+        ):
+            return None
+        found[name] = tuple(patterns) if patterns is not None else None
+    found.setdefault(DEFAULT_PROVIDER, None)
+    return found

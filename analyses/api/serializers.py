@@ -19,9 +19,15 @@ import yaml
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from analyses import scope
+from analyses import provider_access, scope
 from analyses.models import Analysis, Evaluation, MetricResult
-from sentinel_core.spec import DNS1123_LABEL, DNS1123_SUBDOMAIN, InvalidSpecError, parse_spec
+from sentinel_core.spec import (
+    DNS1123_LABEL,
+    DNS1123_SUBDOMAIN,
+    AnalysisSpec,
+    InvalidSpecError,
+    parse_spec,
+)
 
 _CRD = Path(__file__).resolve().parents[2] / "crds" / "rolloutanalysis.yaml"
 # Kubernetes object names (not CRD rules): namespaces are DNS-1123 labels, custom resource
@@ -108,8 +114,14 @@ class AnalysisSerializer(serializers.Serializer):
                 errors.pop("spec", None)
                 errors.update(exc.by_field())
         namespace = values.get("namespace")
+        if isinstance(self.instance, Analysis) and namespace is None:
+            namespace = self.instance.namespace
         if isinstance(namespace, str) and not scope.in_scope(namespace):
             errors["namespace"] = [scope.outside_message(namespace)]
+        elif isinstance(namespace, str) and isinstance(values.get("spec"), AnalysisSpec):
+            # SPEC §10.1: the operator's configuration decides who may use which provider.
+            providers = [m.provider for m in values["spec"].metrics]
+            errors.update(provider_access.refusals(namespace, providers))
         if isinstance(self.instance, Analysis):
             for field in ("namespace", "name"):
                 given = values.get(field)
