@@ -125,6 +125,9 @@ class PrometheusClient:
                 # A redirect is a misconfigured URL to report, not a place to send the token.
                 allow_redirects=False,
                 stream=True,
+                # The session's CA file (a provider's tls.caFile) must win over
+                # REQUESTS_CA_BUNDLE, which requests otherwise prefers to a session's verify.
+                verify=self._session.verify,
             ) as response:
                 self._code = str(response.status_code)
                 body = self._read_capped(response)

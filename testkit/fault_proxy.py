@@ -66,6 +66,8 @@ class SeenRequest:
     path: str
     params: dict[str, list[str]] = field(default_factory=dict)
     authorization: str | None = None
+    # Every header as received (the tenant header of a metric provider, SPEC §10.1).
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 class FaultProxy(StartStop):
@@ -234,7 +236,13 @@ class _Handler(BaseHTTPRequestHandler):
         if body and "form-urlencoded" in (self.headers.get("Content-Type") or ""):
             params.update(parse_qs(body.decode("utf-8", "replace")))
         proxy._record(
-            SeenRequest(self.command, parts.path, params, self.headers.get("Authorization"))
+            SeenRequest(
+                self.command,
+                parts.path,
+                params,
+                self.headers.get("Authorization"),
+                dict(self.headers.items()),
+            )
         )
         fault = proxy.fault
         if fault.kind == "status":
@@ -264,6 +272,11 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {"Accept": self.headers.get("Accept", "*/*")}
         if self.headers.get("Content-Type"):
             headers["Content-Type"] = self.headers["Content-Type"]
+        # A hop in front of an authenticating backend (vmauth) passes the credentials and the
+        # tenant on, as a real proxy would.
+        for name in ("Authorization", "X-Scope-OrgID"):
+            if self.headers.get(name):
+                headers[name] = self.headers[name]
         try:
             connection.request(self.command, self.path, body=body or None, headers=headers)
             response = connection.getresponse()
