@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 # exercises PostgreSQL and Redis. Installed through apt when run as root; otherwise the script
 # names the one apt command to run.
 DEMO_DEBS := prometheus
-TEST_DEBS := prometheus chromium postgresql redis-server
+TEST_DEBS := prometheus chromium postgresql redis-server victoria-metrics
 
 debs:
 	@sh scripts/ensure-debian-packages.sh $(TEST_DEBS)
