@@ -112,15 +112,6 @@ class ProviderModel(_Strict):
 class ProvidersModel(_Strict):
     providers: list[ProviderModel] = Field(min_length=1)
 
-    @model_validator(mode="after")
-    def _unique(self) -> ProvidersModel:
-        seen: set[str] = set()
-        for provider in self.providers:
-            if provider.name in seen:
-                raise ValueError(f"duplicate provider name {provider.name!r}")
-            seen.add(provider.name)
-        return self
-
 
 @dataclass(frozen=True)
 class Provider:
@@ -165,6 +156,14 @@ def parse_file(path: str, *, read_secrets: bool = True) -> tuple[Provider, ...]:
         model = ProvidersModel.model_validate(raw)
     except ValidationError as exc:
         raise ProvidersError(f"{where}: {_first_error(exc, raw)}") from None
+    first: dict[str, int] = {}
+    for index, item in enumerate(model.providers):
+        if item.name in first:
+            raise ProvidersError(
+                f"{where}: provider {item.name!r} field name: duplicate, already provider "
+                f"#{first[item.name] + 1}"
+            )
+        first[item.name] = index
     return tuple(_provider(where, item, read_secrets) for item in model.providers)
 
 
