@@ -43,6 +43,8 @@ def banner(
         f"                user admin, password {password}",
         f"   REST API:    {ui}/api/v1/analyses/",
         f"   Prometheus:  {prometheus_url}/graph",
+        "   Providers:   this Prometheus is provider `default`; Thanos, Mimir, Cortex or",
+        "                VictoriaMetrics with auth: SENTINEL_PROVIDERS_FILE (docs/operations.md)",
         f"   Cluster:     {cluster}",
         f"   Logs:        {settings.work_dir}/*.log",
         "",
