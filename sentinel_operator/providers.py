@@ -69,8 +69,7 @@ class Providers:
         self._on_response = on_response
         self._on_reload_failure = on_reload_failure
         self._lock = threading.Lock()
-        # The first load raises: a bad file at start-up stops the process (SPEC §10.1).
-        self._loaded = self._load()
+        self._loaded = self._first_load()
 
     @classmethod
     def single(cls, client: PrometheusClient) -> Providers:
@@ -135,6 +134,29 @@ class Providers:
         )
 
     # -- loading ---------------------------------------------------------------------------
+
+    def _first_load(self) -> _Loaded:
+        """Load the file; a worker started after it broke keeps ``default`` working.
+
+        ``runoperator`` refuses to start with a broken file (``check_at_start``); a worker
+        process built later (django-q2 recycles them) has no previous version to keep, so it
+        runs with ``default`` alone until the file loads again, and says so once.
+        """
+        try:
+            return self._load()
+        except ProvidersError as exc:
+            if not self.path:
+                raise
+            log.error("providers not loaded, only 'default' is in force until it loads: %s", exc)
+            if self._on_reload_failure is not None:
+                self._on_reload_failure()
+            url, token = self._default
+            fallback = default_provider(url, token)
+            return _Loaded(
+                {fallback.name: fallback},
+                {fallback.name: self._client(fallback)},
+                _stamp((self.path,)),
+            )
 
     def _watched(self, loaded: _Loaded | None = None) -> tuple[str, ...]:
         providers = (loaded or self._loaded).providers.values()

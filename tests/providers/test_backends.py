@@ -209,3 +209,18 @@ def test_the_error_taxonomy_holds_for_a_provider_with_credentials(
     assert measured.message.startswith("provider 'cortex': ")
     assert TOKEN not in measured.message
     assert fault_proxy.query_count == 1
+
+
+def test_a_worker_built_while_the_file_is_broken_keeps_default_and_recovers(
+    tmp_path: Path, prometheus: PrometheusServer
+) -> None:
+    failures: list[int] = []
+    path = tmp_path / "providers.yaml"
+    path.write_text("providers: [{name: a, url: 'ftp://x'}]\n")
+    providers = Providers(
+        path=str(path), default_url=prometheus.url, on_reload_failure=lambda: failures.append(1)
+    )
+    assert providers.names == ("default",) and failures == [1]
+    assert client(providers, "default").measure("m", "vector(1)").value == 1.0
+    write_providers(path, {"name": "a", "url": prometheus.url})
+    assert providers.refresh() is True and providers.names == ("default", "a")
