@@ -207,6 +207,9 @@ def test_no_secret_appears_in_logs_status_events_history_api_admin_or_metrics(
         assert answer.status_code == 200, url
         return answer.content.decode()
 
+    for name in ("basic-wrong", "mtls-no-cert"):
+        ready = condition({"status": status(kube_client, namespace, f"ra-{name}")}, "Ready")
+        assert ready["reason"] == "MetricsUnavailable" and f"provider '{name}'" in ready["message"]
     places: dict[str, str] = {"operator logs": caplog.text}
     for name in names:
         key = f"ra-{name}"
