@@ -8,6 +8,7 @@ one line on stderr and exit code 2, never a traceback.
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import socket
 from argparse import ArgumentParser
@@ -17,7 +18,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from notifications import channels
-from sentinel_operator import runtime
+from sentinel_operator import runtime, transient
 
 
 class Command(BaseCommand):
@@ -66,6 +67,8 @@ class Command(BaseCommand):
             retry_period=max(0.5, duration / 7.5),
             workers=not opts["no_workers"],
         )
+        # A database or API server restart: one line per loop that noticed, not a traceback.
+        transient.install(logging.getLogger("django-q"))
         if options.workers:
             share_with_workers()
         try:

@@ -1,0 +1,82 @@
+"""One log line, without a traceback, for an error that is a dependency gone for a while.
+
+The operator logs what a dispatcher pass, a pump pass, a watch or a reconcile could not do with
+``log.exception``: a traceback is what a bug needs. But when PostgreSQL restarts, Redis goes away
+or the API server is down, every loop says so at once, and the soak counted 25-70 tracebacks
+per restart (docs/reliability.md) for what is an expected transient that the operator recovers
+from by design (claims, relists, retries). SPEC: no traceback for the user.
+``TransientErrors``, installed on the log handlers by ``runoperator``, turns such a record into
+its message plus one line saying what was unavailable and why; every other error keeps its
+traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import psycopg
+import redis.exceptions
+import urllib3.exceptions
+from django.db import utils as db_utils
+
+# (exception classes, what was unavailable), the first match along the exception's chain wins.
+_KINDS: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
+    (
+        (
+            db_utils.OperationalError,
+            db_utils.InterfaceError,
+            psycopg.OperationalError,
+            psycopg.InterfaceError,
+        ),
+        "the database is unavailable",
+    ),
+    ((redis.exceptions.ConnectionError, redis.exceptions.TimeoutError), "Redis is unavailable"),
+    (
+        (
+            urllib3.exceptions.MaxRetryError,
+            urllib3.exceptions.ProtocolError,
+            urllib3.exceptions.NewConnectionError,
+            ConnectionError,
+            TimeoutError,
+        ),
+        "a connection failed",
+    ),
+)
+_MAX_REASON = 300
+
+
+def transient_reason(exc: BaseException) -> str | None:
+    """Return "what was unavailable (why)" when ``exc`` is a dependency gone, else None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for classes, what in _KINDS:
+            if isinstance(current, classes):
+                why = (str(current).strip().splitlines() or [""])[0][:_MAX_REASON]
+                return f"{what} ({type(current).__name__}: {why})"
+        current = current.__cause__ or current.__context__
+    return None
+
+
+class TransientErrors(logging.Filter):
+    """Replace the traceback of a transient dependency error by one line (see the module)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        info = record.exc_info
+        if info and info[1] is not None:
+            reason = transient_reason(info[1])
+            if reason is not None:
+                record.msg = f"{record.getMessage()}: {reason}"
+                record.args = None
+                record.exc_info = None
+                record.exc_text = None
+        return True
+
+
+def install(*loggers: logging.Logger) -> None:
+    """Add ``TransientErrors`` to every handler of the root logger and of ``loggers``."""
+    for logger in (logging.getLogger(), *loggers):
+        for handler in logger.handlers:
+            if not any(isinstance(f, TransientErrors) for f in handler.filters):
+                handler.addFilter(TransientErrors())
