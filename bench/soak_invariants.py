@@ -733,7 +733,7 @@ def final_status_is_last_decision(history: History, finding: Finding) -> None:
             )
 
 
-@invariant(7, "no crash loop, no 'database is locked', memory bounded")
+@invariant(7, "no crash loop, no 'database is locked', no traceback, memory bounded")
 def processes_healthy(history: History, finding: Finding) -> None:
     for at, component, code in history.unexpected_exits:
         finding.checked += 1
@@ -750,7 +750,15 @@ def processes_healthy(history: History, finding: Finding) -> None:
         if locked:
             finding.violate(f"{component}: 'database is locked' {locked} times")
         reincarnated += text.count("reincarnated worker")
-        finding.notes.append(f"{component}: {text.count('Traceback')} tracebacks in the log")
+        # SPEC: no traceback for the user. A dependency gone is one line (the operator's
+        # sentinel_operator.transient, the API's 503); a traceback left is a bug to look at.
+        errors = _traceback_errors(text)
+        if errors:
+            kinds = Counter(errors).most_common(3)
+            finding.violate(
+                f"{component}: {len(errors)} tracebacks in the log; "
+                + "; ".join(f"{n} x {line[:200]}" for line, n in kinds)
+            )
     if reincarnated > kills:
         finding.violate(
             f"{reincarnated} django-q2 workers reincarnated, {kills} of them killed by the run"
@@ -772,6 +780,26 @@ def processes_healthy(history: History, finding: Finding) -> None:
                 f"operators use {total:.0f} MB at {sample.at - history.started:.1f} s "
                 f"(limit {OPERATOR_RSS_LIMIT_MB:.0f} MB)"
             )
+
+
+def _traceback_errors(text: str) -> list[str]:
+    """Return the exception line that ends each traceback of ``text`` (chained ones once)."""
+    errors = []
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        if not lines[index].startswith("Traceback (most recent call last)"):
+            index += 1
+            continue
+        index += 1
+        while index < len(lines) and (not lines[index] or lines[index][0].isspace()):
+            index += 1
+        ending = lines[index] if index < len(lines) else ""
+        following = next((line for line in lines[index + 1 :] if line.strip()), "")
+        # "The above exception was the direct cause...": one record, judged by its last error.
+        if not following.startswith(("The above exception", "During handling")):
+            errors.append(ending)
+    return errors
 
 
 def rss_slopes(history: History) -> dict[str, float]:

@@ -168,6 +168,23 @@ def test_database_is_locked_in_a_log_is_a_violation() -> None:
     assert 7 in _violations(history)
 
 
+def test_a_traceback_in_a_log_is_a_violation_counted_once_per_record() -> None:
+    history = _history()
+    _healthy_regression(history)
+    chained = (
+        "ERROR dispatcher: pass failed\nTraceback (most recent call last):\n"
+        '  File "x.py", line 1, in f\npsycopg.OperationalError: refused\n\n'
+        "The above exception was the direct cause of the following exception:\n\n"
+        'Traceback (most recent call last):\n  File "y.py", line 2, in g\n'
+        "django.db.utils.OperationalError: refused\n"
+    )
+    history.logs = {"operator-0": chained, "operator-1": "ERROR pass failed: the database is"}
+    violations = _violations(history)[7]
+    assert violations == [
+        "operator-0: 1 tracebacks in the log; 1 x django.db.utils.OperationalError: refused"
+    ]
+
+
 def test_a_regression_may_wait_out_a_fault_but_not_longer() -> None:
     """Failing from 30 s (visible at 40 s), limit 2, interval 10: paused by 70 s, or by 70 s
     plus what a fault cost this analysis (its start to the first attempt after it ended)."""
