@@ -13,6 +13,7 @@ traceback.
 from __future__ import annotations
 
 import logging
+import sys
 
 import psycopg
 import redis.exceptions
@@ -43,6 +44,16 @@ _KINDS: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
     ),
 )
 _MAX_REASON = 300
+# django-q2 logs a failed task's traceback as text inside the message ("Failed '<task>' (<name>)
+# - <error> : <traceback>", django_q.worker), not as exc_info.
+_TEXT_TRACEBACK = " : Traceback (most recent call last):"
+
+
+def _unavailable(cls: type[BaseException]) -> str | None:
+    for classes, what in _KINDS:
+        if issubclass(cls, classes):
+            return what
+    return None
 
 
 def transient_reason(exc: BaseException) -> str | None:
@@ -51,12 +62,27 @@ def transient_reason(exc: BaseException) -> str | None:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        for classes, what in _KINDS:
-            if isinstance(current, classes):
-                why = (str(current).strip().splitlines() or [""])[0][:_MAX_REASON]
-                return f"{what} ({type(current).__name__}: {why})"
+        what = _unavailable(type(current))
+        if what is not None:
+            why = (str(current).strip().splitlines() or [""])[0][:_MAX_REASON]
+            return f"{what} ({type(current).__name__}: {why})"
         current = current.__cause__ or current.__context__
     return None
+
+
+def _text_reason(traceback_text: str) -> str | None:
+    """Return the reason of a traceback printed as text whose last exception is transient."""
+    ending = [line for line in traceback_text.splitlines() if line and not line[0].isspace()]
+    if not ending:
+        return None
+    path, _, why = ending[-1].partition(": ")
+    module, _, name = path.rpartition(".")
+    # Only classes already imported: a name in a log line never imports anything.
+    cls = getattr(sys.modules.get(module), name, None)
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+        return None
+    what = _unavailable(cls)
+    return None if what is None else f"{what} ({name}: {why.strip()[:_MAX_REASON]})"
 
 
 class TransientErrors(logging.Filter):
@@ -64,6 +90,14 @@ class TransientErrors(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         info = record.exc_info
+        if not info and record.levelno >= logging.ERROR:
+            message = record.getMessage()
+            head, found, text = message.partition(_TEXT_TRACEBACK)
+            reason = _text_reason(text) if found else None
+            if reason is not None:
+                # The error's own continuation lines ("Is the server running…") go too.
+                first = (head.splitlines() or [""])[0]
+                record.msg, record.args = f"{first}: {reason}", None
         if info and info[1] is not None:
             reason = transient_reason(info[1])
             if reason is not None:

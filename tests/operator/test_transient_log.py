@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import logging
+import traceback
 
 import psycopg
 from django.db import utils as db_utils
@@ -76,3 +77,26 @@ def test_a_bug_keeps_its_traceback() -> None:
         logger.exception("reconcile soak/a failed unexpectedly")
     assert "Traceback (most recent call last)" in out.getvalue()
     assert "KeyError: 'missing'" in out.getvalue()
+
+
+def _django_q_failure(logger: logging.Logger, error: BaseException) -> None:
+    # django_q.worker stores f"{e} : {traceback.format_exc()}"; its monitor logs it as text.
+    try:
+        raise error
+    except BaseException as exc:
+        result = f"{exc} : {traceback.format_exc()}"
+    logger.error("Failed '%s' (%s) - %s", "reconcile_task", "reconcile soak/s0006", result)
+
+
+def test_a_task_failure_django_q2_logs_as_text_is_one_line_when_transient() -> None:
+    logger, out = _logger()
+    error = _refused()
+    _django_q_failure(logger, db_utils.OperationalError(*error.args))
+    text = out.getvalue()
+    assert "Traceback" not in text and text.count("\n") == 1, text
+    assert "Failed 'reconcile_task' (reconcile soak/s0006) - " in text
+    assert "the database is unavailable (OperationalError: " in text
+    # A bug's traceback stays, text or not.
+    logger, out = _logger()
+    _django_q_failure(logger, KeyError("missing"))
+    assert "Traceback (most recent call last)" in out.getvalue()
