@@ -788,14 +788,16 @@ def _traceback_errors(text: str) -> list[str]:
     lines = text.splitlines()
     index = 0
     while index < len(lines):
-        if not lines[index].startswith("Traceback (most recent call last)"):
+        # Also inside a line: django-q2 logs a failed task's traceback as text after its error.
+        if "Traceback (most recent call last)" not in lines[index]:
             index += 1
             continue
         index += 1
         while index < len(lines) and (not lines[index] or lines[index][0].isspace()):
             index += 1
         ending = lines[index] if index < len(lines) else ""
-        following = next((line for line in lines[index + 1 :] if line.strip()), "")
+        # The next line that is neither blank nor the exception message's continuation.
+        following = next((x for x in lines[index + 1 :] if x and not x[0].isspace()), "")
         # "The above exception was the direct cause...": one record, judged by its last error.
         if not following.startswith(("The above exception", "During handling")):
             errors.append(ending)
