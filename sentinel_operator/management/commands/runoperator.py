@@ -83,7 +83,7 @@ def share_with_workers() -> None:
     """Make what the forked django-q2 processes need pages they share with this one.
 
     Measured per worker after 100 messages (docs/reliability.md): Apprise loading its plugins on
-    the first message cost about 25 MB of private memory per worker; and Python's collector,
+    the first message cost about 24 MB of private memory per worker; and Python's collector,
     walking every object inherited from this process, wrote to (and so copied) the pages they
     sit on. ``gc.freeze`` moves them out of the collector's reach. ``runtime.run`` imports
     matplotlib and the rest before it forks (``preload_worker_modules``).
