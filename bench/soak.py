@@ -40,6 +40,7 @@ from bench.soak_plan import (
     CLUSTER_LANE,
     COMPACT,
     NORMAL,
+    PERSON_LANE,
     PROMETHEUS_LANE,
     RECEIVER_LANE,
     SAMPLES_MIN,
@@ -341,6 +342,7 @@ def run(options: Options) -> tuple[list[Finding], dict[str, Any]]:
             [f for f in plan.faults if f.kind in PROMETHEUS_LANE],
             [f for f in plan.faults if f.kind in CLUSTER_LANE],
             [f for f in plan.faults if f.kind in RECEIVER_LANE],
+            [f for f in plan.faults if f.kind in PERSON_LANE],
         ]
         threads = [
             threading.Thread(target=runner.run_lane, args=(lane, origin), daemon=True)

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import requests
+
 from bench.soak_plan import (
     MAX_VALUE,
     SAMPLES_MIN,
@@ -28,7 +30,7 @@ from bench.soak_plan import (
     samples_case,
 )
 from bench.soak_record import FaultRecord, History
-from bench.soak_stack import LEASE_SECONDS, Replica, Stack
+from bench.soak_stack import LEASE_SECONDS, ClusterApi, Replica, Stack
 from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric, to_yaml
 from testkit.processes import descendants
 
@@ -112,6 +114,8 @@ class FaultRunner:
             FaultKind.RECEIVER_REFUSED: self._receiver_down("refused"),
             FaultKind.RECEIVER_500: self._receiver_down("error"),
             FaultKind.RECEIVER_HANG: self._receiver_down("hang"),
+            FaultKind.RESUME_API: self._resume,
+            FaultKind.RESUME_KUBECTL: self._resume,
         }
         handlers[fault.kind](fault, record)
 
@@ -297,6 +301,67 @@ class FaultRunner:
         self._kubectl("apply", "-f", "-", input=to_yaml(manifest))
         self.history.add_action(time.time(), "recreate-target", fault.analysis)
         record.ended = time.time()
+
+    # -- person lane -----------------------------------------------------------------------
+
+    def _resume(self, fault: FaultPlan, record: FaultRecord) -> None:
+        """Resume one Deployment its analysis paused, as a person would (SPEC §5)."""
+        found = ClusterApi(self.stack.cluster).deployments(self.namespace) or {}
+        paused = sorted(
+            name
+            for name, (_uid, is_paused, paused_by) in found.items()
+            if is_paused and f"{self.namespace}/{name}" in paused_by.split(",")
+        )
+        if not paused:
+            record.skipped, record.detail = True, "nothing paused"
+            return
+        name = self.rng.choice(paused)
+        record.analysis = name
+        record.started = time.time()
+        if fault.kind == FaultKind.RESUME_API:
+            done = self._resume_api(name)
+        else:
+            done = self._resume_kubectl(name)
+        record.ended = time.time()
+        if done:
+            self.history.add_action(record.ended, fault.kind.value, name)
+        else:
+            record.skipped, record.detail = True, f"{name} was deleted meanwhile"
+
+    def _resume_api(self, name: str) -> bool:
+        url = f"{self.stack.web_url}/api/v1/analyses/{self.namespace}/{name}/resume/"
+        deadline = time.time() + 60
+        while True:
+            try:
+                answer = requests.post(
+                    url, headers={"Authorization": f"Token {self.stack.token}"}, timeout=30
+                )
+            except requests.RequestException as exc:
+                status, text = 0, f"{type(exc).__name__}: {exc}"
+            else:
+                status, text = answer.status_code, answer.text[:300]
+            if status == 200:
+                return True
+            if status == 404:
+                return False
+            # 409 (the operator wrote meanwhile), 503 (API server restarting): a person retries.
+            if time.time() > deadline:
+                raise RuntimeError(f"POST {url}: {status} {text}")
+            time.sleep(1)
+
+    def _resume_kubectl(self, name: str) -> bool:
+        deadline = time.time() + 60
+        while True:
+            done = self.stack.cluster.kubectl(
+                "rollout", "resume", f"deployment/{name}", "-n", self.namespace, check=False
+            )
+            if done.returncode == 0:
+                return True
+            if "NotFound" in done.stderr or "not found" in done.stderr:
+                return False
+            if time.time() > deadline:
+                raise RuntimeError(f"kubectl rollout resume {name}: {done.stderr.strip()}")
+            time.sleep(1)
 
     def _kubectl(self, *args: str, input: str | None = None) -> None:
         """Run kubectl, retrying for a while: right after a restart the API server says 429/503."""

@@ -26,6 +26,7 @@ from bench.soak_plan import (
     NOTIFY_RETRY_AFTER,
     NOTIFY_RETRY_MAX,
     NOTIFY_TIMEOUT,
+    PERSON_LANE,
     RECEIVER_LANE,
     FaultKind,
     TruthKind,
@@ -55,6 +56,7 @@ STARTUP_SECONDS = 60.0
 ERROR = "Error"
 DECISIVE = ("Pass", "Fail", "Inconclusive")
 RECEIVER_KINDS = frozenset(kind.value for kind in RECEIVER_LANE)
+PERSON_KINDS = frozenset(kind.value for kind in PERSON_LANE)
 # How long one delivery may take from its row to its last try: every retry delay (doubling,
 # capped, +10 % jitter), every try's timeout, the pump's claim of a try lost with a killed worker
 # (notifications/pump.py, 15 s) and the replacement of a killed leader, whose pump it is.
@@ -264,7 +266,11 @@ def pauses_justified_and_timely(history: History, finding: Finding) -> None:
         run: list[Attempt] = []
         decisive: list[Attempt] = []
         generation = None
+        resumed = [at for at, _ in person_resumes(history).get(row.name, [])]
         for attempt in attempts:
+            if resumed and attempt.started >= resumed[0]:
+                # A person's resume starts the count afresh (invariant 8 checks that it did).
+                run, decisive, resumed = [], [], [r for r in resumed if r > attempt.started]
             if window:
                 # failureWindow: the count is the Fails among the last `window` Pass/Fail
                 # verdicts since the last spec edit (a new generation empties the window).
@@ -374,23 +380,28 @@ def pauses_justified_and_timely(history: History, finding: Finding) -> None:
 
 
 def _regression_deadline(
-    start: float, row: MirrorRow, faults: list[FaultRecord], attempts: list[Attempt]
+    start: float,
+    row: MirrorRow,
+    faults: list[FaultRecord],
+    attempts: list[Attempt],
+    extra: int = 0,
 ) -> float:
-    """Return when (failureLimit + 1) x interval of undisturbed time after ``start`` has passed.
+    """Return when (failureLimit + 1 + extra) x interval of undisturbed time after ``start``.
 
     A fault disturbs this analysis from its start until this analysis' first attempt that
     started after the fault ended (every kind counts, except kubectl actions on other
     analyses): that is the time the fault really cost it, and invariant 1 bounds how long the
     recovery may take. Without a recovering attempt the deadline is past the end.
     """
-    budget = (row.failure_limit + 1) * row.interval
+    budget = (row.failure_limit + 1 + extra) * row.interval
     starts = [a.started for a in attempts]
     disturbed = []
     for fault in faults:
         if fault.skipped or (fault.kind.startswith("kubectl") and fault.analysis != row.name):
             continue
-        # A notification receiver down must not touch reconciles: not a disturbance.
-        if fault.kind in RECEIVER_KINDS:
+        # A notification receiver down must not touch reconciles: not a disturbance; nor is
+        # a person's resume (invariant 8 judges what follows one).
+        if fault.kind in RECEIVER_KINDS or fault.kind in PERSON_KINDS:
             continue
         following = bisect.bisect_left(starts, fault.ended)
         recovered = starts[following] if following < len(starts) else math.inf
@@ -409,19 +420,45 @@ def _regression_deadline(
 
 @invariant(3, "no analysis ever resumed by the operator")
 def never_resumed(history: History, finding: Finding) -> None:
+    # The person lane's resumes, carried out or tried: (analysis, started, ended).
+    people = [
+        (f.analysis, f.started, f.ended)
+        for f in history.faults
+        if f.kind in PERSON_KINDS and f.analysis and f.started
+    ]
     last: dict[str, tuple[str, bool, float]] = {}
+    by_person = 0
     for sample in sorted(history.samples, key=lambda s: s.at):
         for name, (uid, paused, _by) in sample.deployments.items():
             before = last.get(name)
             if before is not None and before[0] == uid and before[1]:
                 finding.checked += 1
-                if not paused:
+                # A person resumed it between the two samples: not the operator's doing.
+                if not paused and any(
+                    who == name and started <= sample.at and ended >= before[2] - 1.0
+                    for who, started, ended in people
+                ):
+                    by_person += 1
+                elif not paused:
                     finding.violate(
                         f"Deployment {name} (uid {uid[:8]}) paused at "
                         f"{before[2] - history.started:.1f} s, running again at "
                         f"{sample.at - history.started:.1f} s; nobody resumed it"
                     )
             last[name] = (uid, paused, sample.at)
+    finding.notes.append(
+        f"{by_person} Deployments seen running again after a person's resume "
+        f"({len(people)} resumes by a person)"
+    )
+
+
+def person_resumes(history: History) -> dict[str, list[tuple[float, str]]]:
+    """Return each analysis' resumes by a person: (when it was done, how), oldest first."""
+    found: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for at, action, name in sorted(history.actions):
+        if action in PERSON_KINDS:
+            found[name].append((at, action))
+    return found
 
 
 @invariant(4, "failures never counted from an outage, a no-data or a passing evaluation")
@@ -696,7 +733,7 @@ def final_status_is_last_decision(history: History, finding: Finding) -> None:
             )
 
 
-@invariant(7, "no crash loop, no 'database is locked', memory bounded")
+@invariant(7, "no crash loop, no 'database is locked', no traceback, memory bounded")
 def processes_healthy(history: History, finding: Finding) -> None:
     for at, component, code in history.unexpected_exits:
         finding.checked += 1
@@ -713,7 +750,15 @@ def processes_healthy(history: History, finding: Finding) -> None:
         if locked:
             finding.violate(f"{component}: 'database is locked' {locked} times")
         reincarnated += text.count("reincarnated worker")
-        finding.notes.append(f"{component}: {text.count('Traceback')} tracebacks in the log")
+        # SPEC: no traceback for the user. A dependency gone is one line (the operator's
+        # sentinel_operator.transient, the API's 503); a traceback left is a bug to look at.
+        errors = _traceback_errors(text)
+        if errors:
+            kinds = Counter(errors).most_common(3)
+            finding.violate(
+                f"{component}: {len(errors)} tracebacks in the log; "
+                + "; ".join(f"{n} x {line[:200]}" for line, n in kinds)
+            )
     if reincarnated > kills:
         finding.violate(
             f"{reincarnated} django-q2 workers reincarnated, {kills} of them killed by the run"
@@ -735,6 +780,28 @@ def processes_healthy(history: History, finding: Finding) -> None:
                 f"operators use {total:.0f} MB at {sample.at - history.started:.1f} s "
                 f"(limit {OPERATOR_RSS_LIMIT_MB:.0f} MB)"
             )
+
+
+def _traceback_errors(text: str) -> list[str]:
+    """Return the exception line that ends each traceback of ``text`` (chained ones once)."""
+    errors = []
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        # Also inside a line: django-q2 logs a failed task's traceback as text after its error.
+        if "Traceback (most recent call last)" not in lines[index]:
+            index += 1
+            continue
+        index += 1
+        while index < len(lines) and (not lines[index] or lines[index][0].isspace()):
+            index += 1
+        ending = lines[index] if index < len(lines) else ""
+        # The next line that is neither blank nor the exception message's continuation.
+        following = next((x for x in lines[index + 1 :] if x and not x[0].isspace()), "")
+        # "The above exception was the direct cause...": one record, judged by its last error.
+        if not following.startswith(("The above exception", "During handling")):
+            errors.append(ending)
+    return errors
 
 
 def rss_slopes(history: History) -> dict[str, float]:
@@ -779,3 +846,7 @@ def rss_slopes(history: History) -> dict[str, float]:
         if spread > 0:
             slopes[component] = sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
     return slopes
+
+
+# Invariant 8 lives in its own module; imported last, as it uses the helpers above.
+from bench import soak_resumes  # noqa: E402, F401

@@ -142,6 +142,9 @@ class FaultKind(StrEnum):
     RECEIVER_REFUSED = "receiver-refused"
     RECEIVER_500 = "receiver-500"
     RECEIVER_HANG = "receiver-hang"
+    # Person lane: a person resumes a paused rollout, as a user would (SPEC §5).
+    RESUME_API = "resume-api"
+    RESUME_KUBECTL = "resume-kubectl"
 
 
 PROMETHEUS_LANE = (
@@ -152,6 +155,8 @@ PROMETHEUS_LANE = (
 )
 # The notification receiver: refusing connections, answering 500, holding requests.
 RECEIVER_LANE = (FaultKind.RECEIVER_REFUSED, FaultKind.RECEIVER_500, FaultKind.RECEIVER_HANG)
+# A person resuming a paused Deployment: the REST API's resume action, or kubectl rollout resume.
+PERSON_LANE = (FaultKind.RESUME_API, FaultKind.RESUME_KUBECTL)
 # Weights of the cluster lane: kubectl changes are the most common in production.
 CLUSTER_LANE = {
     FaultKind.API_SERVER_RESTART: 2,
@@ -199,11 +204,16 @@ class Pace:
     cluster_gap: tuple[float, float] = (10.0, 25.0)
     receiver_duration: tuple[float, float] = (10.0, 40.0)
     receiver_gap: tuple[float, float] = (20.0, 60.0)
+    # A resume is instant; the first waits until something had time to pause.
+    person_first: float = 60.0
+    person_gap: tuple[float, float] = (20.0, 60.0)
 
 
 NORMAL = Pace()
 # Short runs (the 3-minute test): shorter faults closer together, so more kinds fit.
-COMPACT = Pace((4.0, 12.0), (3.0, 8.0), (2.0, 8.0), (3.0, 8.0), (6.0, 15.0), (5.0, 15.0))
+COMPACT = Pace(
+    (4.0, 12.0), (3.0, 8.0), (2.0, 8.0), (3.0, 8.0), (6.0, 15.0), (5.0, 15.0), 40.0, (12.0, 25.0)
+)
 
 
 def draw_plan(
@@ -246,6 +256,7 @@ def draw_plan(
     )
     # Drawn last, so the other lanes are what they were before the receiver lane existed.
     faults += _receiver_lane(rng, warmup, faults_until, pace)
+    faults += _person_lane(rng, warmup, faults_until, pace)
     return Plan(seed, plans, sorted(faults, key=lambda f: f.at), warmup, faults_until)
 
 
@@ -303,6 +314,18 @@ def _receiver_lane(rng: random.Random, start: float, until: float, pace: Pace) -
             return faults
         faults.append(FaultPlan(kind, round(t, 1), duration))
         t += duration + rng.uniform(*pace.receiver_gap)
+
+
+def _person_lane(rng: random.Random, start: float, until: float, pace: Pace) -> list[FaultPlan]:
+    # Drawn after every other lane, so a seed's other faults are what they were before it.
+    # Which paused analysis is resumed is decided when the time comes (what is paused then).
+    faults, t = [], start + pace.person_first + rng.uniform(0, 10)
+    first = rng.sample(PERSON_LANE, len(PERSON_LANE))
+    while t < until:
+        kind = first.pop() if first else rng.choice(PERSON_LANE)
+        faults.append(FaultPlan(kind, round(t, 1), 0.0))
+        t += rng.uniform(*pace.person_gap)
+    return faults
 
 
 def _cluster_lane(

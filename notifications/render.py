@@ -10,12 +10,22 @@ in a chat window without opening it.
 The y axis always starts at 0 (or below the lowest value) and ends ``HEADROOM`` above the
 highest of data and ``maxValue``, and the panels sit at fixed fractions of the figure
 (``panel_box``), so a test can say where a value must be drawn.
+
+``chart_png`` draws in a child forked for the one picture: matplotlib keeps what a drawing
+allocates (font and text-layout caches, freed arenas the allocator does not return), and in a
+long-lived django-q2 worker that was 20-80 MB of private memory per worker, growing with the
+messages sent, which took the two operator replicas over SPEC §13's 600 MB (the soak,
+docs/reliability.md). The child's memory is returned when it exits.
 """
 
 from __future__ import annotations
 
 import io
 import math
+import os
+import select
+import signal
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -49,6 +59,13 @@ HEADROOM = 1.15
 # Left and right edges of every panel, as fractions of the width.
 LEFT, RIGHT = 0.09, 0.96
 WINDOW = timedelta(hours=1)
+# A drawing takes well under a second; a child still running after this is stuck (a lock
+# copied held from another thread of the parent), and the message goes without its picture.
+DRAW_TIMEOUT = 30.0
+
+
+class DrawError(RuntimeError):
+    """The child drawing the picture failed, died or took longer than ``DRAW_TIMEOUT``."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +106,58 @@ def size_px(count: int) -> tuple[int, int]:
 def chart_png(
     title: str, series: Sequence[Series], pauses: Sequence[datetime], now: datetime
 ) -> bytes:
-    """Return the PNG of ``series`` over the hour before ``now``, pauses marked."""
+    """Return the PNG of ``series`` over the hour before ``now``, pauses marked.
+
+    Drawn in a forked child, so this process keeps none of matplotlib's memory; raises
+    ``DrawError`` when the child fails.
+    """
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: draw, write, exit without running the parent's cleanup
+        try:
+            os.close(read_end)
+            try:
+                out = draw_png(title, series, pauses, now)
+            except Exception as exc:
+                # A PNG starts with 0x89: a leading NUL says the rest is the reason.
+                out = b"\0" + f"{type(exc).__name__}: {exc}".encode()
+            view = memoryview(out)
+            while view:
+                view = view[os.write(write_end, view) :]
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    try:
+        out = _read_all(read_end, pid)
+    finally:
+        os.close(read_end)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    if out.startswith(b"\0"):
+        raise DrawError(f"cannot draw the chart: {out[1:].decode(errors='replace')}")
+    if code != 0 or not out:
+        raise DrawError(f"the process drawing the chart ended with exit code {code}")
+    return out
+
+
+def _read_all(fd: int, pid: int) -> bytes:
+    deadline = time.monotonic() + DRAW_TIMEOUT
+    chunks: list[bytes] = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise DrawError(f"drawing the chart took longer than {DRAW_TIMEOUT:g} s")
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def draw_png(
+    title: str, series: Sequence[Series], pauses: Sequence[datetime], now: datetime
+) -> bytes:
+    """Return the PNG of ``chart_png``, drawn in this process."""
     count = max(1, len(series))
     width, height = size_px(count)
     fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI, facecolor="white")

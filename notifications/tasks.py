@@ -13,10 +13,11 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 
 from notifications import channels
 from notifications.config import NotifyConfig
@@ -26,6 +27,9 @@ from notifications.models import Delivery, DeliveryAttempt, State
 log = logging.getLogger(__name__)
 
 DELIVER_TASK = "notifications.tasks.deliver_task"
+# Stop waiting for the database this long before the claim on the row runs out: after it,
+# another task may take the row and send the message again.
+_RECORD_MARGIN_SECONDS = 5.0
 
 
 def retry_delay(attempts: int, conf: NotifyConfig, rng: random.Random) -> float:
@@ -43,9 +47,9 @@ def deliver_task(pk: int, claim: str | None = None, rng: random.Random | None = 
     """
     conf: NotifyConfig = settings.SENTINEL_NOTIFY
     started = datetime.now(UTC)
+    # Hold the row for as long as one try can take.
+    hold = started + timedelta(seconds=2 * conf.timeout_seconds + 30)
     if claim is not None:
-        # Hold the row for as long as one try can take.
-        hold = started + timedelta(seconds=2 * conf.timeout_seconds + 30)
         taken = Delivery.objects.filter(
             pk=pk, state=State.PENDING, next_attempt_at=datetime.fromisoformat(claim)
         ).update(next_attempt_at=hold)
@@ -72,15 +76,19 @@ def deliver_task(pk: int, claim: str | None = None, rng: random.Random | None = 
     else:
         delay = retry_delay(attempts, conf, rng or random.Random())
         update.update(next_attempt_at=done + timedelta(seconds=delay))
-    with transaction.atomic():
-        DeliveryAttempt.objects.create(
-            delivery=delivery,
-            started_at=started,
-            duration_seconds=duration,
-            ok=result.ok,
-            error=result.error,
-        )
-        Delivery.objects.filter(pk=pk, state=State.PENDING).update(**update)
+
+    def record() -> None:
+        with transaction.atomic():
+            DeliveryAttempt.objects.create(
+                delivery=delivery,
+                started_at=started,
+                duration_seconds=duration,
+                ok=result.ok,
+                error=result.error,
+            )
+            Delivery.objects.filter(pk=pk, state=State.PENDING).update(**update)
+
+    _record_within_claim(record, hold, f"delivery {pk}")
     state = str(update.get("state", State.PENDING))
     level = logging.INFO if result.ok else logging.WARNING
     log.log(
@@ -95,3 +103,32 @@ def deliver_task(pk: int, claim: str | None = None, rng: random.Random | None = 
         "" if result.ok else f" ({result.error}); now {state}",
     )
     return state
+
+
+def _record_within_claim(record: Callable[[], None], hold: datetime, what: str) -> None:
+    """Run ``record``, waiting out a database restart for as long as the row is ours.
+
+    A message the receiver took but whose try is not recorded is sent again by the next task
+    once the claim runs out: the soak saw a PostgreSQL restart in the second after a send
+    deliver a ``Resumed`` twice (docs/reliability.md). Only connection-level failures are
+    retried; anything else raises at once.
+    """
+    delay = 0.5
+    while True:
+        try:
+            record()
+            return
+        except (OperationalError, InterfaceError) as exc:
+            left = (hold - datetime.now(UTC)).total_seconds() - _RECORD_MARGIN_SECONDS
+            if left < delay:
+                raise
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            log.warning(
+                "notifications: database unavailable while recording %s (%s); retrying in %.1f s",
+                what,
+                reason,
+                delay,
+            )
+            connection.close()  # a failed connection is unusable; the next try opens one
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)

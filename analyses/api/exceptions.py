@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.db import utils as db_utils
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, status
@@ -49,6 +50,14 @@ class ClusterRefused(exceptions.APIException):
     default_code = "cluster_refused"
 
 
+class DatabaseUnavailable(exceptions.APIException):
+    """PostgreSQL restarting or unreachable: an outage to wait out, not a bug (no traceback)."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = "The database cannot be reached; try again shortly."
+    default_code = "database_unavailable"
+
+
 def _api_exception(exc: Exception) -> Exception:
     # Django's own errors, as DRF's handler would convert them, so they get a code too.
     if isinstance(exc, Http404):
@@ -66,6 +75,10 @@ def _api_exception(exc: Exception) -> Exception:
         return ClusterUnavailable(exc.message)
     if isinstance(exc, services.ClusterRefused):
         return ClusterRefused(exc.message)
+    if isinstance(exc, db_utils.OperationalError | db_utils.InterfaceError):
+        reason = (str(exc).strip().splitlines() or [""])[0][:300]
+        log.error("the database is unavailable (%s: %s)", type(exc).__name__, reason)
+        return DatabaseUnavailable()
     return exc
 
 
@@ -84,7 +97,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         detail = exc.detail
         if isinstance(detail, exceptions.ErrorDetail):
             response.data = {"detail": str(detail), "code": detail.code}
-    if isinstance(exc, ClusterUnavailable):
+    if isinstance(exc, ClusterUnavailable | DatabaseUnavailable):
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
 

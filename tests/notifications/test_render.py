@@ -51,3 +51,27 @@ def test_a_metric_judged_only_against_its_baseline_has_no_max_line() -> None:
     image = decode_png(render.chart_png("shop/checkout", [series], [], NOW))
     assert not rows_of_colour(image, render.MAX_VALUE, share=0.05)
     assert rows_of_colour(image, render.BASELINE, share=0.15)
+
+
+def test_the_chart_is_drawn_in_a_child_process_that_keeps_matplotlib_s_memory() -> None:
+    # Drawn in the worker itself, a chart left 20-80 MB of private memory behind per worker
+    # (docs/reliability.md); here it must not even load a font into the caller.
+    from matplotlib import font_manager
+
+    fonts_before = font_manager._get_font.cache_info()
+    image = decode_png(
+        render.chart_png("shop/checkout", [render.Series("m", 0.5, samples([0.1] * 5))], [], NOW)
+    )
+    assert image.size == render.size_px(1)
+    assert font_manager._get_font.cache_info() == fonts_before
+
+
+def test_a_chart_that_cannot_be_drawn_is_one_error_with_its_reason() -> None:
+    broken = render.Series("m", 0.5, [("not a time", 0.1)])  # type: ignore[list-item]
+    try:
+        render.chart_png("shop/broken", [broken], [], NOW)
+    except render.DrawError as exc:
+        assert str(exc).startswith("cannot draw the chart: "), exc
+        assert "\n" not in str(exc)
+    else:
+        raise AssertionError("a chart of a non-time sample was drawn")

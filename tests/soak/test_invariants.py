@@ -64,7 +64,7 @@ def _violations(history: History) -> dict[int, list[str]]:
 
 
 def test_the_registry_holds_the_invariants_in_order() -> None:
-    assert sorted(INVARIANTS) == [1, 2, 3, 4, 5, 6, 7]
+    assert sorted(INVARIANTS) == [1, 2, 3, 4, 5, 6, 7, 8]
 
 
 def test_a_healthy_history_has_no_violation() -> None:
@@ -166,6 +166,23 @@ def test_database_is_locked_in_a_log_is_a_violation() -> None:
     _healthy_regression(history)
     history.logs = {"operator-0": "ok\ndjango.db.utils.OperationalError: database is locked\n"}
     assert 7 in _violations(history)
+
+
+def test_a_traceback_in_a_log_is_a_violation_counted_once_per_record() -> None:
+    history = _history()
+    _healthy_regression(history)
+    chained = (
+        "ERROR dispatcher: pass failed\nTraceback (most recent call last):\n"
+        '  File "x.py", line 1, in f\npsycopg.OperationalError: refused\n\n'
+        "The above exception was the direct cause of the following exception:\n\n"
+        'Traceback (most recent call last):\n  File "y.py", line 2, in g\n'
+        "django.db.utils.OperationalError: refused\n"
+    )
+    history.logs = {"operator-0": chained, "operator-1": "ERROR pass failed: the database is"}
+    violations = _violations(history)[7]
+    assert violations == [
+        "operator-0: 1 tracebacks in the log; 1 x django.db.utils.OperationalError: refused"
+    ]
 
 
 def test_a_regression_may_wait_out_a_fault_but_not_longer() -> None:
