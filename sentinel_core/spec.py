@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sentinel_core.compare import Compare, check_exclusive, parse_compare
 from sentinel_core.durations import MIN_INTERVAL_SECONDS, check_interval, parse_duration
 from sentinel_core.thresholds import (
     Baseline,
@@ -30,6 +31,7 @@ from sentinel_core.values import integer, number
 __all__ = [
     "MIN_INTERVAL_SECONDS",
     "Baseline",
+    "Compare",
     "Increase",
     "MinSamples",
     "check_interval",
@@ -58,7 +60,11 @@ _SPEC_FIELDS = frozenset(
     {"target", "metrics", "interval", "failureLimit", "dryRun", "failureWindow", "notify"}
 )
 _TARGET_FIELDS = frozenset({"kind", "name"})
-_METRIC_FIELDS = frozenset({"name", "query", "maxValue", "maxIncrease", "baseline", "minSamples"})
+_METRIC_FIELDS = frozenset(
+    {"name", "query", "maxValue", "maxIncrease", "baseline", "minSamples", "compare"}
+)
+# The CRD's CEL message, word for word.
+_MAX_VALUE_REQUIRED = "is required unless maxIncrease or compare is given"
 # The CRD's maximum: status.window holds up to this many verdicts.
 MAX_FAILURE_WINDOW = 100
 
@@ -133,6 +139,8 @@ class MetricSpec:
     max_increase: Increase | None = None
     baseline: Baseline | None = None
     min_samples: MinSamples | None = None
+    # New pods against old pods (SPEC §3.2); excludes max_value and max_increase.
+    compare: Compare | None = None
 
     def to_dict(self) -> dict[str, object]:
         """Return the metric in the custom resource's ``spec.metrics[]`` shape."""
@@ -145,6 +153,8 @@ class MetricSpec:
             out["baseline"] = self.baseline.to_dict()
         if self.min_samples is not None:
             out["minSamples"] = self.min_samples.to_dict()
+        if self.compare is not None:
+            out["compare"] = self.compare.to_dict()
         return out
 
 
@@ -403,9 +413,7 @@ def _parse_metrics(
         max_value = number(raw_max)
         if raw_max is None:
             if max_value_required(item):
-                errors.append(
-                    FieldError(f"{item_path}.maxValue", "is required unless maxIncrease is given")
-                )
+                errors.append(FieldError(f"{item_path}.maxValue", _MAX_VALUE_REQUIRED))
         elif max_value is None:
             errors.append(FieldError(f"{item_path}.maxValue", "must be a finite number"))
         extra = parse_thresholds(
@@ -415,6 +423,15 @@ def _parse_metrics(
             parse_duration=parse_duration,
             add=lambda field, message: errors.append(FieldError(field, message)),
         )
+        add = lambda field, message: errors.append(FieldError(field, message))  # noqa: E731
+        compare = parse_compare(
+            item.get("compare"),
+            f"{item_path}.compare",
+            strict=strict,
+            parse_duration=parse_duration,
+            add=add,
+        )
+        check_exclusive(item, item_path, add)
         if len(errors) == before:
             metrics.append(
                 MetricSpec(
@@ -424,6 +441,7 @@ def _parse_metrics(
                     max_increase=extra.max_increase,
                     baseline=extra.baseline,
                     min_samples=extra.min_samples,
+                    compare=compare,
                 )
             )
     return metrics
