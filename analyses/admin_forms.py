@@ -154,6 +154,7 @@ METRIC_FIELDS = (
     "baseline_before_rollout",
     "min_samples_query",
     "min_samples_min",
+    "compare",
 )
 
 
@@ -171,6 +172,9 @@ class MetricInlineFormSet(forms.BaseInlineFormSet):
             attrs={"rows": 2, "cols": 32, "class": "sentinel-query", "spellcheck": "false"}
         )
         form.fields["baseline_offset"].widget.attrs["size"] = 6
+        form.fields["compare"].widget = forms.Textarea(
+            attrs={"rows": 2, "cols": 32, "class": "sentinel-query", "spellcheck": "false"}
+        )
         # The inline's rows render no help text of their own: it is in the column header
         # (admin/edit_inline/accessible_tabular.html), under an id without the row number.
         for name, field in form.fields.items():
@@ -189,6 +193,7 @@ class MetricForm(forms.ModelForm):
             "baseline_before_rollout": "Baseline before rollout",
             "min_samples_query": "Min samples query",
             "min_samples_min": "Min samples",
+            "compare": "Compare new vs old pods",
         }
         help_texts = {
             "query": "PromQL; the largest sample of the result is compared with the limits.",
@@ -207,6 +212,10 @@ class MetricForm(forms.ModelForm):
                 "is Inconclusive."
             ),
             "min_samples_min": "The least the guard query must return.",
+            "compare": (
+                'Optional JSON, instead of max value and max increase: {"maxEffect": '
+                '{"percent": 10}} judges the new pods against the old ones (SPEC 3.2).'
+            ),
         }
 
 
@@ -268,6 +277,9 @@ def _metric_spec(metric: dict[str, Any]) -> dict[str, Any]:
         guard["min"] = metric["min_samples_min"]
     if guard:
         out["minSamples"] = guard
+    # An empty box is no compare; anything else goes to parse_spec as written.
+    if metric.get("compare") not in (None, {}, ""):
+        out["compare"] = metric["compare"]
     return out
 
 
