@@ -60,14 +60,18 @@ def judge(metric: MetricSpec, m: Measurement, rollout: Rollout | None = None) ->
         )
         why = f"minSamples query returned {got}, under the minimum {format_value(guard.min)}"
         return _inconclusive(base, Reason.INSUFFICIENT_DATA, f"{why}: too little to judge")
+    if metric.compare is not None:
+        # Judged from the two sides' samples; the instant value is only shown. Which side is
+        # missing says more than "no data" (no ReplicaSet, no old pods, too few samples).
+        if has_value and m.value is not None:
+            base = _with(base, value=m.text if m.text is not None else format_value(m.value))
+        return _judge_compare(metric, m, base)
     # NaN is no data (SPEC §5); the client already maps it to None, this guards the contract.
     if m.value is None or math.isnan(m.value):
         message = m.message or "no data: empty result or NaN"
         return _inconclusive(base, Reason.NO_DATA, message)
     value = m.text if m.text is not None else format_value(m.value)
     base = _with(base, value=value)
-    if metric.compare is not None:
-        return _judge_compare(metric, m, base)
     if metric.max_increase is None:
         # SPEC §3's fixed threshold, unchanged.
         assert metric.max_value is not None  # parse_spec: at least one bound

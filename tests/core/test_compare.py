@@ -278,3 +278,14 @@ def test_no_comparison_is_inconclusive_and_never_counted() -> None:
     assert world.cond(ConditionType.HEALTHY) == ("Unknown", Reason.NO_COMPARISON)
     assert done.status.metric_results[0].comparison is None
     check_status(done.status)
+
+
+def test_without_an_instant_value_the_sides_still_decide() -> None:
+    # A series that ended still has samples over lookback; a missing ReplicaSet says so.
+    gone = replace(measured(Sides(None, ())), value=None, text=None, series=0)
+    got = judge(metric(), gone)
+    assert (got.result.verdict, got.reason) == (Verdict.INCONCLUSIVE, Reason.NO_COMPARISON)
+    assert got.result.value is None and "no ReplicaSet" in got.result.message
+    rng = random.Random(5)
+    regressed = sides(lognormal(rng, 12, 2.0), lognormal(rng, 12))
+    assert judge(metric(), replace(measured(regressed), value=None)).result.verdict == "Fail"
