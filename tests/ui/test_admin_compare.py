@@ -65,7 +65,5 @@ def test_compare_with_max_value_is_refused_and_nothing_written(
         "spec.metrics[0].compare: excludes maxValue and maxIncrease on the same metric",
     ]
     assert not Analysis.objects.filter(namespace=namespace).exists()
-    listed = ui_cluster.kubectl(
-        "get", "rolloutanalyses", "-n", namespace, "-o", "json"
-    ).stdout
+    listed = ui_cluster.kubectl("get", "rolloutanalyses", "-n", namespace, "-o", "json").stdout
     assert json.loads(listed)["items"] == []
