@@ -195,7 +195,15 @@ def test_new_pods_against_old_pods(
     assert comparison["pValue"] < 0.05 and comparison["effect"] > 0.025
     assert result["message"].startswith("new pods' median ")
     assert "% above old pods' " in result["message"]
-    fails = [r for r in operator.evaluations(namespace, NAME)[since:] if r["outcome"] == "Fail"]
+    # The history row is written after the status and the pause: wait for it.
+    rows = wait_rows(
+        operator,
+        namespace,
+        NAME,
+        lambda rows: sum(r["outcome"] == "Fail" for r in rows[since:]) >= FAILURE_LIMIT,
+        timeout=10,
+    )
+    fails = [r for r in rows[since:] if r["outcome"] == "Fail"]
     assert [(r["failures_after"], bool(r["paused"])) for r in fails[:FAILURE_LIMIT]] == [
         (1, False),
         (2, True),
