@@ -29,7 +29,13 @@ from testkit.clusters import Cluster, kubectl_apply
 from testkit.fault_proxy import FaultProxy
 from testkit.manifests import analysis_manifest, deployment_manifest
 from testkit.metrics_app import MetricsApp
-from testkit.observe import condition, deployment_paused, get_analysis, wait_rows
+from testkit.observe import (
+    condition,
+    deployment_paused,
+    get_analysis,
+    wait_condition,
+    wait_rows,
+)
 from testkit.operator import OperatorProcess
 from testkit.prometheus import PrometheusServer
 from testkit.waiting import wait_until
@@ -184,7 +190,8 @@ def test_new_pods_against_old_pods(
     pods.factors[new_hash] = 1.5
     since = len(operator.evaluations(namespace, NAME))
     wait_until(lambda: deployment_paused(kube_client, namespace), timeout=60, what="the pause")
-    paused = get_analysis(kube_client, namespace, NAME)
+    # The pause comes first, the status right after it.
+    paused = wait_condition(kube_client, namespace, NAME, "RolloutPaused", "FailureLimitReached")
     assert paused["status"]["failures"] == FAILURE_LIMIT
     assert condition(paused, "RolloutPaused")["reason"] == "FailureLimitReached"
     result = paused["status"]["metricResults"][0]
