@@ -157,6 +157,7 @@ METRIC_FIELDS = (
     "min_samples_min",
     # Not a mirror column: read from and written to the spec (SPEC §10.1).
     "provider",
+    "compare",
 )
 
 
@@ -175,6 +176,9 @@ class MetricInlineFormSet(forms.BaseInlineFormSet):
         )
         form.fields["baseline_offset"].widget.attrs["size"] = 6
         self._provider_field(form)
+        form.fields["compare"].widget = forms.Textarea(
+            attrs={"rows": 2, "cols": 32, "class": "sentinel-query", "spellcheck": "false"}
+        )
         # The inline's rows render no help text of their own: it is in the column header
         # (admin/edit_inline/accessible_tabular.html), under an id without the row number.
         for name, field in form.fields.items():
@@ -224,6 +228,7 @@ class MetricForm(forms.ModelForm):
             "baseline_before_rollout": "Baseline before rollout",
             "min_samples_query": "Min samples query",
             "min_samples_min": "Min samples",
+            "compare": "Compare new vs old pods",
         }
         help_texts = {
             "query": "PromQL; the largest sample of the result is compared with the limits.",
@@ -242,6 +247,10 @@ class MetricForm(forms.ModelForm):
                 "is Inconclusive."
             ),
             "min_samples_min": "The least the guard query must return.",
+            "compare": (
+                'Optional JSON, instead of max value and max increase: {"maxEffect": '
+                '{"percent": 10}} judges the new pods against the old ones (SPEC 3.2).'
+            ),
         }
 
 
@@ -305,6 +314,9 @@ def _metric_spec(metric: dict[str, Any]) -> dict[str, Any]:
         out["minSamples"] = guard
     if metric.get("provider") and metric["provider"] != DEFAULT_PROVIDER:
         out["provider"] = metric["provider"]
+    # An empty box is no compare; anything else goes to parse_spec as written.
+    if metric.get("compare") not in (None, {}, ""):
+        out["compare"] = metric["compare"]
     return out
 
 

@@ -23,6 +23,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from analyses import access, services
+from analyses.chart_compare import compare_text
 from analyses.charts import ChartPoint, render_metric_chart
 from analyses.models import Analysis, AnalysisMetric, Evaluation, MetricResult
 from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
@@ -88,6 +89,9 @@ class MetricChart:
     # minSamples.min as written ("200").
     samples_min: str | None = None
     series: tuple[tuple[str, str], ...] = ()
+    # With compare (SPEC §3.2): the spec in words, and the last evaluation's one sentence.
+    compare: str = ""
+    comparison: str = ""
 
 
 def changelist_url(**filters: str) -> str:
@@ -230,12 +234,21 @@ def metric_charts(
     started = {pk: (at, paused) for pk, at, paused in recent}
     values: dict[str, list[ChartPoint]] = defaultdict(list)
     results = MetricResult.objects.filter(evaluation_id__in=list(started)).values_list(
-        "evaluation_id", "name", "value", "baseline", "limit"
+        "evaluation_id", "name", "value", "baseline", "limit", "comparison"
     )
-    for evaluation_id, name, value, baseline, limit in results:
+    for evaluation_id, name, value, baseline, limit, comparison in results:
         at, paused = started[evaluation_id]
+        compared = comparison if isinstance(comparison, dict) else {}
         values[name].append(
-            ChartPoint(at=at, value=value, paused=paused, baseline=baseline, limit=limit)
+            ChartPoint(
+                at=at,
+                value=value,
+                paused=paused,
+                baseline=baseline,
+                limit=limit,
+                new_median=compared.get("newMedian"),
+                old_median=compared.get("oldMedian"),
+            )
         )
     rollout = latest.rollout if latest is not None else None
     charts = []
@@ -268,6 +281,8 @@ def metric_charts(
                     else None
                 ),
                 series=result.series if result is not None else (),
+                compare=compare_text(metric.compare),
+                comparison=result.message if result is not None and metric.compare else "",
             )
         )
     return charts

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
 
+from analyses.chart_compare import comparison_lines
 from sentinel_core.values import format_value
 
 # Room around the plot for the tick labels (left, bottom) and the max label (top).
@@ -62,6 +63,9 @@ class ChartPoint:
     baseline: float | None = None
     # The lowest bound it was judged against; None falls back to the chart's max_value.
     limit: float | None = None
+    # With compare (SPEC §3.2): the new and the old pods' medians (None: no comparison).
+    new_median: float | None = None
+    old_median: float | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,7 @@ def render_metric_chart(
         *_grid(frame),
         *(_threshold(frame, max_value) if max_value is not None else []),
         *_baseline(frame, ordered),
+        *comparison_lines(ordered, x=frame.x, y=frame.y, legend_at=(frame.left + 8, frame.top)),
         *_rollout(frame, rollout_at),
         *_pauses(frame, ordered),
         *_series(frame, ordered, max_value),
@@ -158,7 +163,12 @@ def render_metric_chart(
 def _frame(
     points: Sequence[ChartPoint], max_value: float | None, width: float, height: float
 ) -> _Frame:
-    drawn = [v for p in points for v in (p.value, p.baseline) if v is not None]
+    drawn = [
+        v
+        for p in points
+        for v in (p.value, p.baseline, p.new_median, p.old_median)
+        if v is not None
+    ]
     finite = [_drawable(v) for v in (*drawn, max_value) if v is not None and math.isfinite(v)]
     lo = min([0.0, *finite])
     hi = max(finite, default=0.0)

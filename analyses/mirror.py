@@ -322,6 +322,7 @@ def _metric_columns(metric: MetricSpec) -> dict[str, Any]:
         "baseline_before_rollout": baseline.before_rollout if baseline is not None else False,
         "min_samples_query": guard.query if guard is not None else "",
         "min_samples_min": guard.min if guard is not None else None,
+        "compare": metric.compare.to_dict() if metric.compare is not None else {},
     }
 
 

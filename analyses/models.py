@@ -147,6 +147,8 @@ class AnalysisMetric(models.Model):
     # minSamples: the guard query and its minimum; empty query means no guard.
     min_samples_query = models.TextField(blank=True)
     min_samples_min = models.FloatField(null=True, blank=True)
+    # compare (SPEC §3.2) in the resource's shape, defaults written out; empty without one.
+    compare = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["analysis", "position"]
@@ -174,6 +176,8 @@ class AnalysisMetric(models.Model):
             out["baseline"] = {"beforeRollout": True}
         if self.min_samples_query:
             out["minSamples"] = {"query": self.min_samples_query, "min": self.min_samples_min}
+        if self.compare:
+            out["compare"] = dict(self.compare)
         return out
 
 
@@ -238,6 +242,9 @@ class MetricResult(models.Model):
     samples_text = models.CharField(max_length=64, blank=True)
     # Labels of the worst series.
     series = models.JSONField(default=dict, blank=True)
+    # With compare: status.metricResults[].comparison of this evaluation (medians, p-value,
+    # samples, hashes); empty without one. The chart draws newMedian and oldMedian.
+    comparison = models.JSONField(default=dict, blank=True)
     # Error when this metric's query got no usable answer.
     verdict = models.CharField(max_length=16, choices=OUTCOME_CHOICES)
     # Detail for humans, e.g. "worst of 3 series" or Prometheus's error text.

@@ -64,8 +64,20 @@ def banner(
         f"{manifests.RELATIVE_METRIC}",
         f" fails when the p99 is {manifests.MAX_INCREASE_PERCENT} % above its value "
         f"{settings.rate_window} earlier (its baseline, drawn",
-        f" in its graph), given at least {manifests.MIN_REQUESTS} requests. Ctrl-C stops "
-        "everything.",
+        f" in its graph), given at least {manifests.MIN_REQUESTS} requests. "
+        f"{manifests.COMPARE_METRIC} compares the new pods'",
+        f" mean latency with the old pods' (at most +{manifests.COMPARE_MAX_EFFECT} %): "
+        + (
+            "after `kubectl set image` below."
+            if settings.cluster == REALCLUSTER
+            else "devcluster has no ReplicaSets, so it"
+        ),
+        (
+            " Ctrl-C stops everything."
+            if settings.cluster == REALCLUSTER
+            else " stays Inconclusive/NoComparison (make demo CLUSTER=real shows it). Ctrl-C "
+            "stops everything."
+        ),
         "=" * 72,
         "",
     ]

@@ -6,11 +6,14 @@ window as the demo's settings choose (shorter than production's, so that the reg
 within a few minutes), and a second metric beside the fixed one (SPEC §3.1): the same p99
 judged against its own value one rate window earlier (``maxIncrease`` + ``baseline.offset``),
 guarded by a minimum request count (``minSamples``). It fails as soon as the p99 climbs half
-again above where it was, while the fixed metric waits for 0.25 s.
+again above where it was, while the fixed metric waits for 0.25 s. A third metric (SPEC §3.2)
+compares the new pods' mean latency with the old pods' (``compare``): on the real control plane
+after ``kubectl set image``; on devcluster, which has no ReplicaSets, it says why it cannot.
 """
 
 from __future__ import annotations
 
+from sentinel_core.durations import parse_duration
 from testkit.manifests import analysis_manifest, deployment_manifest, to_yaml
 
 NAMESPACE = "default"
@@ -26,6 +29,13 @@ METRIC = "p99-latency"
 RELATIVE_METRIC = "p99-vs-before"
 MAX_INCREASE_PERCENT = 50
 MIN_REQUESTS = 100
+# New pods against old pods: the mean latency per ReplicaSet hash, at most 10 % worse, judged
+# over COMPARE_STEPS evaluations' worth of samples.
+COMPARE_METRIC = "latency-vs-old"
+COMPARE_MAX_EFFECT = 10
+COMPARE_STEPS = 12
+# The per-pod histogram the app feeds with the ReplicaSets' hashes (demo.app).
+POD_HISTOGRAM = "checkout_pod_request_duration_seconds"
 
 
 def query(rate_window: str) -> str:
@@ -46,11 +56,30 @@ def workload(*, interval: str, rate_window: str) -> str:
         NAME,
         NAMESPACE,
         target=NAME,
-        metrics=[metric, relative_metric(rate_window)],
+        metrics=[metric, relative_metric(rate_window), compare_metric(interval, rate_window)],
         interval=interval,
         failure_limit=FAILURE_LIMIT,
     )
     return to_yaml(deployment, analysis)
+
+
+def compare_metric(interval: str, rate_window: str) -> dict[str, object]:
+    """Return the new pods' mean latency against the old pods' (SPEC §3.2)."""
+    by = "sum by (pod_template_hash)"
+    selector = f'{{app="{NAME}"}}[{rate_window}]'
+    lookback = f"{round(parse_duration(interval) * COMPARE_STEPS)}s"
+    return {
+        "name": COMPARE_METRIC,
+        "query": (
+            f"{by} (rate({POD_HISTOGRAM}_sum{selector})) / "
+            f"{by} (rate({POD_HISTOGRAM}_count{selector}))"
+        ),
+        "compare": {
+            "maxEffect": {"percent": COMPARE_MAX_EFFECT},
+            "lookback": lookback,
+            "minSamples": COMPARE_STEPS - 2,
+        },
+    }
 
 
 def relative_metric(rate_window: str) -> dict[str, object]:

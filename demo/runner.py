@@ -30,9 +30,11 @@ from demo.app import CheckoutApp
 from demo.banner import banner, hint
 from demo.children import Child
 from demo.notify import DemoNotifications
+from demo.replicasets import HashFollower
 from demo.settings import PREFERRED_CLUSTER_PORT, REALCLUSTER, DemoError, DemoSettings
 from demo.status import Snapshot, describe_change, read_snapshot
 from realcluster.binaries import NotBuilt, locate, pinned_versions
+from testkit.clusters import kube_client
 from testkit.devcluster import DevCluster
 from testkit.kubectl import KubectlMissing, kubectl_binary, kubectl_command
 from testkit.manifests import CRD_NAME
@@ -79,6 +81,7 @@ class Demo:
         self._cluster: DevCluster | RealCluster | None = None
         self._cluster_name = "realcluster" if settings.cluster == REALCLUSTER else "devcluster"
         self._app: CheckoutApp | None = None
+        self._hashes: HashFollower | None = None
         self._prometheus: PrometheusServer | None = None
         self.kubeconfig = self.work / "kubeconfig"
         self.password = ""
@@ -194,6 +197,13 @@ class Demo:
 
         self._wait_for_cluster(timeout=READY_TIMEOUT[self._cluster_name])
         self._apply()
+        if self._cluster_name == "realcluster" and self._cluster is not None:
+            # The app plays the real ReplicaSets' pods for latency-vs-old (SPEC §3.2).
+            client = kube_client(self._cluster)
+            self._hashes = HashFollower(
+                client, manifests.NAMESPACE, manifests.NAME, self._app.set_replicasets
+            )
+            self._hashes.start()
 
         (self.work / "operator-metrics").mkdir()
         self._manage(
@@ -376,6 +386,8 @@ class Demo:
         # The web UI and the operator first (they talk to the cluster), together to save
         # time; then the cluster and Prometheus, also together (realcluster's launcher stops
         # kube-controller-manager, kube-apiserver and etcd in that order).
+        if self._hashes is not None:
+            self._hashes.stop()
         for child in self._children:
             child.terminate()
         for child in self._children:

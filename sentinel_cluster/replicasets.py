@@ -1,8 +1,10 @@
-"""Find when a Deployment's current rollout began: its newest ReplicaSet's creation time.
+"""Read a Deployment's ReplicaSets: when its rollout began, and which pods are new and old.
 
 The reconciler calls ``newest_replicaset_created`` only when the target's pod template changed
-(SPEC §3.1, ``beforeRollout``): one list of the namespace's ReplicaSets by the Deployment's
-label selector, kept to those the Deployment owns. RBAC: ``list`` on ``apps/replicasets``.
+(SPEC §3.1, ``beforeRollout``), and ``compared_hashes`` once per evaluation of an analysis with
+a ``compare`` metric (SPEC §3.2). Each is one list of the namespace's ReplicaSets by the
+Deployment's label selector, kept to those the Deployment owns. RBAC: ``list`` on
+``apps/replicasets``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,28 @@ from sentinel_core.values import parse_time
 
 # The label the Deployment controller adds to each ReplicaSet's copy of the pod template.
 _POD_TEMPLATE_HASH = "pod-template-hash"
+# The Deployment controller's revision of each ReplicaSet: the newest has the highest.
+_REVISION = "deployment.kubernetes.io/revision"
+# status.metricResults[].comparison.oldHashes holds at most this many (the CRD's maxItems).
+MAX_OLD_HASHES = 20
+
+
+def compared_hashes(
+    client: kube.KubeClient, deployment: Mapping[str, Any]
+) -> tuple[str | None, tuple[str, ...]]:
+    """Return the new pods' ``pod-template-hash`` and the old ones' (SPEC §3.2).
+
+    New is the owned ReplicaSet with the highest revision annotation (creation time breaks a
+    tie, and decides alone where no revision is set); old are the others with
+    ``spec.replicas > 0``, in descending revision. ``(None, ())`` when there is none (also on a
+    cluster that serves no ReplicaSets).
+    """
+    owned = [item for item in _owned(client, deployment) if _hash(item)]
+    if not owned:
+        return None, ()
+    ranked = sorted(owned, key=_rank, reverse=True)
+    old = [_hash(item) for item in ranked[1:] if _replicas(item) > 0]
+    return _hash(ranked[0]), tuple(old[:MAX_OLD_HASHES])
 
 
 def newest_replicaset_created(
@@ -31,18 +55,9 @@ def newest_replicaset_created(
     A cluster that serves no ReplicaSets (devcluster, which plays no controllers) answers 404:
     that is "none", not an error. Any other API error is raised as the ``KubeError`` it is.
     """
-    metadata = deployment.get("metadata") or {}
-    namespace, uid = metadata.get("namespace", ""), metadata.get("uid")
-    selector = _selector(deployment)
-    query = {"labelSelector": selector} if selector else None
-    try:
-        answer = client.request("GET", kube.replicasets_path(namespace), query=query)
-    except kube.NotFound:
-        return None
     owned = [
         (moment, item)
-        for item in answer.get("items") or ()
-        if isinstance(item, Mapping) and _owned_by(item, uid)
+        for item in _owned(client, deployment)
         for moment in [parse_time((item.get("metadata") or {}).get("creationTimestamp"))]
         if moment is not None
     ]
@@ -50,6 +65,41 @@ def newest_replicaset_created(
         return None
     moment, newest = max(owned, key=lambda pair: pair[0])
     return moment if _template_hash(newest) == current_hash else None
+
+
+def _owned(client: kube.KubeClient, deployment: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Return the ReplicaSets ``deployment`` owns; none where the cluster serves none (404)."""
+    metadata = deployment.get("metadata") or {}
+    namespace, uid = metadata.get("namespace", ""), metadata.get("uid")
+    selector = _selector(deployment)
+    query = {"labelSelector": selector} if selector else None
+    try:
+        answer = client.request("GET", kube.replicasets_path(namespace), query=query)
+    except kube.NotFound:
+        return []
+    return [
+        item
+        for item in answer.get("items") or ()
+        if isinstance(item, Mapping) and _owned_by(item, uid)
+    ]
+
+
+def _hash(replicaset: Mapping[str, Any]) -> str:
+    labels = (replicaset.get("metadata") or {}).get("labels") or {}
+    value = labels.get(_POD_TEMPLATE_HASH) if isinstance(labels, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def _rank(replicaset: Mapping[str, Any]) -> tuple[int, str]:
+    metadata = replicaset.get("metadata") or {}
+    revision = str((metadata.get("annotations") or {}).get(_REVISION, ""))
+    # RFC 3339 times in UTC with a Z sort as text.
+    return (int(revision) if revision.isdigit() else -1, str(metadata.get("creationTimestamp")))
+
+
+def _replicas(replicaset: Mapping[str, Any]) -> int:
+    replicas = (replicaset.get("spec") or {}).get("replicas", 1)
+    return replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 0
 
 
 def _template_hash(replicaset: Mapping[str, Any]) -> str:

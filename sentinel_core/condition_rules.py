@@ -97,7 +97,10 @@ def _healthy(
         return conds.set(healthy, _UNKNOWN, reason, message)
     if verdict == Verdict.PASS:
         within = "within maxValue"
-        if any(j.result.limit != j.result.max_value for j in judgements):
+        if any(
+            j.result.limit != j.result.max_value or j.result.comparison is not None
+            for j in judgements
+        ):
             within = "within their thresholds"
         message = f"{_count(len(judgements), 'metric')} {within}"
         return conds.set(healthy, _TRUE, Reason.WITHIN_THRESHOLDS, message)

@@ -50,6 +50,8 @@ class Reason(StrEnum):
     INSUFFICIENT_DATA = "InsufficientData"
     # maxIncrease with no baseline to compare with: none has data, or no rollout seen yet.
     NO_BASELINE = "NoBaseline"
+    # compare with nothing to compare: no old pods, a side without series or samples (§3.2).
+    NO_COMPARISON = "NoComparison"
     NOT_EVALUATED = "NotEvaluated"
     # RolloutPaused
     FAILURE_LIMIT_REACHED = "FailureLimitReached"
@@ -86,6 +88,7 @@ REASONS: MappingProxyType[ConditionType, MappingProxyType[ConditionStatus, froze
                             Reason.NO_DATA,
                             Reason.INSUFFICIENT_DATA,
                             Reason.NO_BASELINE,
+                            Reason.NO_COMPARISON,
                             Reason.NOT_EVALUATED,
                         }
                     ),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from sentinel_core.compare import judge_comparison
 from sentinel_core.conditions import Reason, Verdict
 from sentinel_core.measurement import Measurement
 from sentinel_core.spec import MetricSpec
@@ -59,6 +60,12 @@ def judge(metric: MetricSpec, m: Measurement, rollout: Rollout | None = None) ->
         )
         why = f"minSamples query returned {got}, under the minimum {format_value(guard.min)}"
         return _inconclusive(base, Reason.INSUFFICIENT_DATA, f"{why}: too little to judge")
+    if metric.compare is not None:
+        # Judged from the two sides' samples; the instant value is only shown. Which side is
+        # missing says more than "no data" (no ReplicaSet, no old pods, too few samples).
+        if has_value and m.value is not None:
+            base = _with(base, value=m.text if m.text is not None else format_value(m.value))
+        return _judge_compare(metric, m, base)
     # NaN is no data (SPEC §5); the client already maps it to None, this guards the contract.
     if m.value is None or math.isnan(m.value):
         message = m.message or "no data: empty result or NaN"
@@ -146,6 +153,26 @@ def _judge_relative(
     return Judgement(
         _with(base, verdict=Verdict.PASS, message=_sentence(message, detail), limit=limit_value)
     )
+
+
+def _judge_compare(metric: MetricSpec, m: Measurement, base: MetricResult) -> Judgement:
+    """Judge the new pods against the old ones (SPEC §3.2) from the samples fetched."""
+    assert metric.compare is not None
+    # The worst series of the instant query says nothing about which side is worse.
+    base = _with(base, series=())
+    if m.sides is None:
+        why = "no comparison: the samples of the two sides were not fetched"
+        return _inconclusive(base, Reason.NO_COMPARISON, why)
+    outcome = judge_comparison(metric.compare, m.sides)
+    if outcome.comparison is None:
+        return _inconclusive(base, Reason.NO_COMPARISON, outcome.message)
+    judged = _with(
+        base,
+        verdict=Verdict.FAIL if outcome.failed else Verdict.PASS,
+        message=outcome.message,
+        comparison=outcome.comparison,
+    )
+    return Judgement(judged, why=f"{metric.name}: {outcome.message}" if outcome.failed else "")
 
 
 def _above_baseline(

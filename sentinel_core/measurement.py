@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from sentinel_core.compare import Sides
+
 
 class MeasurementError(StrEnum):
     """Why a query produced no value."""
@@ -57,3 +59,6 @@ class Measurement:
     # result, NaN, or no instant to ask at (beforeRollout before any rollout was seen).
     baseline: float | None = None
     baseline_text: str | None = None
+    # With compare: the new and the old pods' samples over lookback and their hashes; None
+    # when the range query was not asked (the metric's own query had no answer).
+    sides: Sides | None = None

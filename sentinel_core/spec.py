@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sentinel_core.compare import Compare, check_exclusive, parse_compare
 from sentinel_core.durations import MIN_INTERVAL_SECONDS, check_interval, parse_duration
 from sentinel_core.provider import parse_provider
 from sentinel_core.thresholds import (
@@ -31,6 +32,7 @@ from sentinel_core.values import integer, number
 __all__ = [
     "MIN_INTERVAL_SECONDS",
     "Baseline",
+    "Compare",
     "Increase",
     "MinSamples",
     "check_interval",
@@ -60,8 +62,10 @@ _SPEC_FIELDS = frozenset(
 )
 _TARGET_FIELDS = frozenset({"kind", "name"})
 _METRIC_FIELDS = frozenset(
-    {"name", "query", "maxValue", "maxIncrease", "baseline", "minSamples", "provider"}
+    {"name", "query", "maxValue", "maxIncrease", "baseline", "minSamples", "provider", "compare"}
 )
+# The CRD's CEL message, word for word.
+_MAX_VALUE_REQUIRED = "is required unless maxIncrease or compare is given"
 # The CRD's maximum: status.window holds up to this many verdicts.
 MAX_FAILURE_WINDOW = 100
 
@@ -138,6 +142,8 @@ class MetricSpec:
     min_samples: MinSamples | None = None
     # As written; None is the operator's ``default`` provider (SPEC §10.1).
     provider: str | None = None
+    # New pods against old pods (SPEC §3.2); excludes max_value and max_increase.
+    compare: Compare | None = None
 
     def to_dict(self) -> dict[str, object]:
         """Return the metric in the custom resource's ``spec.metrics[]`` shape."""
@@ -152,6 +158,8 @@ class MetricSpec:
             out["minSamples"] = self.min_samples.to_dict()
         if self.provider is not None:
             out["provider"] = self.provider
+        if self.compare is not None:
+            out["compare"] = self.compare.to_dict()
         return out
 
 
@@ -410,19 +418,26 @@ def _parse_metrics(
         max_value = number(raw_max)
         if raw_max is None:
             if max_value_required(item):
-                errors.append(
-                    FieldError(f"{item_path}.maxValue", "is required unless maxIncrease is given")
-                )
+                errors.append(FieldError(f"{item_path}.maxValue", _MAX_VALUE_REQUIRED))
         elif max_value is None:
             errors.append(FieldError(f"{item_path}.maxValue", "must be a finite number"))
+        add = lambda field, message: errors.append(FieldError(field, message))  # noqa: E731
         extra = parse_thresholds(
             item,
             item_path,
             strict=strict,
             parse_duration=parse_duration,
-            add=lambda field, message: errors.append(FieldError(field, message)),
+            add=add,
         )
-        provider = parse_provider(item, item_path, lambda f, m: errors.append(FieldError(f, m)))
+        compare = parse_compare(
+            item.get("compare"),
+            f"{item_path}.compare",
+            strict=strict,
+            parse_duration=parse_duration,
+            add=add,
+        )
+        check_exclusive(item, item_path, add)
+        provider = parse_provider(item, item_path, add)
         if len(errors) == before:
             metrics.append(
                 MetricSpec(
@@ -433,6 +448,7 @@ def _parse_metrics(
                     baseline=extra.baseline,
                     min_samples=extra.min_samples,
                     provider=provider,
+                    compare=compare,
                 )
             )
     return metrics

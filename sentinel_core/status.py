@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from sentinel_core.compare import Comparison
 from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
 from sentinel_core.values import format_time, non_negative_integer, parse_time
 
@@ -108,6 +109,8 @@ class MetricResult:
     samples: str | None = None
     # Labels of the worst series (at most 10, values cut to 100 characters), sorted by name.
     series: tuple[tuple[str, str], ...] = ()
+    # With compare: the new pods against the old ones (SPEC §3.2); None without a comparison.
+    comparison: Comparison | None = None
     # The lowest bound the value was judged against (maxValue or the baseline's limit). Not
     # part of the resource's status: the operator exports it as sentinel_metric_threshold.
     # Left out of equality, so a status read back from the resource equals the one written.
@@ -149,6 +152,7 @@ class MetricResult:
                     if isinstance(k, str) and isinstance(v, str)
                 )
             ),
+            comparison=Comparison.from_dict(raw.get("comparison")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -163,6 +167,8 @@ class MetricResult:
             out["samples"] = self.samples
         if self.series:
             out["series"] = dict(self.series)
+        if self.comparison is not None:
+            out["comparison"] = self.comparison.to_dict()
         out["verdict"] = str(self.verdict)
         if self.message:
             out["message"] = self.message

@@ -121,8 +121,8 @@ def parse_thresholds(
 
 
 def max_value_required(item: Mapping[str, object]) -> bool:
-    """Return whether ``maxValue`` must be given (CEL: ``has(maxValue) || has(maxIncrease)``)."""
-    return "maxIncrease" not in item
+    """Return whether ``maxValue`` must be given (the CRD's CEL rule: no other bound is given)."""
+    return "maxIncrease" not in item and "compare" not in item
 
 
 def _parse_increase(raw: object, path: str, strict: bool, add: AddError) -> Increase | None:

@@ -47,11 +47,12 @@ def record_attempt(
         m = measured.get(metric.name)
         ok = m is not None and m.error is None
         result = judged.get(metric.name)
-        limit, series = None, {}
+        limit, series, comparison = None, {}, {}
         if result is not None:
             verdict = Outcome(result.verdict.value)
             message = result.message
             limit, series = result.limit, dict(result.series)
+            comparison = result.comparison.to_dict() if result.comparison is not None else {}
         else:
             # Measured with an error, or not measured because an earlier step failed.
             verdict = Outcome.ERROR
@@ -67,6 +68,7 @@ def record_attempt(
                 limit=limit,
                 samples_text=(m.samples_text or "") if ok and m is not None else "",
                 series=series,
+                comparison=comparison,
                 verdict=verdict,
                 message=message,
             )

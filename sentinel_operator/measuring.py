@@ -6,26 +6,43 @@ an earlier instant, Prometheus's ``time`` parameter) follow only when it answere
 once. So every extra query counts as a query of the metric, and during an outage a metric still
 sends one request per attempt, never three: backing off keeps sending fewer queries than the
 healthy cadence (SPEC §5). Their errors are the metric's: the same taxonomy, the query named.
+
+A ``compare`` metric (SPEC §3.2) adds one range query over ``lookback`` instead of a baseline,
+also only after its own query answered, and none when there are no two sides to compare.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from sentinel_core.compare import Sides, split_sides
 from sentinel_core.measurement import Measurement
 from sentinel_core.spec import MetricSpec
 from sentinel_operator.prometheus import PrometheusClient
 from sentinel_operator.providers import Providers
+from sentinel_operator.range_query import measure_range
+
+# The target's ReplicaSets as compare sees them: the new pods' hash and the old ones'.
+Hashes = tuple[str | None, tuple[str, ...]]
+NO_HASHES: Hashes = (None, ())
 
 
 def measure_metric(
-    prometheus: PrometheusClient, metric: MetricSpec, *, baseline_at: datetime | None
+    prometheus: PrometheusClient,
+    metric: MetricSpec,
+    *,
+    baseline_at: datetime | None,
+    now: datetime | None = None,
+    step: float = 30.0,
+    hashes: Hashes = NO_HASHES,
 ) -> Measurement:
     """Return ``metric``'s measurement with its guard and baseline, or the first error.
 
     ``baseline_at`` is when to evaluate the baseline (``rollout.baseline_instant``); None asks
-    for none (no ``maxIncrease``, or ``beforeRollout`` before any rollout was seen).
+    for none (no ``maxIncrease``, or ``beforeRollout`` before any rollout was seen). With
+    ``compare``: ``hashes`` are the target's new and old pod-template hashes, the range ends at
+    ``now`` and its ``step`` is the analysis interval.
     """
     measured = prometheus.measure(metric.name, metric.query)
     if measured.error is not None:
@@ -41,17 +58,47 @@ def measure_metric(
         if baseline.error is not None:
             return replace(baseline, message=f"baseline query: {baseline.message}")
         measured = replace(measured, baseline=baseline.value, baseline_text=baseline.text)
+    compare = metric.compare
+    if compare is not None:
+        new_hash, old_hashes = hashes
+        sides = Sides(new_hash, old_hashes)
+        if new_hash is not None and old_hashes and now is not None:
+            answer = measure_range(
+                prometheus,
+                metric.name,
+                metric.query,
+                start=now - timedelta(seconds=compare.lookback_seconds),
+                end=now,
+                step=step,
+            )
+            if answer.error is not None:
+                return Measurement(
+                    metric=metric.name,
+                    error=answer.error,
+                    message=f"range query over {compare.lookback}: {answer.message}",
+                )
+            sides = split_sides(compare, answer.series, new_hash, old_hashes)
+        measured = replace(measured, sides=sides)
     return measured
 
 
 def measure_from(
-    providers: Providers, namespace: str, metric: MetricSpec, *, baseline_at: datetime | None
+    providers: Providers,
+    namespace: str,
+    metric: MetricSpec,
+    *,
+    baseline_at: datetime | None,
+    now: datetime | None = None,
+    step: float = 30.0,
+    hashes: Hashes = NO_HASHES,
 ) -> Measurement:
     """Measure ``metric`` through its provider, or refuse it without any query (SPEC §10.1).
 
-    One client serves the metric's query, its guard and its baseline alike.
+    One client serves the metric's query, its guard, its baseline and its range query alike.
     """
     picked = providers.pick(metric.provider, namespace)
     if isinstance(picked, Measurement):
         return replace(picked, metric=metric.name)
-    return measure_metric(picked, metric, baseline_at=baseline_at)
+    return measure_metric(
+        picked, metric, baseline_at=baseline_at, now=now, step=step, hashes=hashes
+    )

@@ -17,7 +17,7 @@ import math
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import requests
@@ -46,6 +46,11 @@ _OVERDUE = _Overdue()
 
 # Called once per HTTP request with what it produced; the operator counts requests by outcome.
 RequestHook = Callable[[Measurement], None]
+
+# What one answer parses into: a Measurement (instant query) or a range_query.RangeResult.
+T = TypeVar("T")
+# Parses one answer: (metric, status=, reason=, content_type=, body=) -> T.
+Parser = Callable[..., T]
 
 
 class PrometheusClient:
@@ -97,28 +102,62 @@ class PrometheusClient:
         ``at`` evaluates the query at that earlier instant (Prometheus's ``time`` parameter,
         for a baseline); None means now, as Prometheus decides it.
         """
-        started = self._clock()
-        self._code = "error"
         result = self._query(metric, query, at)
-        if self._on_response is not None:
-            self._on_response(self._code, self._clock() - started)
-        if self._on_request is not None:
-            self._on_request(result)
+        self.counted(result)
         return result
 
     def _query(self, metric: str, query: str, at: datetime | None) -> Measurement:
-        headers = {"Accept": "application/json"}
-        if self._token:
-            headers["Authorization"] = f"Bearer {self._token}"
         params = {"query": query, "timeout": self._server_timeout}
         if at is not None:
             # Unix seconds: every Prometheus-compatible API parses them.
             params["time"] = f"{at.timestamp():.3f}"
+        answer = self.fetch(metric, "/api/v1/query", params, parse_answer, _unavailable)
+        if answer.error is None:
+            return answer
+        return self._measurement(metric, error=answer.error, message=answer.message)
+
+    def fetch(
+        self,
+        metric: str,
+        path: str,
+        params: dict[str, str],
+        parse: Parser[T],
+        unavailable: Callable[[str, str], T],
+    ) -> T:
+        """Return ``parse`` of the answer to one GET of ``path``, or ``unavailable``'s error.
+
+        The one HTTP request of every query kind (``range_query`` uses it too): the token, the
+        timeout over the whole answer, the size cap and the transport error taxonomy. Each
+        request is reported to the per-provider counters with its HTTP code and duration.
+        """
+        started = self._clock()
+        self._code = "error"
+        try:
+            return self._get(metric, path, params, parse, unavailable)
+        finally:
+            if self._on_response is not None:
+                self._on_response(self._code, self._clock() - started)
+
+    def _get(
+        self,
+        metric: str,
+        path: str,
+        params: dict[str, str],
+        parse: Parser[T],
+        unavailable: Callable[[str, str], T],
+    ) -> T:
+        headers = {"Accept": "application/json"}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+
+        def failed(message: str) -> T:
+            return unavailable(metric, message)
+
         try:
             # Streamed, so that the body is read only up to ``max_bytes`` (SPEC §13 item 18):
             # one query matching every series must not exhaust the worker's memory.
             with self._session.get(
-                f"{self.base_url}/api/v1/query",
+                f"{self.base_url}{path}",
                 params=params,
                 headers=headers,
                 timeout=self.timeout,
@@ -132,21 +171,18 @@ class PrometheusClient:
                 self._code = str(response.status_code)
                 body = self._read_capped(response)
                 if body is None:
-                    return self._unavailable(metric, self._too_large())
+                    return failed(self._too_large())
                 if isinstance(body, _Overdue):
-                    return self._unavailable(metric, self._late())
+                    return failed(self._late())
         except requests.RequestException as exc:
-            return self._unavailable(metric, self._transport_cause(exc))
-        answer = parse_answer(
+            return failed(self._transport_cause(exc))
+        return parse(
             metric,
             status=response.status_code,
             reason=response.reason or "",
             content_type=response.headers.get("Content-Type", ""),
             body=body,
         )
-        if answer.error is None:
-            return answer
-        return self._measurement(metric, error=answer.error, message=answer.message)
 
     def _read_capped(self, response: requests.Response) -> bytes | _Overdue | None:
         """Return the body, None when it exceeds ``max_bytes``, or ``_OVERDUE`` past the timeout.
@@ -195,15 +231,19 @@ class PrometheusClient:
             return f"the connection to Prometheus at {self._where} broke before a full answer"
         return f"request to Prometheus at {self._where} failed: {type(exc).__name__}"
 
-    def _unavailable(self, metric: str, message: str) -> Measurement:
-        return self._measurement(metric, error=MeasurementError.UNAVAILABLE, message=message)
-
     def _measurement(self, metric: str, *, error: MeasurementError, message: str) -> Measurement:
+        return Measurement(metric=metric, error=error, message=self.clean(message))
+
+    def counted(self, measurement: Measurement) -> None:
+        """Report one request's result to the request hook (the operator's counters)."""
+        if self._on_request is not None:
+            self._on_request(measurement)
+
+    def clean(self, message: str) -> str:
+        """Return ``message`` on one line, naming the provider, every secret masked, at most
+        500 characters."""
         if self.provider:
             message = f"provider {self.provider!r}: {message}"
-        return Measurement(metric=metric, error=error, message=self._clean(message))
-
-    def _clean(self, message: str) -> str:
         line = " ".join(message.split())
         for secret in self._secrets:
             line = line.replace(secret, "***")

@@ -42,7 +42,7 @@ from analyses import mirror
 from analyses.models import Analysis
 from notifications import store as notifications
 from sentinel_cluster import kube, writes
-from sentinel_cluster.replicasets import newest_replicaset_created
+from sentinel_cluster.replicasets import compared_hashes, newest_replicaset_created
 from sentinel_core import backoff
 from sentinel_core.conditions import ErrorReason
 from sentinel_core.decision import Observation, decide, interrupted
@@ -53,7 +53,7 @@ from sentinel_core.spec import DEFAULT_INTERVAL_SECONDS, AnalysisSpec
 from sentinel_core.status import Rollout
 from sentinel_core.target import TargetState
 from sentinel_operator.history import Attempt
-from sentinel_operator.measuring import measure_from
+from sentinel_operator.measuring import NO_HASHES, measure_from
 from sentinel_operator.metrics import operator_metrics
 from sentinel_operator.outcome import ReconcileOutcome, Result, record
 from sentinel_operator.prometheus import PrometheusClient
@@ -150,12 +150,22 @@ class Reconciler:
                 target, deployment = self._target(namespace, spec)
                 rollout = self._rollout(rollout, deployment, started)
                 self.providers.refresh()
+                # compare (SPEC §3.2): one list of the target's ReplicaSets per evaluation.
+                compares = any(metric.compare is not None for metric in spec.metrics)
+                hashes = (
+                    compared_hashes(self.client, deployment)
+                    if compares and deployment is not None
+                    else NO_HASHES
+                )
                 measurements = tuple(
                     measure_from(
                         self.providers,
                         namespace,
                         metric,
                         baseline_at=baseline_instant(metric, rollout, started),
+                        now=started,
+                        step=spec.interval_seconds,
+                        hashes=hashes,
                     )
                     for metric in spec.metrics
                 )

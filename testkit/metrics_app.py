@@ -6,6 +6,9 @@ thread of their own process and steer its series from Python: a gauge
 ``http_request_duration_seconds{app=...}`` fed with observations so that
 ``histogram_quantile(0.99, rate(..._bucket[...]))`` is evaluated for real.
 ``GaugeSetter`` sets a test's gauge and waits until Prometheus has scraped the new value.
+``sentinel_test_pod_value{case, pod_template_hash, pod}`` plays pods' series for compare
+(SPEC §3.2): no kubelet runs pods on realcluster, so the app serves their traffic, labelled with
+the real ReplicaSets' hashes.
 """
 
 from __future__ import annotations
@@ -43,6 +46,12 @@ class MetricsApp(StartStop):
             "Request latency fed by a test or the demo, one series set per app.",
             ["app"],
             buckets=tuple(buckets),
+            registry=self.registry,
+        )
+        self._pod_value = Gauge(
+            "sentinel_test_pod_value",
+            "A value per pod set by a test, labelled with its ReplicaSet's pod-template-hash.",
+            ["case", "pod_template_hash", "pod"],
             registry=self.registry,
         )
         self._server: RunningServer | None = None
@@ -83,6 +92,17 @@ class MetricsApp(StartStop):
         """Remove the case's series; Prometheus marks it stale at the next scrape."""
         with contextlib.suppress(KeyError):
             self._value.remove(case)
+
+    def set_pod(self, case: str, template_hash: str, pod: str, value: float) -> None:
+        """Set ``sentinel_test_pod_value`` of one pod of the ReplicaSet ``template_hash``."""
+        self._pod_value.labels(case=case, pod_template_hash=template_hash, pod=pod).set(value)
+
+    def clear_pods(self, case: str) -> None:
+        """Remove every pod series of ``case``."""
+        for labels in list(self._pod_value._metrics):  # prometheus-client keeps them by labels
+            if labels[0] == case:
+                with contextlib.suppress(KeyError):
+                    self._pod_value.remove(*labels)
 
     # -- the latency histogram -------------------------------------------------------------
 

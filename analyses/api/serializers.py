@@ -65,6 +65,19 @@ class StatusField(serializers.Field):
         return value
 
 
+def _comparison_schema() -> dict[str, Any]:
+    items = crd_schema("status").get("properties", {}).get("metricResults", {}).get("items", {})
+    return dict(items.get("properties", {}).get("comparison", {"type": "object"}))
+
+
+@extend_schema_field(_comparison_schema(), component_name="Comparison")
+class ComparisonField(serializers.Field):
+    """``metricResults[].comparison`` as in the status (SPEC §3.2); ``{}`` without compare."""
+
+    def to_representation(self, value: Any) -> Any:
+        return value or None
+
+
 class AnalysisSerializer(serializers.Serializer):
     """A RolloutAnalysis: where it lives, its resourceVersion, spec and status."""
 
@@ -212,6 +225,11 @@ class MetricResultSerializer(serializers.ModelSerializer):
     series = serializers.DictField(
         child=serializers.CharField(), help_text="Labels of the worst series."
     )
+    comparison = ComparisonField(
+        read_only=True,
+        allow_null=True,
+        help_text="With compare: the new pods against the old ones; null without one.",
+    )
 
     class Meta:
         model = MetricResult
@@ -225,6 +243,7 @@ class MetricResultSerializer(serializers.ModelSerializer):
             "limit",
             "samples",
             "series",
+            "comparison",
             "verdict",
             "message",
         ]

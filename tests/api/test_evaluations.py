@@ -105,6 +105,7 @@ def test_evaluation_shape(api: Api, analysis: Analysis) -> None:
                     "limit": None,
                     "samples": "",
                     "series": {},
+                    "comparison": None,
                     "verdict": "Pass",
                     "message": "",
                 },
@@ -119,6 +120,7 @@ def test_evaluation_shape(api: Api, analysis: Analysis) -> None:
                     "limit": None,
                     "samples": "",
                     "series": {},
+                    "comparison": None,
                     "verdict": "Fail",
                     "message": "",
                 },
@@ -156,9 +158,35 @@ def test_a_baseline_relative_result_carries_baseline_limit_samples_and_series(
         "limit": 0.1416,
         "samples": "1843",
         "series": {"pod": "checkout-7d9f-x2k4", "route": "/pay"},
+        "comparison": None,
         "verdict": "Fail",
         "message": "0.412 is 249 % above the baseline 0.118 before the rollout (limit +20 %)",
     }
+
+
+def test_a_compare_result_carries_its_comparison(api: Api, analysis: Analysis) -> None:
+    (first,) = _history(analysis, 1)
+    comparison = {
+        "newMedian": 0.374438,
+        "oldMedian": 0.247897,
+        "effect": 0.126541,
+        "pValue": 2.07965e-08,
+        "newSamples": 21,
+        "oldSamples": 21,
+        "newHash": "689fcd8d58",
+        "oldHashes": ["74dcff7c87"],
+    }
+    MetricResult.objects.create(
+        evaluation=first,
+        name="latency-vs-old",
+        value=0.38,
+        value_text="0.38",
+        comparison=comparison,
+        verdict="Fail",
+        message="new pods' median 0.374 is 51 % above old pods' 0.248",
+    )
+    (evaluation,) = api.get("analyses/shop/checkout/evaluations/").json()["results"]
+    assert evaluation["metricResults"][1]["comparison"] == comparison
 
 
 def test_since_is_inclusive_and_until_exclusive(api: Api, analysis: Analysis) -> None:

@@ -76,7 +76,11 @@ def test_without_the_new_fields_nothing_changes() -> None:
 @pytest.mark.parametrize(
     ("metric", "fields", "expected"),
     [
-        ({}, {}, [("spec.metrics[0].maxValue", "is required unless maxIncrease is given")]),
+        (
+            {},
+            {},
+            [("spec.metrics[0].maxValue", "is required unless maxIncrease or compare is given")],
+        ),
         (
             {"maxIncrease": {"percent": 1, "absolute": 1}, "baseline": {"offset": "1h"}},
             {},

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import requests
 
+from demo import manifests
 from testkit.kubectl import run_kubectl
 from testkit.paths import REPO_ROOT
 from testkit.ports import free_port, port_is_free
@@ -134,6 +135,13 @@ def _banner(demo: DemoProcess) -> list[str]:
     return demo.lines[start:end]
 
 
+def _compare_message(kubeconfig: str) -> str:
+    """Return the message of the demo's latency-vs-old result, "" before it has one."""
+    status = _kubectl_json(kubeconfig, "get", "ra", "checkout").get("status") or {}
+    results = {r["name"]: r for r in status.get("metricResults") or ()}
+    return str(results.get(manifests.COMPARE_METRIC, {}).get("message", ""))
+
+
 def test_demo_tells_the_story_and_stops_cleanly(
     demo: DemoProcess, demo_env: dict[str, str]
 ) -> None:
@@ -187,6 +195,10 @@ def test_demo_tells_the_story_and_stops_cleanly(
         return (analysis.get("status") or {}).get("lastVerdict")
 
     assert wait_until(verdict, timeout=30, interval=0.5) in {"Pass", "Fail", "Inconclusive"}
+    # The third metric (SPEC §3.2) says why devcluster cannot compare new pods with old ones.
+    assert "no comparison: the target has no ReplicaSet yet" in wait_until(
+        lambda: _compare_message(kubeconfig), timeout=15, interval=0.5
+    )
 
     # After the regression the operator pauses the Deployment, and the log says so.
     def paused() -> object:
@@ -355,6 +367,10 @@ def test_make_demo_cluster_real_comes_up_and_stops_on_ctrl_c(demo_env: dict[str,
             return (analysis.get("status") or {}).get("lastVerdict")
 
         assert wait_until(verdict, timeout=30, interval=0.5) in {"Pass", "Fail", "Inconclusive"}
+        # The third metric read the real ReplicaSets: one so far, so no old pods to compare.
+        assert "no old ReplicaSet has replicas" in wait_until(
+            lambda: _compare_message(kubeconfig), timeout=15, interval=0.5
+        )
         children = descendants(make.process.pid)
     finally:
         # Ctrl-C in a terminal: SIGINT to the foreground process group, make and the demo.

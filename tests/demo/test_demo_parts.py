@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from demo import manifests
-from demo.app import sample_latency
+from demo.app import CheckoutApp, sample_latency
 from demo.children import Child
 from demo.settings import DemoError, DemoSettings
 from demo.status import Snapshot, describe_change, snapshot_of
@@ -106,7 +106,7 @@ def test_the_demo_analysis_has_a_baseline_relative_metric_beside_the_fixed_one()
     documents = list(yaml.safe_load_all(manifests.workload(interval="10s", rate_window="1m")))
     (analysis,) = [d for d in documents if d["kind"] == "RolloutAnalysis"]
     parsed = parse_spec(analysis["spec"], strict=True)
-    fixed, relative = parsed.metrics
+    fixed, relative, _ = parsed.metrics
     assert (fixed.name, fixed.max_value, fixed.max_increase) == (
         manifests.METRIC,
         manifests.MAX_VALUE,
@@ -130,3 +130,30 @@ def test_the_healthy_p99_stays_well_within_the_relative_limit() -> None:
     assert max(windows) < min(windows) * (1 + manifests.MAX_INCREASE_PERCENT / 100)
     regressed = _quantile([sample_latency(rng, regressed=True) for _ in range(1_000)], 0.99)
     assert regressed > max(windows) * (1 + manifests.MAX_INCREASE_PERCENT / 100)
+
+
+def test_the_third_metric_compares_new_pods_with_old_ones() -> None:
+    documents = list(yaml.safe_load_all(manifests.workload(interval="10s", rate_window="1m")))
+    (analysis,) = [d for d in documents if d["kind"] == "RolloutAnalysis"]
+    compared = parse_spec(analysis["spec"], strict=True).metrics[2]
+    assert compared.name == manifests.COMPARE_METRIC and compared.compare is not None
+    # Enough samples at the interval's step over lookback for minSamples per side.
+    assert compared.compare.lookback_seconds / 10 >= compared.compare.min_samples
+    assert compared.compare.max_effect is not None
+    assert "sum by (pod_template_hash)" in compared.query
+
+
+def test_the_app_plays_the_new_and_old_pods_under_their_hashes() -> None:
+    app = CheckoutApp(regression_after=0, clock=time.monotonic, rng=random.Random(3))
+    app.regressed = True
+    app.set_replicasets("newhash", ("oldhash",))
+    app._feed_pods(2000)
+    means = {}
+    for metric in app.registry.collect():
+        for sample in metric.samples:
+            side = sample.labels.get("pod_template_hash")
+            if side and sample.name.endswith(("_sum", "_count")):
+                means.setdefault(side, {})[sample.name.rsplit("_", 1)[1]] = sample.value
+    new, old = (means[h]["sum"] / means[h]["count"] for h in ("newhash", "oldhash"))
+    # 3 % slow requests: the new pods' mean is well beyond maxEffect above the old pods'.
+    assert new > old * (1 + manifests.COMPARE_MAX_EFFECT / 100)

@@ -219,7 +219,8 @@ def test_cel_rules_and_the_api_servers_note_when_they_are_skipped(
     assert [(c.reason, str(c)) for c in schema.validate(ra_schema, missing)] == [
         (
             "FieldValueRequired",
-            "spec.metrics[0].maxValue: Required value: is required unless maxIncrease is given",
+            "spec.metrics[0].maxValue: Required value: "
+            "is required unless maxIncrease or compare is given",
         )
     ]
 

@@ -1,0 +1,379 @@
+"""New pods against old pods (SPEC §3.2): the ``compare`` field and its statistical judgment.
+
+``spec.parse_spec`` calls ``parse_compare`` for each metric (the rules are the CRD's, under the
+same field paths, the CEL messages word for word); ``judge.judge`` calls ``judge_comparison``
+with the samples the operator fetched (``Sides``: one ``query_range`` over ``lookback``, split by
+the ``by`` label into the newest ReplicaSet's hash and the old ones'). Pure: no I/O, no clock.
+
+The test is SciPy's one-sided Mann-Whitney U (``scipy.stats.mannwhitneyu``): it asks whether the
+new pods' samples tend to be larger (``worse: increase``) or smaller (``decrease``) than the old
+pods', without assuming a distribution, which latencies and error rates never follow. A metric
+fails only when that is significant (p < 1 - confidence) *and* the medians differ by more than
+``maxEffect``: significance alone would fail a 0.1 % shift seen over many samples.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from statistics import median
+from typing import Any
+
+from scipy.stats import mannwhitneyu
+
+from sentinel_core.values import integer, number
+
+AddError = Callable[[str, str], None]
+
+DEFAULT_BY = "pod_template_hash"
+DEFAULT_WORSE = "increase"
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_LOOKBACK = "5m"
+DEFAULT_MIN_SAMPLES = 10
+# The least samples per side a rank test can say anything with at usual confidences.
+LEAST_MIN_SAMPLES = 3
+# A sample per interval step over lookback: Prometheus refuses more than 11,000 points per
+# series, and a status must not be built from that many either.
+MAX_POINTS = 11_000
+_WORSE = ("increase", "decrease")
+_FIELDS = frozenset({"by", "worse", "maxEffect", "confidence", "lookback", "minSamples"})
+_EFFECT_FIELDS = frozenset({"percent", "absolute"})
+# Prometheus's label name syntax (the CRD's pattern).
+LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+_MAX_LABEL_NAME = 63
+_MAX_LOOKBACK_LENGTH = 64
+# The CRD's CEL message for a metric with compare and a fixed or relative bound too.
+EXCLUSIVE_MESSAGE = "excludes maxValue and maxIncrease on the same metric"
+
+
+@dataclass(frozen=True)
+class Effect:
+    """``maxEffect``: how much worse the new pods' median may be; exactly one field is set."""
+
+    percent: float | None = None
+    absolute: float | None = None
+
+    def to_dict(self) -> dict[str, float]:
+        if self.percent is not None:
+            return {"percent": self.percent}
+        return {"absolute": self.absolute if self.absolute is not None else 0.0}
+
+    def allowed(self, old_median: float) -> float:
+        """Return how far (in the metric's unit) the new median may be worse than the old."""
+        if self.percent is not None:
+            return abs(old_median) * self.percent / 100
+        return self.absolute or 0.0
+
+    def describe(self) -> str:
+        if self.percent is not None:
+            return f"{self.percent:g} %"
+        return f"{self.absolute or 0.0:g}"
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``compare`` of one metric, defaults applied."""
+
+    by: str = DEFAULT_BY
+    worse: str = DEFAULT_WORSE
+    max_effect: Effect | None = None
+    confidence: float = DEFAULT_CONFIDENCE
+    lookback: str = DEFAULT_LOOKBACK
+    lookback_seconds: float = 300.0
+    min_samples: int = DEFAULT_MIN_SAMPLES
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"by": self.by, "worse": self.worse}
+        if self.max_effect is not None:
+            out["maxEffect"] = self.max_effect.to_dict()
+        out |= {
+            "confidence": self.confidence,
+            "lookback": self.lookback,
+            "minSamples": self.min_samples,
+        }
+        return out
+
+
+@dataclass(frozen=True)
+class Sides:
+    """What the operator fetched for one comparison: the two sides' samples and hashes.
+
+    ``new_hash`` is None when the target has no ReplicaSet; ``old_hashes`` is empty when no old
+    ReplicaSet has replicas (the rollout finished or has not begun). The values are every
+    non-NaN sample of every series whose ``by`` label is that side's hash.
+    """
+
+    new_hash: str | None
+    old_hashes: tuple[str, ...]
+    new_values: tuple[float, ...] = ()
+    old_values: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``metricResults[].comparison``: the figures the verdict was taken from."""
+
+    new_median: float
+    old_median: float
+    # new_median - old_median in the metric's unit (positive: the new pods are higher).
+    effect: float
+    p_value: float
+    new_samples: int
+    old_samples: int
+    new_hash: str
+    old_hashes: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "newMedian": self.new_median,
+            "oldMedian": self.old_median,
+            "effect": self.effect,
+            "pValue": self.p_value,
+            "newSamples": self.new_samples,
+            "oldSamples": self.old_samples,
+            "newHash": self.new_hash,
+            "oldHashes": list(self.old_hashes),
+        }
+
+    @classmethod
+    def from_dict(cls, raw: object) -> Comparison | None:
+        """Return the comparison in ``raw``; None when any field is missing or malformed."""
+        if not isinstance(raw, Mapping):
+            return None
+        floats = [number(raw.get(k)) for k in ("newMedian", "oldMedian", "effect", "pValue")]
+        counts = [integer(raw.get(k)) for k in ("newSamples", "oldSamples")]
+        new_hash, old = raw.get("newHash"), raw.get("oldHashes")
+        if any(f is None for f in floats) or any(c is None for c in counts):
+            return None
+        if not isinstance(new_hash, str) or not isinstance(old, list):
+            return None
+        new_median, old_median, effect, p_value = (float(f or 0.0) for f in floats)
+        return cls(
+            new_median=new_median,
+            old_median=old_median,
+            effect=effect,
+            p_value=p_value,
+            new_samples=counts[0] or 0,
+            old_samples=counts[1] or 0,
+            new_hash=new_hash,
+            old_hashes=tuple(h for h in old if isinstance(h, str)),
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """``judge_comparison``'s answer: failed or not, or why there is nothing to compare."""
+
+    failed: bool
+    message: str
+    comparison: Comparison | None = None
+    # Set when there is no comparison (Inconclusive, reason NoComparison): says which side.
+    missing: str = ""
+
+
+def judge_comparison(compare: Compare, sides: Sides) -> Outcome:
+    """Return whether the new pods are worse than the old ones beyond ``maxEffect``.
+
+    Fail only when the one-sided Mann-Whitney U test gives p < 1 - confidence and the medians
+    differ by more than ``maxEffect`` in the worse direction.
+    """
+    missing = _missing(compare, sides)
+    if missing:
+        return Outcome(failed=False, message=missing, missing=missing)
+    assert sides.new_hash is not None
+    new, old = sides.new_values, sides.old_values
+    alternative = "greater" if compare.worse == "increase" else "less"
+    p_value = float(mannwhitneyu(new, old, alternative=alternative).pvalue)
+    # Every sample tied: the test has no evidence either way.
+    p_value = 1.0 if math.isnan(p_value) else p_value
+    new_median, old_median = float(median(new)), float(median(old))
+    effect = new_median - old_median
+    worse_by = effect if compare.worse == "increase" else -effect
+    allowed = compare.max_effect.allowed(old_median) if compare.max_effect else 0.0
+    significant = p_value < 1 - compare.confidence
+    failed = significant and worse_by > allowed
+    comparison = Comparison(
+        new_median=_round(new_median),
+        old_median=_round(old_median),
+        effect=_round(effect),
+        p_value=_round(p_value),
+        new_samples=len(new),
+        old_samples=len(old),
+        new_hash=sides.new_hash,
+        old_hashes=sides.old_hashes,
+    )
+    return Outcome(failed=failed, message=sentence(compare, comparison), comparison=comparison)
+
+
+def sentence(compare: Compare, c: Comparison) -> str:
+    """Return the one-sentence message of a comparison, e.g. for the metric card."""
+    if c.old_median != 0:
+        percent = abs(c.effect) / abs(c.old_median) * 100
+        direction = "above" if c.effect > 0 else "below"
+        how = f"{percent:.0f} % {direction}" if c.effect != 0 else "equal to"
+    else:
+        how = f"{_short(abs(c.effect))} {'above' if c.effect > 0 else 'below'}"
+        how = how if c.effect != 0 else "equal to"
+    limit = f"maxEffect {compare.max_effect.describe()}" if compare.max_effect else "no maxEffect"
+    return (
+        f"new pods' median {_short(c.new_median)} is {how} old pods' {_short(c.old_median)} "
+        f"(p = {_p(c.p_value)}, {c.new_samples} vs {c.old_samples} samples; worse is "
+        f"{compare.worse}, {limit}, confidence {compare.confidence:g})"
+    )
+
+
+def split_sides(
+    compare: Compare,
+    series: Sequence[tuple[Mapping[str, str], Sequence[float]]],
+    new_hash: str | None,
+    old_hashes: Sequence[str],
+) -> Sides:
+    """Return the two sides of range-query ``series`` (labels, values) by their ``by`` label."""
+    old = set(old_hashes)
+    new_values: list[float] = []
+    old_values: list[float] = []
+    for labels, values in series:
+        side = labels.get(compare.by)
+        kept = [v for v in values if not math.isnan(v)]
+        if new_hash is not None and side == new_hash:
+            new_values.extend(kept)
+        elif side in old:
+            old_values.extend(kept)
+    return Sides(new_hash, tuple(old_hashes), tuple(new_values), tuple(old_values))
+
+
+def _missing(compare: Compare, sides: Sides) -> str:
+    if sides.new_hash is None:
+        return "no comparison: the target has no ReplicaSet yet"
+    if not sides.old_hashes:
+        return (
+            "no comparison: no old ReplicaSet has replicas (the rollout finished or has not "
+            "begun), so there are no old pods to compare the new ones with"
+        )
+    by = compare.by
+    if not sides.new_values:
+        return f"no comparison: no series with {by}={sides.new_hash} (the new pods)"
+    if not sides.old_values:
+        return f"no comparison: no series with {by} in {', '.join(sides.old_hashes)} (the old pods)"
+    few = [
+        f"{n} {side}-pod samples"
+        for side, n in (("new", len(sides.new_values)), ("old", len(sides.old_values)))
+        if n < compare.min_samples
+    ]
+    if few:
+        return (
+            f"no comparison: only {' and '.join(few)} over {compare.lookback}, under "
+            f"minSamples {compare.min_samples} per side"
+        )
+    return ""
+
+
+def parse_compare(
+    raw: object,
+    path: str,
+    *,
+    strict: bool,
+    parse_duration: Callable[[str], float],
+    add: AddError,
+) -> Compare | None:
+    """Return the ``compare`` of one metric item (``raw``), reporting each broken rule."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        add(path, "must be an object")
+        return None
+    if strict:
+        for key in raw:
+            if key not in _FIELDS:
+                add(f"{path}.{key}", "unknown field")
+    ok = True
+    by = raw.get("by", DEFAULT_BY)
+    if not isinstance(by, str) or len(by) > _MAX_LABEL_NAME or not LABEL_NAME.fullmatch(by):
+        add(f"{path}.by", "must be a Prometheus label name such as pod_template_hash")
+        ok = False
+    worse = raw.get("worse", DEFAULT_WORSE)
+    if worse not in _WORSE:
+        add(f"{path}.worse", "must be one of increase, decrease")
+        ok = False
+    effect = _parse_effect(raw.get("maxEffect"), f"{path}.maxEffect", strict, add)
+    if "maxEffect" in raw and effect is None:
+        ok = False
+    confidence = number(raw.get("confidence", DEFAULT_CONFIDENCE))
+    if confidence is None or not 0.5 < confidence < 1:
+        add(f"{path}.confidence", "must be greater than 0.5 and less than 1")
+        ok = False
+    lookback = raw.get("lookback", DEFAULT_LOOKBACK)
+    seconds = 0.0
+    if not isinstance(lookback, str) or len(lookback) > _MAX_LOOKBACK_LENGTH:
+        add(f"{path}.lookback", "must be a duration string such as 5m")
+        ok = False
+    else:
+        try:
+            seconds = parse_duration(lookback)
+        except ValueError as exc:
+            add(f"{path}.lookback", str(exc))
+            ok = False
+        else:
+            if seconds == 0:
+                # The CRD's CEL rule (a duration with no non-zero digit), as on baseline.offset.
+                add(f"{path}.lookback", "must be longer than 0s")
+                ok = False
+    minimum = integer(raw.get("minSamples", DEFAULT_MIN_SAMPLES))
+    if minimum is None or not LEAST_MIN_SAMPLES <= minimum <= MAX_POINTS:
+        add(f"{path}.minSamples", f"must be an integer from {LEAST_MIN_SAMPLES} to {MAX_POINTS}")
+        ok = False
+    if not ok:
+        return None
+    assert isinstance(by, str) and isinstance(lookback, str) and isinstance(worse, str)
+    assert confidence is not None and minimum is not None
+    return Compare(by, worse, effect, confidence, lookback, seconds, minimum)
+
+
+def check_exclusive(item: Mapping[str, object], path: str, add: AddError) -> None:
+    """Report a metric with ``compare`` and ``maxValue`` or ``maxIncrease`` (the CRD's CEL)."""
+    if "compare" in item and ("maxValue" in item or "maxIncrease" in item):
+        add(f"{path}.compare", EXCLUSIVE_MESSAGE)
+
+
+def _parse_effect(raw: object, path: str, strict: bool, add: AddError) -> Effect | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        add(path, "must be an object with percent or absolute")
+        return None
+    if strict:
+        for key in raw:
+            if key not in _EFFECT_FIELDS:
+                add(f"{path}.{key}", "unknown field")
+    values: dict[str, float] = {}
+    for key in ("percent", "absolute"):
+        if key not in raw:
+            continue
+        value = number(raw[key])
+        if value is None:
+            add(f"{path}.{key}", "must be a finite number")
+        elif value < 0:
+            add(f"{path}.{key}", "must be 0 or more")
+        else:
+            values[key] = value
+    if ("percent" in raw) == ("absolute" in raw):
+        add(path, "must set exactly one of percent and absolute")
+        return None
+    if len(values) != 1:
+        return None
+    return Effect(percent=values.get("percent"), absolute=values.get("absolute"))
+
+
+def _round(value: float) -> float:
+    # Six significant digits: enough to read, and stable through the status's JSON.
+    return float(f"{value:.6g}")
+
+
+def _short(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def _p(value: float) -> str:
+    return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
