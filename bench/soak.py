@@ -34,8 +34,9 @@ from typing import Any
 
 import requests
 
+from bench.soak_deliveries import notification_figures
 from bench.soak_faults import FaultRunner, analysis_object
-from bench.soak_invariants import Finding, check_all, notification_figures, rss_slopes
+from bench.soak_invariants import Finding, check_all
 from bench.soak_plan import (
     CLUSTER_LANE,
     COMPACT,
@@ -49,6 +50,7 @@ from bench.soak_plan import (
     draw_plan,
     samples_case,
 )
+from bench.soak_processes import rss_slopes
 from bench.soak_record import (
     ClusterSample,
     FaultRecord,
