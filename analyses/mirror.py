@@ -121,7 +121,7 @@ def _raw_columns(resource: AnalysisResource) -> dict[str, Any]:
 
 
 def upsert_from_resource(
-    obj: Mapping[str, Any], *, now: datetime | None = None
+    obj: Mapping[str, Any], *, now: datetime | None = None, leave_new_evaluations: bool = False
 ) -> tuple[Analysis, bool]:
     """Mirror ``obj``; return its row and whether anything was written.
 
@@ -131,8 +131,20 @@ def upsert_from_resource(
     alone. Another live row under the same namespace/name but with a different uid is an earlier
     incarnation whose DELETED event was missed: it is marked deleted and keeps its history.
     Raise ``MalformedResource`` when metadata is missing or longer than its column.
+
+    ``leave_new_evaluations`` (the watch): an object that differs from the row only by a newer
+    evaluation is left alone. Only the operator's status write sets ``lastEvaluationTime``, and
+    the worker that wrote it mirrors the answer in its own bookkeeping transaction; the watch
+    writing it too, when its event arrives first, was one more write transaction per evaluation.
+    A worker that dies in between leaves the row to the next reconcile's read.
     """
-    row, change = _upsert(AnalysisResource.read(obj), now=now or timezone.now(), listed_at=None)
+    resource = AnalysisResource.read(obj)
+    row, change = _upsert(
+        resource,
+        now=now or timezone.now(),
+        listed_at=None,
+        leave_new_evaluations=leave_new_evaluations,
+    )
     assert row is not None  # only a resync with ``listed_at`` can skip a row
     return row, change in (_Change.CREATED, _Change.UPDATED)
 
@@ -253,11 +265,17 @@ def prune_history(older_than: datetime) -> int:
 
 
 def _upsert(
-    resource: AnalysisResource, *, now: datetime, listed_at: datetime | None
+    resource: AnalysisResource,
+    *,
+    now: datetime,
+    listed_at: datetime | None,
+    leave_new_evaluations: bool = False,
 ) -> tuple[Analysis | None, _Change]:
     _check_identity(resource)
     existing = Analysis.objects.filter(uid=resource.uid).first()
-    if _unchanged(existing, resource):
+    if _unchanged(existing, resource) or (
+        leave_new_evaluations and _new_evaluation_only(existing, resource)
+    ):
         return existing, _Change.UNCHANGED
     with transaction.atomic():
         # Read again under the write lock: another process may have written meanwhile.
@@ -274,7 +292,10 @@ def _upsert(
             or others.filter(mirrored_at__gt=listed_at).exists()
         ):
             return row, _Change.STALE
-        others.update(deleted_at=now, next_due_at=None)
+        if row is None or row.deleted_at is not None:
+            # Only a row that becomes live can meet an earlier incarnation: a live row already
+            # marked it when it did. Skipped, it is one UPDATE less per evaluation.
+            others.update(deleted_at=now, next_due_at=None)
 
         change = _Change.UPDATED
         spec_changed = True
@@ -302,6 +323,22 @@ def _unchanged(row: Analysis | None, resource: AnalysisResource) -> bool:
         row is not None
         and row.deleted_at is None
         and row.resource_version == resource.resource_version
+    )
+
+
+def _new_evaluation_only(row: Analysis | None, resource: AnalysisResource) -> bool:
+    """Whether ``resource`` is the live ``row`` plus an evaluation newer than the row's.
+
+    A status write changes only the status, so the same ``generation`` and a newer
+    ``lastEvaluationTime`` mean an operator worker wrote it, and mirrors it itself.
+    """
+    evaluated = resource.status.last_evaluation_time
+    return (
+        row is not None
+        and row.deleted_at is None
+        and row.generation == resource.generation
+        and evaluated is not None
+        and (row.last_evaluation_at is None or evaluated > row.last_evaluation_at)
     )
 
 
