@@ -272,14 +272,19 @@ def _upsert(
     leave_new_evaluations: bool = False,
 ) -> tuple[Analysis | None, _Change]:
     _check_identity(resource)
-    existing = Analysis.objects.filter(uid=resource.uid).first()
+    # Inside the caller's transaction (the operator's bookkeeping) this first read already holds
+    # the row (SQLite: the write lock since BEGIN IMMEDIATE; PostgreSQL: FOR UPDATE), so it is
+    # not read twice. uid is unique: no ORDER BY, whose compilation cost more than the query.
+    locked = transaction.get_connection().in_atomic_block
+    by_uid = Analysis.objects.filter(uid=resource.uid).order_by()
+    existing = _one(by_uid.select_for_update() if locked else by_uid)
     if _unchanged(existing, resource) or (
         leave_new_evaluations and _new_evaluation_only(existing, resource)
     ):
         return existing, _Change.UNCHANGED
     with transaction.atomic():
-        # Read again under the write lock: another process may have written meanwhile.
-        row = Analysis.objects.select_for_update().filter(uid=resource.uid).first()
+        # Else read again under the write lock: another process may have written meanwhile.
+        row = existing if locked else _one(by_uid.select_for_update())
         if _unchanged(row, resource):
             return row, _Change.UNCHANGED
         others = (
@@ -316,6 +321,11 @@ def _upsert(
         if spec_changed:
             _sync_metrics(row, resource.summary.metrics)
     return row, change
+
+
+def _one(rows: models.QuerySet[Analysis]) -> Analysis | None:
+    found = list(rows[:1])
+    return found[0] if found else None
 
 
 def _unchanged(row: Analysis | None, resource: AnalysisResource) -> bool:

@@ -3,9 +3,10 @@
 ``bench.operator_throughput`` and ``bench.apply_to_status`` call ``stack()``: a devcluster
 with the CRD applied by kubectl, the metrics app and the real Prometheus scraping it, and a
 migrated SQLite file, all from the test kit (``testkit``); ``BenchOperator`` runs
-``manage.py runoperator`` against them. ``ApiSession`` is a plain ``requests`` client of the
-devcluster, used to create resources in bulk and by the bare-loop baseline. Nothing here is
-imported by product code or tests.
+``manage.py runoperator`` against them, on a copy of that file or on a shared server
+database. ``ApiSession`` is a plain ``requests`` client of the devcluster, used to create
+resources in bulk and by the bare-loop baseline. Nothing here is imported by product code or
+tests.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import shutil
 import signal
-import sqlite3
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -134,24 +134,35 @@ class BenchOperator(OperatorProcess):
         namespaces: Sequence[str],
         workers: int,
         extra_env: Mapping[str, str] | None = None,
+        database_url: str = "",
+        identity: str = "operator",
+        lease_name: str = "bench-operator",
     ) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         database = workdir / "operator.sqlite3"
-        shutil.copyfile(stack.database_template, database)
+        env = {"SENTINEL_Q_WORKERS": str(workers), **(extra_env or {})}
+        if database_url:
+            # A shared server database (the scale-out run): every replica uses the same one.
+            env["DATABASE_URL"] = database_url
+        else:
+            shutil.copyfile(stack.database_template, database)
         super().__init__(
             workdir,
             kubeconfig=stack.cluster.kubeconfig,
             prometheus_url=stack.prometheus.url,
             database=database,
             namespaces=namespaces,
-            identity="operator",
-            env={"SENTINEL_Q_WORKERS": str(workers), **(extra_env or {})},
+            identity=identity,
+            lease_name=lease_name,
+            env=env,
         )
+        self.database_url = database_url or f"sqlite:///{database}"
 
-    def start(self, *, wait: bool = True, timeout: float = 60) -> BenchOperator:
+    def start(self, *, wait: bool = True, timeout: float = 60, lead: bool = True) -> BenchOperator:
         super().start(wait=wait, timeout=timeout)
-        # The first Lease is taken on the first tick; the watch and dispatcher start then.
-        wait_until(lambda: self.metric("sentinel_leader") == 1.0, timeout=30, what="leader")
+        if lead:
+            # The first Lease is taken on the first tick; the watch and dispatcher start then.
+            wait_until(lambda: self.metric("sentinel_leader") == 1.0, timeout=30, what="leader")
         return self
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
@@ -173,9 +184,3 @@ class BenchOperator(OperatorProcess):
                     labels = ",".join(f'{key}="{value}"' for key, value in sample.labels.items())
                     found[labels] = float(sample.value)
         return found
-
-    def connect(self) -> sqlite3.Connection:
-        """Return a connection to the operator's database (the bench only reads, bar a burst)."""
-        connection = sqlite3.connect(self.database, timeout=30)
-        connection.execute("PRAGMA busy_timeout=30000")
-        return connection

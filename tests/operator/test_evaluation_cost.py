@@ -46,9 +46,9 @@ KUBE_REQUESTS = 3
 KUBE_NEW_CONNECTIONS = 0
 # One query per metric.
 PROMETHEUS_QUERIES = 2
-# Every SQL statement, reads included: the read after the GET, BEGIN, the mirror's two reads,
+# Every SQL statement, reads included: the read after the GET, BEGIN, the mirror's read,
 # its savepoint pair and UPDATE, the evaluation and metric-result INSERTs, the next due time.
-STATEMENTS = 10
+STATEMENTS = 9
 
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
