@@ -33,6 +33,7 @@ from analyses.models import Analysis, AnalysisMetric, Evaluation
 from sentinel_core.conditions import ConditionType
 from sentinel_core.resource import AnalysisResource, MalformedResource
 from sentinel_core.spec import MetricSpec
+from sentinel_core.values import parse_time
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ def _raw_columns(resource: AnalysisResource) -> dict[str, Any]:
 
 
 def upsert_from_resource(
-    obj: Mapping[str, Any], *, now: datetime | None = None, leave_new_evaluations: bool = False
+    obj: Mapping[str, Any], *, now: datetime | None = None
 ) -> tuple[Analysis, bool]:
     """Mirror ``obj``; return its row and whether anything was written.
 
@@ -131,22 +132,45 @@ def upsert_from_resource(
     alone. Another live row under the same namespace/name but with a different uid is an earlier
     incarnation whose DELETED event was missed: it is marked deleted and keeps its history.
     Raise ``MalformedResource`` when metadata is missing or longer than its column.
-
-    ``leave_new_evaluations`` (the watch): an object that differs from the row only by a newer
-    evaluation is left alone. Only the operator's status write sets ``lastEvaluationTime``, and
-    the worker that wrote it mirrors the answer in its own bookkeeping transaction; the watch
-    writing it too, when its event arrives first, was one more write transaction per evaluation.
-    A worker that dies in between leaves the row to the next reconcile's read.
     """
-    resource = AnalysisResource.read(obj)
-    row, change = _upsert(
-        resource,
-        now=now or timezone.now(),
-        listed_at=None,
-        leave_new_evaluations=leave_new_evaluations,
-    )
+    row, change = _upsert(AnalysisResource.read(obj), now=now or timezone.now(), listed_at=None)
     assert row is not None  # only a resync with ``listed_at`` can skip a row
     return row, change in (_Change.CREATED, _Change.UPDATED)
+
+
+def watch_can_skip(obj: Mapping[str, Any]) -> bool:
+    """Whether a watch event's object needs no mirror write; read from the raw object, cheaply.
+
+    Two cases: the row already holds this ``resourceVersion``; or the object is the live row
+    plus an evaluation newer than the row's. Only the operator's status write sets
+    ``lastEvaluationTime`` (the same ``generation``: a status write changes nothing else), and
+    the worker that wrote it mirrors the answer in its own bookkeeping transaction; the watch
+    writing it too, when its event came first, was one more write transaction per evaluation.
+    A worker that dies in between leaves the row to the next reconcile's read. Anything odd
+    (no uid, a generation that is not a number) is not skipped: ``upsert_from_resource``
+    judges it.
+    """
+    meta = obj.get("metadata") or {}
+    uid, version, generation = meta.get("uid"), meta.get("resourceVersion"), meta.get("generation")
+    if not isinstance(uid, str) or not isinstance(version, str):
+        return False
+    found = list(
+        Analysis.objects.filter(uid=uid)
+        .order_by()
+        .values_list("resource_version", "deleted_at", "generation", "last_evaluation_at")[:1]
+    )
+    if not found or found[0][1] is not None:
+        return False
+    mirrored_version, _, mirrored_generation, last_evaluation = found[0]
+    if mirrored_version == version:
+        return True
+    evaluated = parse_time((obj.get("status") or {}).get("lastEvaluationTime"))
+    return (
+        isinstance(generation, int)
+        and generation == mirrored_generation
+        and evaluated is not None
+        and (last_evaluation is None or evaluated > last_evaluation)
+    )
 
 
 def mark_deleted(namespace: str, name: str, uid: str, *, now: datetime | None = None) -> None:
@@ -265,11 +289,7 @@ def prune_history(older_than: datetime) -> int:
 
 
 def _upsert(
-    resource: AnalysisResource,
-    *,
-    now: datetime,
-    listed_at: datetime | None,
-    leave_new_evaluations: bool = False,
+    resource: AnalysisResource, *, now: datetime, listed_at: datetime | None
 ) -> tuple[Analysis | None, _Change]:
     _check_identity(resource)
     # Inside the caller's transaction (the operator's bookkeeping) this first read already holds
@@ -278,9 +298,7 @@ def _upsert(
     locked = transaction.get_connection().in_atomic_block
     by_uid = Analysis.objects.filter(uid=resource.uid).order_by()
     existing = _one(by_uid.select_for_update() if locked else by_uid)
-    if _unchanged(existing, resource) or (
-        leave_new_evaluations and _new_evaluation_only(existing, resource)
-    ):
+    if _unchanged(existing, resource):
         return existing, _Change.UNCHANGED
     with transaction.atomic():
         # Else read again under the write lock: another process may have written meanwhile.
@@ -333,22 +351,6 @@ def _unchanged(row: Analysis | None, resource: AnalysisResource) -> bool:
         row is not None
         and row.deleted_at is None
         and row.resource_version == resource.resource_version
-    )
-
-
-def _new_evaluation_only(row: Analysis | None, resource: AnalysisResource) -> bool:
-    """Whether ``resource`` is the live ``row`` plus an evaluation newer than the row's.
-
-    A status write changes only the status, so the same ``generation`` and a newer
-    ``lastEvaluationTime`` mean an operator worker wrote it, and mirrors it itself.
-    """
-    evaluated = resource.status.last_evaluation_time
-    return (
-        row is not None
-        and row.deleted_at is None
-        and row.generation == resource.generation
-        and evaluated is not None
-        and (row.last_evaluation_at is None or evaluated > row.last_evaluation_at)
     )
 
 

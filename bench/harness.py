@@ -12,10 +12,14 @@ tests.
 from __future__ import annotations
 
 import contextlib
+import random
 import shutil
 import signal
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,9 +28,11 @@ import requests
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from bench.bench_db import migrate
 from testkit.clusters import running_with_crd
+from testkit.databases import PostgresServer, RedisServer
 from testkit.devcluster import DevCluster
-from testkit.manifests import namespace_manifest
+from testkit.manifests import API_VERSION, namespace_manifest
 from testkit.metrics_app import MetricsApp
 from testkit.operator import OperatorProcess, migrate_database
 from testkit.prometheus import PrometheusServer
@@ -184,3 +190,84 @@ class BenchOperator(OperatorProcess):
                     labels = ",".join(f'{key}="{value}"' for key, value in sample.labels.items())
                     found[labels] = float(sample.value)
         return found
+
+
+def backends(
+    database_url: str, broker_url: str, stack: Stack, exits: contextlib.ExitStack
+) -> tuple[str, str, dict[str, int]]:
+    """Return the database URL ("" for SQLite), the broker URL ("" for the ORM) and their pids."""
+    pids: dict[str, int] = {}
+    database = database_url
+    if database == "postgres":
+        server = exits.enter_context(PostgresServer())
+        database = server.url
+    if database:
+        migrate(database)
+    broker = broker_url
+    if broker == "redis":
+        redis = exits.enter_context(RedisServer(stack.workdir / "redis"))
+        broker = redis.url
+        if redis.pid is not None:
+            pids["redis"] = redis.pid
+    return database, broker, pids
+
+
+def start_operators(
+    count: int,
+    workers: int,
+    *,
+    stack: Stack,
+    namespace: str,
+    database: str,
+    broker: str,
+    exits: contextlib.ExitStack,
+    say: Callable[[str], None],
+) -> list[BenchOperator]:
+    """Start ``count`` replicas on one database and broker; the first one leads."""
+    operators = []
+    for index in range(count):
+        operator = BenchOperator(
+            stack.workdir / f"operator-{index}",
+            stack=stack,
+            namespaces=[namespace],
+            workers=workers,
+            extra_env={"SENTINEL_BROKER_URL": broker} if broker else {},
+            database_url=database,
+            identity=f"operator-{index}",
+        )
+        say(f"starting runoperator {index} with {workers} workers")
+        # The first one leads; the others run workers only (they take tasks from the broker).
+        operator.start(lead=index == 0)
+        exits.callback(operator.stop)
+        operators.append(operator)
+    return operators
+
+
+def feed(app: MetricsApp, apps: list[str], stop: threading.Event, rng: random.Random) -> None:
+    """Keep every app's histogram rising (rate() needs it) at a healthy latency."""
+    for name in apps:
+        app.set(name, 0.01)
+        app.observe(name, 0.05, n=0)
+    while not stop.wait(1.0):
+        for name in apps:
+            for _ in range(5):
+                app.observe(name, rng.uniform(0.01, 0.1))
+
+
+def create_all(
+    api: ApiSession, namespace: str, objects: list[dict[str, object]], spread: float
+) -> None:
+    """POST ``objects`` evenly over ``spread`` seconds (at once when 0)."""
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        futures = []
+        for index, obj in enumerate(objects):
+            delay = start + spread * index / len(objects) - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            kind = "rolloutanalyses" if obj["kind"] == "RolloutAnalysis" else "deployments"
+            group = API_VERSION if kind == "rolloutanalyses" else "apps/v1"
+            path = f"/apis/{group}/namespaces/{namespace}/{kind}"
+            futures.append(pool.submit(api.request, "POST", path, obj))
+        for future in futures:
+            future.result()

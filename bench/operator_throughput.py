@@ -36,19 +36,16 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench import bare_loop, harness
-from bench.bench_db import BenchDb, migrate
+from bench.bench_db import BenchDb
 from bench.cpu import CpuMeter, tree_memory
 from bench.schedule_stats import EvaluationRow, bucket_counts, dispatch_stats
 from bench.throughput_report import Capacity, Results, Setup, Window, as_json, as_text
-from testkit.databases import PostgresServer, RedisServer
-from testkit.manifests import API_VERSION, analysis_manifest, deployment_manifest
-from testkit.metrics_app import MetricsApp
+from testkit.manifests import analysis_manifest, deployment_manifest
 
 NAMESPACE = "bench"
 LAG = "sentinel_dispatch_lag_seconds_bucket"
@@ -138,34 +135,6 @@ def _parse(argv: list[str] | None) -> Options:
 def _say(message: str) -> None:
     # Progress on stderr, so that --json leaves stdout to the one object.
     print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", file=sys.stderr, flush=True)
-
-
-def _feed(app: MetricsApp, apps: list[str], stop: threading.Event, rng: random.Random) -> None:
-    """Keep every app's histogram rising (rate() needs it) at a healthy latency."""
-    for name in apps:
-        app.set(name, 0.01)
-        app.observe(name, 0.05, n=0)
-    while not stop.wait(1.0):
-        for name in apps:
-            for _ in range(5):
-                app.observe(name, rng.uniform(0.01, 0.1))
-
-
-def _create_all(api: harness.ApiSession, objects: list[dict[str, object]], spread: float) -> None:
-    """POST ``objects`` evenly over ``spread`` seconds (at once when 0)."""
-    start = time.monotonic()
-    with ThreadPoolExecutor(max_workers=6) as pool:
-        futures = []
-        for index, obj in enumerate(objects):
-            delay = start + spread * index / len(objects) - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            kind = "rolloutanalyses" if obj["kind"] == "RolloutAnalysis" else "deployments"
-            group = API_VERSION if kind == "rolloutanalyses" else "apps/v1"
-            path = f"/apis/{group}/namespaces/{NAMESPACE}/{kind}"
-            futures.append(pool.submit(api.request, "POST", path, obj))
-        for future in futures:
-            future.result()
 
 
 _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
@@ -282,7 +251,7 @@ def _capacity(db: BenchDb, options: Options) -> Capacity:
 def _prepare(options: Options, api: harness.ApiSession, names: list[str]) -> None:
     harness.create_namespace(api, NAMESPACE)
     _say(f"creating {options.analyses} Deployments")
-    _create_all(api, [deployment_manifest(name, NAMESPACE) for name in names], 0)
+    harness.create_all(api, NAMESPACE, [deployment_manifest(name, NAMESPACE) for name in names], 0)
 
 
 @contextlib.contextmanager
@@ -356,48 +325,6 @@ def _measure(
     )
 
 
-def _backends(
-    options: Options, stack: harness.Stack, exits: contextlib.ExitStack
-) -> tuple[str, str, dict[str, int]]:
-    """Return the database URL ("" for SQLite), the broker URL ("" for the ORM) and their pids."""
-    pids: dict[str, int] = {}
-    database = options.database_url
-    if database == "postgres":
-        server = exits.enter_context(PostgresServer())
-        database = server.url
-    if database:
-        migrate(database)
-    broker = options.broker_url
-    if broker == "redis":
-        redis = exits.enter_context(RedisServer(stack.workdir / "redis"))
-        broker = redis.url
-        if redis.pid is not None:
-            pids["redis"] = redis.pid
-    return database, broker, pids
-
-
-def _start_operators(
-    options: Options, stack: harness.Stack, database: str, broker: str, exits: contextlib.ExitStack
-) -> list[harness.BenchOperator]:
-    operators = []
-    for index in range(options.operators):
-        operator = harness.BenchOperator(
-            stack.workdir / f"operator-{index}",
-            stack=stack,
-            namespaces=[NAMESPACE],
-            workers=options.workers,
-            extra_env={"SENTINEL_BROKER_URL": broker} if broker else {},
-            database_url=database,
-            identity=f"operator-{index}",
-        )
-        _say(f"starting runoperator {index} with {options.workers} workers")
-        # The first one leads; the others run workers only (they take tasks from the broker).
-        operator.start(lead=index == 0)
-        exits.callback(operator.stop)
-        operators.append(operator)
-    return operators
-
-
 def run(options: Options) -> int:
     if options.operators > 1 and not options.broker_url:
         # Other replicas' workers take tasks only from a shared broker, not the ORM of SQLite.
@@ -410,20 +337,34 @@ def run(options: Options) -> int:
     with contextlib.ExitStack() as exits:
         _say("starting devcluster, Prometheus and the metrics app")
         stack = exits.enter_context(harness.stack(options.workdir))
-        feeder = threading.Thread(target=_feed, args=(stack.app, apps, stop_feed, rng), daemon=True)
+        feeder = threading.Thread(
+            target=harness.feed, args=(stack.app, apps, stop_feed, rng), daemon=True
+        )
         feeder.start()
         exits.callback(stop_feed.set)
         api = harness.ApiSession(stack.cluster)
         _prepare(options, api, names)
         probe = harness.two_metrics(apps[-1])[0]["query"]
         stack.prometheus.wait_for(probe, timeout=30)
-        database, broker, extra_pids = _backends(options, stack, exits)
-        operators = _start_operators(options, stack, database, broker, exits)
+        database, broker, extra_pids = harness.backends(
+            options.database_url, options.broker_url, stack, exits
+        )
+        operators = harness.start_operators(
+            options.operators,
+            options.workers,
+            stack=stack,
+            namespace=NAMESPACE,
+            database=database,
+            broker=broker,
+            exits=exits,
+            say=_say,
+        )
         db = BenchDb(operators[0].database_url)
         exits.callback(db.close)
         _say(f"creating {options.analyses} analyses over {options.interval} s")
-        _create_all(
+        harness.create_all(
             api,
+            NAMESPACE,
             [
                 analysis_manifest(
                     name,

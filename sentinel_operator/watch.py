@@ -93,10 +93,10 @@ class AnalysisWatch:
             log.warning("watch %s: ignored an event from namespace %r", self.path, namespace)
         elif event.type in ("ADDED", "MODIFIED"):
             try:
-                # Our own status writes are mirrored by the worker that wrote them.
-                mirror.upsert_from_resource(
-                    event.object, now=self._now(), leave_new_evaluations=True
-                )
+                # Most events are our own status writes, mirrored by the worker that wrote them:
+                # skipped on one narrow read, without parsing the spec.
+                if not mirror.watch_can_skip(event.object):
+                    mirror.upsert_from_resource(event.object, now=self._now())
             except mirror.UNMIRRORABLE as exc:
                 log.warning(
                     "watch %s: skipped %s/%s: %s", self.path, namespace, meta.get("name"), exc
