@@ -201,6 +201,8 @@ def backends(
     if database == "postgres":
         server = exits.enter_context(PostgresServer())
         database = server.url
+        # The postmaster's pid heads its pid file; its backends are its children.
+        pids["postgres"] = int((server.data / "postmaster.pid").read_text().split()[0])
     if database:
         migrate(database)
     broker = broker_url
