@@ -21,10 +21,12 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django_q.models import OrmQ
 
 from analyses import mirror
 from analyses.models import Analysis, Evaluation
 from sentinel_cluster import kube
+from sentinel_operator.dispatcher import Dispatcher
 from sentinel_operator.outcome import Result
 from sentinel_operator.prometheus import PrometheusClient
 from sentinel_operator.reconcile import Reconciler
@@ -198,3 +200,26 @@ def test_the_watch_leaves_an_evaluation_to_the_worker_that_wrote_it(
     assert sql.write_transactions == 1
     row.refresh_from_db()
     assert row.resource_version == edited["metadata"]["resourceVersion"]
+
+
+def test_a_dispatch_pass_costs_two_write_transactions_however_many_are_due() -> None:
+    now = datetime.now(UTC)
+    for index in range(5):
+        Analysis.objects.create(
+            namespace="ns-pass",
+            name=f"a{index}",
+            uid=f"pass-{index}-{now.timestamp()}",
+            created_at=now,
+            next_due_at=now - timedelta(seconds=1),
+        )
+    # django-q2's real enqueue on its ORM broker (the shipped default): INSERTs on our database.
+    dispatcher = Dispatcher(now=lambda: now, is_leader=lambda: True, namespaces=["ns-pass"])
+    assert dispatcher.enqueue_in_transaction
+
+    with _counting_sql() as sql:
+        assert dispatcher.dispatch_due() == 5
+
+    # The claims together, the enqueues together: not two per analysis.
+    assert sql.write_transactions == 2, sql.summary()
+    assert OrmQ.objects.count() == 5
+    assert not Analysis.objects.filter(namespace="ns-pass", next_due_at__lte=now).exists()
