@@ -42,7 +42,7 @@ from pathlib import Path
 
 from bench import bare_loop, harness
 from bench.bench_db import BenchDb
-from bench.cpu import CpuMeter, tree_memory
+from bench.cpu import CpuMeter, CpuUse, tree_memory
 from bench.schedule_stats import EvaluationRow, bucket_counts, dispatch_stats
 from bench.throughput_report import Capacity, Results, Setup, Window, as_json, as_text
 from testkit.manifests import analysis_manifest, deployment_manifest
@@ -72,6 +72,7 @@ class Options:
     scrape_interval: float
     json: bool
     bare: bool
+    capacity: bool
 
 
 def _parse(argv: list[str] | None) -> Options:
@@ -112,6 +113,7 @@ def _parse(argv: list[str] | None) -> Options:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     parser.add_argument("--no-bare-loop", action="store_true", help="skip the bare loop")
+    parser.add_argument("--no-capacity", action="store_true", help="skip the saturated phase")
     args = parser.parse_args(argv)
     return Options(
         analyses=args.analyses,
@@ -129,6 +131,7 @@ def _parse(argv: list[str] | None) -> Options:
         scrape_interval=args.scrape_interval,
         json=args.json,
         bare=not args.no_bare_loop,
+        capacity=not args.no_capacity,
     )
 
 
@@ -292,11 +295,13 @@ def _measure(
         total += operator.file_samples("sentinel_evaluation_duration_seconds_sum").get("", 0.0)
         count += operator.file_samples("sentinel_evaluation_duration_seconds_count").get("", 0.0)
     scrape = _scrape_seconds(operators[0])
-    _say("capacity: every analysis due at once")
-    with _profiling(options, operators[0].pid):
-        start = meter.snapshot()
-        capacity = _capacity(db, options)
-        capacity_cpu = CpuMeter.between(start, meter.snapshot())
+    capacity, capacity_cpu = Capacity(0, 0.0), CpuUse(0.0, {})
+    if options.capacity:
+        _say("capacity: every analysis due at once")
+        with _profiling(options, operators[0].pid):
+            start = meter.snapshot()
+            capacity = _capacity(db, options)
+            capacity_cpu = CpuMeter.between(start, meter.snapshot())
     for operator in operators:
         operator.stop()
     for name in pids:
