@@ -33,6 +33,7 @@ from analyses.models import Analysis, AnalysisMetric, Evaluation
 from sentinel_core.conditions import ConditionType
 from sentinel_core.resource import AnalysisResource, MalformedResource
 from sentinel_core.spec import MetricSpec
+from sentinel_core.values import parse_time
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +136,41 @@ def upsert_from_resource(
     row, change = _upsert(AnalysisResource.read(obj), now=now or timezone.now(), listed_at=None)
     assert row is not None  # only a resync with ``listed_at`` can skip a row
     return row, change in (_Change.CREATED, _Change.UPDATED)
+
+
+def watch_can_skip(obj: Mapping[str, Any]) -> bool:
+    """Whether a watch event's object needs no mirror write; read from the raw object, cheaply.
+
+    Two cases: the row already holds this ``resourceVersion``; or the object is the live row
+    plus an evaluation newer than the row's. Only the operator's status write sets
+    ``lastEvaluationTime`` (the same ``generation``: a status write changes nothing else), and
+    the worker that wrote it mirrors the answer in its own bookkeeping transaction; the watch
+    writing it too, when its event came first, was one more write transaction per evaluation.
+    A worker that dies in between leaves the row to the next reconcile's read. Anything odd
+    (no uid, a generation that is not a number) is not skipped: ``upsert_from_resource``
+    judges it.
+    """
+    meta = obj.get("metadata") or {}
+    uid, version, generation = meta.get("uid"), meta.get("resourceVersion"), meta.get("generation")
+    if not isinstance(uid, str) or not isinstance(version, str):
+        return False
+    found = list(
+        Analysis.objects.filter(uid=uid)
+        .order_by()
+        .values_list("resource_version", "deleted_at", "generation", "last_evaluation_at")[:1]
+    )
+    if not found or found[0][1] is not None:
+        return False
+    mirrored_version, _, mirrored_generation, last_evaluation = found[0]
+    if mirrored_version == version:
+        return True
+    evaluated = parse_time((obj.get("status") or {}).get("lastEvaluationTime"))
+    return (
+        isinstance(generation, int)
+        and generation == mirrored_generation
+        and evaluated is not None
+        and (last_evaluation is None or evaluated > last_evaluation)
+    )
 
 
 def mark_deleted(namespace: str, name: str, uid: str, *, now: datetime | None = None) -> None:
@@ -256,12 +292,17 @@ def _upsert(
     resource: AnalysisResource, *, now: datetime, listed_at: datetime | None
 ) -> tuple[Analysis | None, _Change]:
     _check_identity(resource)
-    existing = Analysis.objects.filter(uid=resource.uid).first()
+    # Inside the caller's transaction (the operator's bookkeeping) this first read already holds
+    # the row (SQLite: the write lock since BEGIN IMMEDIATE; PostgreSQL: FOR UPDATE), so it is
+    # not read twice. uid is unique: no ORDER BY, whose compilation cost more than the query.
+    locked = transaction.get_connection().in_atomic_block
+    by_uid = Analysis.objects.filter(uid=resource.uid).order_by()
+    existing = _one(by_uid.select_for_update() if locked else by_uid)
     if _unchanged(existing, resource):
         return existing, _Change.UNCHANGED
     with transaction.atomic():
-        # Read again under the write lock: another process may have written meanwhile.
-        row = Analysis.objects.select_for_update().filter(uid=resource.uid).first()
+        # Else read again under the write lock: another process may have written meanwhile.
+        row = existing if locked else _one(by_uid.select_for_update())
         if _unchanged(row, resource):
             return row, _Change.UNCHANGED
         others = (
@@ -274,7 +315,10 @@ def _upsert(
             or others.filter(mirrored_at__gt=listed_at).exists()
         ):
             return row, _Change.STALE
-        others.update(deleted_at=now, next_due_at=None)
+        if row is None or row.deleted_at is not None:
+            # Only a row that becomes live can meet an earlier incarnation: a live row already
+            # marked it when it did. Skipped, it is one UPDATE less per evaluation.
+            others.update(deleted_at=now, next_due_at=None)
 
         change = _Change.UPDATED
         spec_changed = True
@@ -295,6 +339,11 @@ def _upsert(
         if spec_changed:
             _sync_metrics(row, resource.summary.metrics)
     return row, change
+
+
+def _one(rows: models.QuerySet[Analysis]) -> Analysis | None:
+    found = list(rows[:1])
+    return found[0] if found else None
 
 
 def _unchanged(row: Analysis | None, resource: AnalysisResource) -> bool:

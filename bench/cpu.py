@@ -47,6 +47,44 @@ def tree_cpu(pid: int) -> float:
     return total
 
 
+def _descendants(pid: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (found := _stat(int(entry.name))) is not None:
+            parents[int(entry.name)] = found[0]
+    tree = []
+    for candidate in parents:
+        ancestor = candidate
+        while ancestor > 1 and ancestor != pid:
+            ancestor = parents.get(ancestor, 0)
+        if ancestor == pid:
+            tree.append(candidate)
+    return tree
+
+
+def tree_memory(pid: int) -> tuple[float, float]:
+    """Return the RSS and PSS in MB of ``pid`` and its live descendants.
+
+    RSS counts the pages forked workers share with their parent once per process; PSS splits
+    them, so PSS is what the tree really costs the machine.
+    """
+    rss = pss = 0.0
+    for member in _descendants(pid):
+        try:
+            rollup = Path(f"/proc/{member}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        for line in rollup.splitlines():
+            key, _, rest = line.partition(":")
+            if key in ("Rss", "Pss"):
+                kilobytes = float(rest.split()[0]) / 1024
+                if key == "Rss":
+                    rss += kilobytes
+                else:
+                    pss += kilobytes
+    return rss, pss
+
+
 @dataclass(frozen=True)
 class CpuUse:
     """CPU seconds each component used during one phase of ``seconds`` wall time."""

@@ -3,19 +3,23 @@
 ``bench.operator_throughput`` and ``bench.apply_to_status`` call ``stack()``: a devcluster
 with the CRD applied by kubectl, the metrics app and the real Prometheus scraping it, and a
 migrated SQLite file, all from the test kit (``testkit``); ``BenchOperator`` runs
-``manage.py runoperator`` against them. ``ApiSession`` is a plain ``requests`` client of the
-devcluster, used to create resources in bulk and by the bare-loop baseline. Nothing here is
-imported by product code or tests.
+``manage.py runoperator`` against them, on a copy of that file or on a shared server
+database. ``ApiSession`` is a plain ``requests`` client of the devcluster, used to create
+resources in bulk and by the bare-loop baseline. Nothing here is imported by product code or
+tests.
 """
 
 from __future__ import annotations
 
 import contextlib
+import random
 import shutil
 import signal
-import sqlite3
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,9 +28,11 @@ import requests
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from bench.bench_db import migrate
 from testkit.clusters import running_with_crd
+from testkit.databases import PostgresServer, RedisServer
 from testkit.devcluster import DevCluster
-from testkit.manifests import namespace_manifest
+from testkit.manifests import API_VERSION, namespace_manifest
 from testkit.metrics_app import MetricsApp
 from testkit.operator import OperatorProcess, migrate_database
 from testkit.prometheus import PrometheusServer
@@ -134,24 +140,35 @@ class BenchOperator(OperatorProcess):
         namespaces: Sequence[str],
         workers: int,
         extra_env: Mapping[str, str] | None = None,
+        database_url: str = "",
+        identity: str = "operator",
+        lease_name: str = "bench-operator",
     ) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         database = workdir / "operator.sqlite3"
-        shutil.copyfile(stack.database_template, database)
+        env = {"SENTINEL_Q_WORKERS": str(workers), **(extra_env or {})}
+        if database_url:
+            # A shared server database (the scale-out run): every replica uses the same one.
+            env["DATABASE_URL"] = database_url
+        else:
+            shutil.copyfile(stack.database_template, database)
         super().__init__(
             workdir,
             kubeconfig=stack.cluster.kubeconfig,
             prometheus_url=stack.prometheus.url,
             database=database,
             namespaces=namespaces,
-            identity="operator",
-            env={"SENTINEL_Q_WORKERS": str(workers), **(extra_env or {})},
+            identity=identity,
+            lease_name=lease_name,
+            env=env,
         )
+        self.database_url = database_url or f"sqlite:///{database}"
 
-    def start(self, *, wait: bool = True, timeout: float = 60) -> BenchOperator:
+    def start(self, *, wait: bool = True, timeout: float = 60, lead: bool = True) -> BenchOperator:
         super().start(wait=wait, timeout=timeout)
-        # The first Lease is taken on the first tick; the watch and dispatcher start then.
-        wait_until(lambda: self.metric("sentinel_leader") == 1.0, timeout=30, what="leader")
+        if lead:
+            # The first Lease is taken on the first tick; the watch and dispatcher start then.
+            wait_until(lambda: self.metric("sentinel_leader") == 1.0, timeout=30, what="leader")
         return self
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
@@ -174,8 +191,85 @@ class BenchOperator(OperatorProcess):
                     found[labels] = float(sample.value)
         return found
 
-    def connect(self) -> sqlite3.Connection:
-        """Return a connection to the operator's database (the bench only reads, bar a burst)."""
-        connection = sqlite3.connect(self.database, timeout=30)
-        connection.execute("PRAGMA busy_timeout=30000")
-        return connection
+
+def backends(
+    database_url: str, broker_url: str, stack: Stack, exits: contextlib.ExitStack
+) -> tuple[str, str, dict[str, int]]:
+    """Return the database URL ("" for SQLite), the broker URL ("" for the ORM) and their pids."""
+    pids: dict[str, int] = {}
+    database = database_url
+    if database == "postgres":
+        server = exits.enter_context(PostgresServer())
+        database = server.url
+        # The postmaster's pid heads its pid file; its backends are its children.
+        pids["postgres"] = int((server.data / "postmaster.pid").read_text().split()[0])
+    if database:
+        migrate(database)
+    broker = broker_url
+    if broker == "redis":
+        redis = exits.enter_context(RedisServer(stack.workdir / "redis"))
+        broker = redis.url
+        if redis.pid is not None:
+            pids["redis"] = redis.pid
+    return database, broker, pids
+
+
+def start_operators(
+    count: int,
+    workers: int,
+    *,
+    stack: Stack,
+    namespace: str,
+    database: str,
+    broker: str,
+    exits: contextlib.ExitStack,
+    say: Callable[[str], None],
+) -> list[BenchOperator]:
+    """Start ``count`` replicas on one database and broker; the first one leads."""
+    operators = []
+    for index in range(count):
+        operator = BenchOperator(
+            stack.workdir / f"operator-{index}",
+            stack=stack,
+            namespaces=[namespace],
+            workers=workers,
+            extra_env={"SENTINEL_BROKER_URL": broker} if broker else {},
+            database_url=database,
+            identity=f"operator-{index}",
+        )
+        say(f"starting runoperator {index} with {workers} workers")
+        # The first one leads; the others run workers only (they take tasks from the broker).
+        operator.start(lead=index == 0)
+        exits.callback(operator.stop)
+        operators.append(operator)
+    return operators
+
+
+def feed(app: MetricsApp, apps: list[str], stop: threading.Event, rng: random.Random) -> None:
+    """Keep every app's histogram rising (rate() needs it) at a healthy latency."""
+    for name in apps:
+        app.set(name, 0.01)
+        app.observe(name, 0.05, n=0)
+    while not stop.wait(1.0):
+        for name in apps:
+            for _ in range(5):
+                app.observe(name, rng.uniform(0.01, 0.1))
+
+
+def create_all(
+    api: ApiSession, namespace: str, objects: list[dict[str, object]], spread: float
+) -> None:
+    """POST ``objects`` evenly over ``spread`` seconds (at once when 0)."""
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        futures = []
+        for index, obj in enumerate(objects):
+            delay = start + spread * index / len(objects) - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            kind = "rolloutanalyses" if obj["kind"] == "RolloutAnalysis" else "deployments"
+            group = API_VERSION if kind == "rolloutanalyses" else "apps/v1"
+            path = f"/apis/{group}/namespaces/{namespace}/{kind}"
+            futures.append(pool.submit(api.request, "POST", path, obj))
+        for future in futures:
+            future.result()

@@ -1,22 +1,27 @@
 """Benchmark: N analyses x 2 metrics at interval I against devcluster and the real Prometheus.
 
-``python -m bench.operator_throughput [--analyses 1000] [--interval 30] [--workers 4]``
+``python -m bench.operator_throughput [--analyses 1000] [--interval 30] [--workers 2] [--json]``
 
 Phases, all in one run (SPEC §13, first target):
 
 1. Start devcluster (CRD applied), the metrics app (one latency histogram and one gauge per
    ``--apps`` app, fed every second) and Prometheus scraping it; create one Deployment per
    analysis.
-2. Start ``manage.py runoperator`` (``SENTINEL_Q_WORKERS=--workers``) and create the analyses
-   spread evenly over one interval, as a long-running installation would have them.
+2. Start ``--operators`` replicas of ``manage.py runoperator`` (``SENTINEL_Q_WORKERS=--workers``
+   each; one leads, the others only run workers) and create the analyses spread evenly over one
+   interval, as a long-running installation would have them.
 3. Warm up until every analysis has been evaluated, plus one interval.
-4. **Steady state** for ``--window`` seconds: every due time in the window is accounted for
-   from the history rows (on time within 1 s, late, missed), and the operator's own
-   ``sentinel_dispatch_lag_seconds`` histogram is read before and after.
+4. **Steady state**, ``--runs`` windows of ``--window`` seconds: every due time in a window is
+   accounted for from the history rows (on time within 1 s, late, missed), with the operators'
+   CPU from /proc, their memory and the load average.
 5. **Capacity**: make every analysis due at once (one UPDATE of ``next_due_at``) and measure how
    many evaluations per second the operator completes while saturated.
 6. Stop the operator; the **bare loop** (``bench.bare_loop``) makes the same HTTP calls for
    every analysis with as many processes as the operator has workers. Ratio = 5 / 6.
+
+The scale-out run: ``--database-url postgres --broker-url redis --operators 2`` starts a
+throwaway PostgreSQL and redis-server from the test kit (or give real URLs of an empty
+database and a Redis). ``--json`` prints one JSON object (``bench.throughput_report``).
 """
 
 from __future__ import annotations
@@ -26,29 +31,21 @@ import contextlib
 import os
 import random
 import signal
-import sqlite3
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench import bare_loop, harness
-from bench.cpu import CpuMeter, CpuUse
-from bench.schedule_stats import (
-    DispatchStats,
-    EvaluationRow,
-    bucket_counts,
-    dispatch_stats,
-    histogram_quantile,
-    share_within,
-)
-from testkit.databases import RedisServer
-from testkit.manifests import API_VERSION, analysis_manifest, deployment_manifest
-from testkit.metrics_app import MetricsApp
+from bench.bench_db import BenchDb
+from bench.cpu import CpuMeter, CpuUse, tree_memory
+from bench.schedule_stats import EvaluationRow, bucket_counts, dispatch_stats
+from bench.throughput_report import Capacity, Results, Setup, Window, as_json, as_text
+from testkit.manifests import analysis_manifest, deployment_manifest
 
 NAMESPACE = "bench"
 LAG = "sentinel_dispatch_lag_seconds_bucket"
@@ -60,35 +57,35 @@ class Options:
     interval: int
     workers: int
     window: float
+    runs: int
     apps: int
     workdir: Path | None
     # py-spy binary and output file: profile the operator while it is saturated.
     py_spy: str
     profile: Path | None
-    # Use a throwaway redis-server as django-q2's broker (the ha overlay) instead of the ORM.
-    redis: bool
+    # "" (a SQLite file), "postgres" (a throwaway server) or a postgres:// URL.
+    database_url: str
+    # "" (django-q2's ORM broker), "redis" (a throwaway redis-server) or a redis:// URL.
+    broker_url: str
+    operators: int
     # Scrape the operator's /metrics this often during the window (0: never), as Prometheus would.
     scrape_interval: float
-
-
-@dataclass(frozen=True)
-class Capacity:
-    evaluations: int
-    seconds: float
-
-    @property
-    def per_second(self) -> float:
-        return self.evaluations / self.seconds if self.seconds > 0 else float("nan")
+    json: bool
+    bare: bool
+    capacity: bool
 
 
 def _parse(argv: list[str] | None) -> Options:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--analyses", type=int, default=1000)
     parser.add_argument("--interval", type=int, default=30, help="seconds (default 30)")
-    parser.add_argument("--workers", type=int, default=4, help="SENTINEL_Q_WORKERS (default 4)")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="SENTINEL_Q_WORKERS (default 2, the shipped one)"
+    )
     parser.add_argument(
         "--window", type=float, default=0.0, help="steady-state seconds (default 3 intervals)"
     )
+    parser.add_argument("--runs", type=int, default=1, help="steady-state windows (default 1)")
     parser.add_argument("--apps", type=int, default=50, help="distinct series sets (default 50)")
     parser.add_argument("--workdir", type=Path, default=None, help="keep logs and databases here")
     parser.add_argument(
@@ -99,88 +96,68 @@ def _parse(argv: list[str] | None) -> Options:
     )
     parser.add_argument("--py-spy", default="py-spy", help="the py-spy binary for --profile")
     parser.add_argument(
-        "--redis", action="store_true", help="broker: a throwaway redis-server, not the ORM"
+        "--database-url",
+        default="",
+        help="'postgres' (a throwaway server) or the URL of an empty database (default SQLite)",
     )
+    parser.add_argument(
+        "--broker-url", default="", help="'redis' (a throwaway server) or a redis:// URL"
+    )
+    parser.add_argument("--redis", action="store_true", help="the same as --broker-url redis")
+    parser.add_argument("--operators", type=int, default=1, help="runoperator replicas")
     parser.add_argument(
         "--scrape-interval",
         type=float,
         default=0.0,
         help="scrape the operator's /metrics every this many seconds in the window (default never)",
     )
+    parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    parser.add_argument("--no-bare-loop", action="store_true", help="skip the bare loop")
+    parser.add_argument("--no-capacity", action="store_true", help="skip the saturated phase")
     args = parser.parse_args(argv)
     return Options(
         analyses=args.analyses,
         interval=args.interval,
         workers=args.workers,
         window=args.window or 3.0 * args.interval,
+        runs=max(1, args.runs),
         apps=args.apps,
         workdir=args.workdir,
         py_spy=args.py_spy,
         profile=args.profile,
-        redis=args.redis,
+        database_url=args.database_url,
+        broker_url=args.broker_url or ("redis" if args.redis else ""),
+        operators=max(1, args.operators),
         scrape_interval=args.scrape_interval,
+        json=args.json,
+        bare=not args.no_bare_loop,
+        capacity=not args.no_capacity,
     )
 
 
 def _say(message: str) -> None:
-    print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", flush=True)
+    # Progress on stderr, so that --json leaves stdout to the one object.
+    print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", file=sys.stderr, flush=True)
 
 
-def _db_time(moment: datetime) -> str:
-    # Django stores aware datetimes in SQLite as naive UTC text in this form.
-    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 
-def _parse_db_time(raw: str) -> datetime:
-    return datetime.fromisoformat(raw).replace(tzinfo=UTC)
-
-
-def _feed(app: MetricsApp, apps: list[str], stop: threading.Event, rng: random.Random) -> None:
-    """Keep every app's histogram rising (rate() needs it) at a healthy latency."""
-    for name in apps:
-        app.set(name, 0.01)
-        app.observe(name, 0.05, n=0)
-    while not stop.wait(1.0):
-        for name in apps:
-            for _ in range(5):
-                app.observe(name, rng.uniform(0.01, 0.1))
-
-
-def _create_all(api: harness.ApiSession, objects: list[dict[str, object]], spread: float) -> None:
-    """POST ``objects`` evenly over ``spread`` seconds (at once when 0)."""
-    start = time.monotonic()
-    with ThreadPoolExecutor(max_workers=6) as pool:
-        futures = []
-        for index, obj in enumerate(objects):
-            delay = start + spread * index / len(objects) - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            kind = "rolloutanalyses" if obj["kind"] == "RolloutAnalysis" else "deployments"
-            group = API_VERSION if kind == "rolloutanalyses" else "apps/v1"
-            path = f"/apis/{group}/namespaces/{NAMESPACE}/{kind}"
-            futures.append(pool.submit(api.request, "POST", path, obj))
-        for future in futures:
-            future.result()
-
-
-def _evaluated_analyses(db: sqlite3.Connection, since: str = "") -> int:
-    row = db.execute(
+def _evaluated_analyses(db: BenchDb, since: datetime = _EPOCH) -> int:
+    found = db.rows(
         "SELECT COUNT(DISTINCT analysis_id) FROM analyses_evaluation WHERE started_at >= ?",
         (since,),
-    ).fetchone()
-    return int(row[0])
+    )
+    return int(found[0][0])
 
 
-def _rows(db: sqlite3.Connection, since: datetime) -> list[EvaluationRow]:
-    found = db.execute(
+def _rows(db: BenchDb, since: datetime) -> list[EvaluationRow]:
+    found = db.rows(
         "SELECT analysis_id, started_at, finished_at, outcome FROM analyses_evaluation "
         "WHERE started_at >= ?",
-        (_db_time(since),),
+        (since,),
     )
-    return [
-        EvaluationRow(pk, _parse_db_time(started), _parse_db_time(finished), outcome)
-        for pk, started, finished, outcome in found
-    ]
+    return [EvaluationRow(*row) for row in found]
 
 
 def _scrape_until(operator: harness.BenchOperator, interval: float, done: threading.Event) -> None:
@@ -198,47 +175,66 @@ def _scrape_seconds(operator: harness.BenchOperator) -> float:
     return sorted(times)[1]
 
 
+def _lag_buckets(operators: list[harness.BenchOperator]) -> dict[float, float]:
+    total: dict[float, float] = {}
+    for operator in operators:
+        for bound, count in bucket_counts(operator.file_samples(LAG)).items():
+            total[bound] = total.get(bound, 0.0) + count
+    return total
+
+
 def _steady_state(
-    operator: harness.BenchOperator, db: sqlite3.Connection, options: Options
-) -> tuple[DispatchStats, dict[float, float], dict[float, float], datetime, datetime]:
-    before = bucket_counts(operator.file_samples(LAG))
+    operators: list[harness.BenchOperator], db: BenchDb, options: Options, meter: CpuMeter
+) -> Window:
+    before = _lag_buckets(operators)
+    start = meter.snapshot()
     window_start = datetime.now(UTC)
     done = threading.Event()
     if options.scrape_interval > 0:
         # As Prometheus would scrape the operator (its /metrics shares a process with dispatch).
         scraper = threading.Thread(
-            target=_scrape_until, args=(operator, options.scrape_interval, done), daemon=True
+            target=_scrape_until, args=(operators[0], options.scrape_interval, done), daemon=True
         )
         scraper.start()
     time.sleep(options.window)
     done.set()
     window_end = datetime.now(UTC)
-    after = bucket_counts(operator.file_samples(LAG))
+    cpu = CpuMeter.between(start, meter.snapshot())
+    load = os.getloadavg()
+    memory = [tree_memory(operator.pid) for operator in operators]
+    after = _lag_buckets(operators)
     grace = timedelta(seconds=5)
     # Let the last due times of the window be dispatched before judging them missed.
     time.sleep(grace.total_seconds() + 1)
-    intervals = dict(db.execute("SELECT id, interval_seconds FROM analyses_analysis"))
+    intervals = {
+        pk: float(seconds)
+        for pk, seconds in db.rows("SELECT id, interval_seconds FROM analyses_analysis")
+    }
     rows = _rows(db, window_start - timedelta(seconds=options.interval + 30))
     stats = dispatch_stats(
         rows, intervals, window_start=window_start, window_end=window_end, grace=grace
     )
-    return stats, before, after, window_start, window_end
+    return Window(
+        stats,
+        before,
+        after,
+        cpu,
+        load,
+        rss_mb=sum(rss for rss, _ in memory),
+        pss_mb=sum(pss for _, pss in memory),
+    )
 
 
-def _capacity(db: sqlite3.Connection, options: Options) -> Capacity:
+def _capacity(db: BenchDb, options: Options) -> Capacity:
     """Make every analysis due now and measure the saturated evaluation rate."""
     burst = datetime.now(UTC)
-    since = _db_time(burst)
-    with db:
-        db.execute(
-            "UPDATE analyses_analysis SET next_due_at = ? WHERE deleted_at IS NULL", (since,)
-        )
+    db.rows("UPDATE analyses_analysis SET next_due_at = ? WHERE deleted_at IS NULL", (burst,))
     # A reconcile in flight during the UPDATE reschedules its row past the burst: wait for
     # nearly all, and stop when progress stalls.
     deadline = time.monotonic() + max(120.0, options.analyses / 2.0)
     last, last_change = -1, time.monotonic()
     while time.monotonic() < deadline:
-        done = _evaluated_analyses(db, since)
+        done = _evaluated_analyses(db, burst)
         if done >= options.analyses * 0.99:
             break
         if done != last:
@@ -246,92 +242,19 @@ def _capacity(db: sqlite3.Connection, options: Options) -> Capacity:
         elif time.monotonic() - last_change > 20:
             break
         time.sleep(0.5)
-    count, finished = db.execute(
+    count, finished = db.rows(
         "SELECT COUNT(*), MAX(finished_at) FROM analyses_evaluation WHERE started_at >= ?",
-        (since,),
-    ).fetchone()
+        (burst,),
+    )[0]
     if not count:
         return Capacity(0, 0.0)
-    return Capacity(int(count), (_parse_db_time(finished) - burst).total_seconds())
-
-
-@dataclass(frozen=True)
-class Results:
-    stats: DispatchStats
-    lag_before: dict[float, float]
-    lag_after: dict[float, float]
-    # Mean reconcile duration (s) and how many reconciles it averages.
-    duration: tuple[float, float]
-    steady_cpu: CpuUse
-    capacity: Capacity
-    capacity_cpu: CpuUse
-    bare: bare_loop.BareLoopResult
-    bare_cpu: CpuUse
-    load_before: float
-    # Median wall time of one scrape of the operator's /metrics after the window.
-    scrape_seconds: float
-
-
-def _print_report(options: Options, r: Results) -> None:
-    stats, before, after, capacity, bare = (
-        r.stats,
-        r.lag_before,
-        r.lag_after,
-        r.capacity,
-        r.bare,
-    )
-    ratio = capacity.per_second / bare.per_second
-    offered = options.analyses / options.interval
-    bare_cpu = CpuUse(
-        r.bare_cpu.seconds, {**r.bare_cpu.by_component, "loop clients": bare.client_cpu}
-    )
-    lines = [
-        "",
-        f"operator throughput: {options.analyses} analyses x 2 metrics every "
-        f"{options.interval} s, SENTINEL_Q_WORKERS={options.workers}, broker "
-        f"{'redis' if options.redis else 'ORM (SQLite)'}; machine load average "
-        f"before the run {r.load_before:.2f} (2 cores, shared)",
-        f"steady state ({options.window:.0f} s window, offered {offered:.1f} evaluations/s):",
-        f"  evaluations started in window  {stats.evaluations_in_window} "
-        f"({stats.evaluations_in_window / options.window:.1f}/s) over {stats.analyses_seen} "
-        f"analyses, {stats.min_per_analysis}..{stats.max_per_analysis} each",
-        f"  due times in window            {stats.due}: {stats.on_time} within 1 s, "
-        f"{stats.late} late, {stats.missed} missed (not started within 5 s of the window end)",
-        f"  skipped slots (lag > interval) {stats.skipped_slots};  Error outcomes {stats.errors}",
-        f"  dispatch lag from history      p50 {stats.lag_p50:.3f} s  p99 {stats.lag_p99:.3f} s"
-        f"  max {stats.lag_max:.3f} s",
-        f"  dispatch lag, own histogram    p50 {histogram_quantile(0.5, before, after):.3f} s  "
-        f"p99 {histogram_quantile(0.99, before, after):.3f} s  "
-        f"(<= 1 s: {100 * share_within(1.0, before, after):.1f} %)",
-        f"  reconcile duration (mean)      {r.duration[0] * 1000:.0f} ms over "
-        f"{r.duration[1]:.0f} reconciles",
-        "  " + r.steady_cpu.line(stats.evaluations_in_window, "evaluation"),
-        f"  one scrape of /metrics         {r.scrape_seconds:.2f} s"
-        + (
-            f" (scraped every {options.scrape_interval:.0f} s in the window)"
-            if options.scrape_interval
-            else " (not scraped in the window)"
-        ),
-        "capacity:",
-        f"  operator, saturated            {capacity.per_second:.1f} evaluations/s "
-        f"({capacity.evaluations} in {capacity.seconds:.1f} s)",
-        "  " + r.capacity_cpu.line(capacity.evaluations, "evaluation"),
-        f"  bare requests loop             {bare.per_second:.1f} cycles/s "
-        f"({bare.cycles} in {bare.seconds:.1f} s, {bare.processes} processes)",
-        "  " + bare_cpu.line(bare.cycles, "cycle"),
-        f"  ratio operator / bare loop     {ratio:.2f}  (target >= 0.5)",
-        f"targets: p99 lag <= 1 s: {'met' if stats.lag_p99 <= 1.0 else 'MISSED'}; "
-        f"no missed evaluation: "
-        f"{'met' if stats.missed == 0 and stats.skipped_slots == 0 else 'MISSED'}; "
-        f"ratio >= 0.5: {'met' if ratio >= 0.5 else 'MISSED'}",
-    ]
-    print("\n".join(lines), flush=True)
+    return Capacity(int(count), (finished - burst).total_seconds())
 
 
 def _prepare(options: Options, api: harness.ApiSession, names: list[str]) -> None:
     harness.create_namespace(api, NAMESPACE)
     _say(f"creating {options.analyses} Deployments")
-    _create_all(api, [deployment_manifest(name, NAMESPACE) for name in names], 0)
+    harness.create_all(api, NAMESPACE, [deployment_manifest(name, NAMESPACE) for name in names], 0)
 
 
 @contextlib.contextmanager
@@ -355,42 +278,49 @@ def _profiling(options: Options, pid: int) -> Iterator[None]:
 def _measure(
     options: Options,
     stack: harness.Stack,
-    operator: harness.BenchOperator,
-    db: sqlite3.Connection,
+    operators: list[harness.BenchOperator],
+    db: BenchDb,
     names: list[str],
     load_before: float,
+    extra_pids: dict[str, int],
 ) -> Results:
-    meter = CpuMeter({**harness.server_pids(stack), "operator": operator.pid})
-    _say(f"steady-state window of {options.window:.0f} s")
-    start = meter.snapshot()
-    stats, before, after, _, _ = _steady_state(operator, db, options)
-    steady_cpu = CpuMeter.between(start, meter.snapshot())
-    total = operator.file_samples("sentinel_evaluation_duration_seconds_sum").get("", 0.0)
-    count = operator.file_samples("sentinel_evaluation_duration_seconds_count").get("", 0.0)
-    scrape = _scrape_seconds(operator)
-    _say("capacity: every analysis due at once")
-    with _profiling(options, operator.pid):
+    pids = {f"operator-{index}": operator.pid for index, operator in enumerate(operators)}
+    meter = CpuMeter({**harness.server_pids(stack), **extra_pids, **pids})
+    windows = []
+    for run in range(options.runs):
+        _say(f"steady-state window {run + 1} of {options.runs}, {options.window:.0f} s")
+        windows.append(_steady_state(operators, db, options, meter))
+    total = count = 0.0
+    for operator in operators:
+        total += operator.file_samples("sentinel_evaluation_duration_seconds_sum").get("", 0.0)
+        count += operator.file_samples("sentinel_evaluation_duration_seconds_count").get("", 0.0)
+    scrape = _scrape_seconds(operators[0])
+    capacity, capacity_cpu = Capacity(0, 0.0), CpuUse(0.0, {})
+    if options.capacity:
+        _say("capacity: every analysis due at once")
+        with _profiling(options, operators[0].pid):
+            start = meter.snapshot()
+            capacity = _capacity(db, options)
+            capacity_cpu = CpuMeter.between(start, meter.snapshot())
+    for operator in operators:
+        operator.stop()
+    for name in pids:
+        del meter.pids[name]
+    bare = bare_cpu = None
+    if options.bare:
+        _say("bare loop: the same HTTP calls with requests")
+        target = bare_loop.Target(
+            api_url=stack.cluster.url,
+            ca_file=str(stack.cluster.ca_file),
+            token=stack.cluster.admin_token,
+            prometheus_url=stack.prometheus.url,
+        )
         start = meter.snapshot()
-        capacity = _capacity(db, options)
-        capacity_cpu = CpuMeter.between(start, meter.snapshot())
-    operator.stop()
-    del meter.pids["operator"]
-    _say("bare loop: the same HTTP calls with requests")
-    target = bare_loop.Target(
-        api_url=stack.cluster.url,
-        ca_file=str(stack.cluster.ca_file),
-        token=stack.cluster.admin_token,
-        prometheus_url=stack.prometheus.url,
-    )
-    start = meter.snapshot()
-    bare = bare_loop.run(target, NAMESPACE, names, options.workers)
-    bare_cpu = CpuMeter.between(start, meter.snapshot())
+        bare = bare_loop.run(target, NAMESPACE, names, options.workers * options.operators)
+        bare_cpu = CpuMeter.between(start, meter.snapshot())
     return Results(
-        stats=stats,
-        lag_before=before,
-        lag_after=after,
+        windows=windows,
         duration=(total / max(count, 1.0), count),
-        steady_cpu=steady_cpu,
         capacity=capacity,
         capacity_cpu=capacity_cpu,
         bare=bare,
@@ -401,6 +331,9 @@ def _measure(
 
 
 def run(options: Options) -> int:
+    if options.operators > 1 and not options.broker_url:
+        # Other replicas' workers take tasks only from a shared broker, not the ORM of SQLite.
+        raise SystemExit("--operators > 1 needs --database-url and --broker-url")
     rng = random.Random(1)
     apps = [f"bench-{index}" for index in range(options.apps)]
     names = [f"a{index:05d}" for index in range(options.analyses)]
@@ -409,32 +342,34 @@ def run(options: Options) -> int:
     with contextlib.ExitStack() as exits:
         _say("starting devcluster, Prometheus and the metrics app")
         stack = exits.enter_context(harness.stack(options.workdir))
-        feeder = threading.Thread(target=_feed, args=(stack.app, apps, stop_feed, rng), daemon=True)
+        feeder = threading.Thread(
+            target=harness.feed, args=(stack.app, apps, stop_feed, rng), daemon=True
+        )
         feeder.start()
         exits.callback(stop_feed.set)
         api = harness.ApiSession(stack.cluster)
         _prepare(options, api, names)
         probe = harness.two_metrics(apps[-1])[0]["query"]
         stack.prometheus.wait_for(probe, timeout=30)
-
-        extra_env = {}
-        if options.redis:
-            redis = exits.enter_context(RedisServer(stack.workdir / "redis"))
-            extra_env["SENTINEL_BROKER_URL"] = redis.url
-        operator = harness.BenchOperator(
-            stack.workdir / "operator",
-            stack=stack,
-            namespaces=[NAMESPACE],
-            workers=options.workers,
-            extra_env=extra_env,
+        database, broker, extra_pids = harness.backends(
+            options.database_url, options.broker_url, stack, exits
         )
-        _say(f"starting runoperator with {options.workers} workers")
-        operator.start()
-        exits.callback(operator.stop)
-        db = exits.enter_context(contextlib.closing(operator.connect()))
+        operators = harness.start_operators(
+            options.operators,
+            options.workers,
+            stack=stack,
+            namespace=NAMESPACE,
+            database=database,
+            broker=broker,
+            exits=exits,
+            say=_say,
+        )
+        db = BenchDb(operators[0].database_url)
+        exits.callback(db.close)
         _say(f"creating {options.analyses} analyses over {options.interval} s")
-        _create_all(
+        harness.create_all(
             api,
+            NAMESPACE,
             [
                 analysis_manifest(
                     name,
@@ -455,8 +390,18 @@ def run(options: Options) -> int:
         )
         _say(f"all evaluated once; warming up one more interval ({options.interval} s)")
         time.sleep(options.interval)
-        results = _measure(options, stack, operator, db, names, load_before)
-    _print_report(options, results)
+        results = _measure(options, stack, operators, db, names, load_before, extra_pids)
+    setup = Setup(
+        analyses=options.analyses,
+        metrics_per_analysis=2,
+        interval=options.interval,
+        window=options.window,
+        workers=options.workers,
+        operators=options.operators,
+        database="postgresql" if database else "sqlite",
+        broker="redis" if broker else "orm",
+    )
+    print(as_json(setup, results) if options.json else as_text(setup, results), flush=True)
     return 0
 
 

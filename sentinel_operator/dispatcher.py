@@ -23,7 +23,8 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
-from django.db import close_old_connections
+from django.conf import settings
+from django.db import close_old_connections, transaction
 
 from analyses.models import Analysis
 from sentinel_operator.metrics import operator_metrics
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 
 # Enqueue(namespace, name, due_at): put one reconcile on the task queue.
 Enqueue = Callable[[str, str, datetime], None]
+# A due row as read: pk, namespace, name, next_due_at.
+_Due = tuple[int, str, str, datetime]
 
 # Longer than a reconcile may take (django-q2 kills a task after Q_CLUSTER["timeout"] = 60 s)
 # plus the wait in a busy broker queue; only a lost task ever waits this long.
@@ -71,6 +74,7 @@ class Dispatcher:
         claim_timeout: timedelta = CLAIM_TIMEOUT,
         batch: int = BATCH,
         namespaces: Sequence[str] = (),
+        enqueue_in_transaction: bool | None = None,
     ) -> None:
         self._now = now
         self._is_leader = is_leader
@@ -80,6 +84,11 @@ class Dispatcher:
         self.batch = batch
         # Empty means every namespace, as SENTINEL_NAMESPACES does.
         self.namespaces = tuple(namespaces)
+        # On django-q2's ORM broker a pass's enqueues are INSERTs on our own database: one
+        # transaction for all of them instead of one each. Other brokers queue row by row.
+        if enqueue_in_transaction is None:
+            enqueue_in_transaction = "orm" in getattr(settings, "Q_CLUSTER", {})
+        self.enqueue_in_transaction = enqueue_in_transaction
 
     def dispatch_due(self) -> int:
         """Claim and queue every analysis due now (one pass); return how many were queued."""
@@ -89,26 +98,57 @@ class Dispatcher:
             # Filtered in the query, so rows out of scope never fill a batch either.
             rows = rows.filter(namespace__in=self.namespaces)
         due = list(rows.values_list("pk", "namespace", "name", "next_due_at")[: self.batch])
-        queued = 0
+        if not due:
+            return 0
         claimed_until = now + self.claim_timeout
-        for pk, namespace, name, due_at in due:
-            # Compare-and-set on the due time read: a concurrent claim or reschedule wins.
-            claimed = Analysis.objects.filter(
-                pk=pk, next_due_at=due_at, deleted_at__isnull=True
-            ).update(next_due_at=claimed_until)
-            if not claimed:
-                continue
-            try:
-                self._enqueue(namespace, name, due_at)
-            except Exception:
-                # The broker failed: make the row due again at once rather than after the claim.
-                log.exception("dispatcher: cannot queue %s/%s", namespace, name)
-                Analysis.objects.filter(pk=pk, next_due_at=claimed_until).update(next_due_at=due_at)
-                continue
-            queued += 1
+        claimed = self._claim(due, claimed_until)
+        if self.enqueue_in_transaction:
+            queued = self._enqueue_together(claimed, claimed_until)
+        else:
+            queued = sum(self._enqueue_one(row, claimed_until) for row in claimed)
         if queued:
             operator_metrics().dispatched.inc(queued)
         return queued
+
+    def _claim(self, due: list[_Due], claimed_until: datetime) -> list[_Due]:
+        # One write transaction for the whole pass, not one per row (docs/performance.md).
+        with transaction.atomic():
+            return [
+                row
+                for row in due
+                # Compare-and-set on the due time read: a concurrent claim or reschedule wins.
+                if Analysis.objects.filter(
+                    pk=row[0], next_due_at=row[3], deleted_at__isnull=True
+                ).update(next_due_at=claimed_until)
+            ]
+
+    def _enqueue_together(self, claimed: list[_Due], claimed_until: datetime) -> int:
+        """Queue ``claimed`` on the ORM broker in one transaction: all of them or none."""
+        try:
+            with transaction.atomic():
+                for _, namespace, name, due_at in claimed:
+                    self._enqueue(namespace, name, due_at)
+        except Exception:
+            log.exception("dispatcher: cannot queue %d analyses", len(claimed))
+            self._unclaim(claimed, claimed_until)
+            return 0
+        return len(claimed)
+
+    def _enqueue_one(self, row: _Due, claimed_until: datetime) -> int:
+        try:
+            self._enqueue(row[1], row[2], row[3])
+        except Exception:
+            log.exception("dispatcher: cannot queue %s/%s", row[1], row[2])
+            self._unclaim([row], claimed_until)
+            return 0
+        return 1
+
+    @staticmethod
+    def _unclaim(rows: list[_Due], claimed_until: datetime) -> None:
+        # The broker failed: make the rows due again at once rather than after the claim.
+        with transaction.atomic():
+            for pk, _, _, due_at in rows:
+                Analysis.objects.filter(pk=pk, next_due_at=claimed_until).update(next_due_at=due_at)
 
     def run(self, stop: threading.Event) -> None:
         """Dispatch until ``stop`` is set, while this replica leads."""

@@ -1,8 +1,8 @@
 """Write the history row of one reconcile attempt (SPEC §6).
 
 ``outcome.record`` calls ``record_attempt`` once per attempt: one ``Evaluation`` row with one
-``MetricResult`` row per metric, also for attempts that ended in an error, in one short
-transaction, as SQLite wants it.
+``MetricResult`` row per metric, also for attempts that ended in an error. It runs inside
+``outcome.record``'s one transaction; alone it opens its own.
 """
 
 from __future__ import annotations
@@ -73,7 +73,9 @@ def record_attempt(
                 message=message,
             )
         )
-    with transaction.atomic():
+    # No savepoint inside record's transaction: one statement fewer, and a failure there rolls
+    # the whole attempt's bookkeeping back anyway.
+    with transaction.atomic(savepoint=False):
         evaluation = Evaluation.objects.create(
             analysis=analysis,
             started_at=attempt.started_at,

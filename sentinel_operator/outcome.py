@@ -13,8 +13,9 @@
 5. ``sentinel_reconciles_total`` by result.
 
 So whether an attempt was evaluated, cut short by the Kubernetes API, could not even read the
-analysis, or failed unexpectedly, the bookkeeping is written once, here. The database writes wait
-out a database restart (``durable.durably``): what the cluster already saw must be recorded.
+analysis, or failed unexpectedly, the bookkeeping is written once, here: the events (HTTP)
+first, then steps 1 to 4 in one database transaction, which waits out a database restart
+(``durable.durably``): what the cluster already saw must be recorded.
 """
 
 from __future__ import annotations
@@ -85,46 +86,57 @@ def record(
     outcome: ReconcileOutcome, *, client: kube.KubeClient, now: datetime, instance: str = ""
 ) -> None:
     """Write down what ``outcome`` says, in the order the module docstring gives."""
-    key = f"{outcome.namespace}/{outcome.name}"
-    if outcome.result == Result.DELETED:
-        durably(
-            lambda: mirror.mark_deleted(outcome.namespace, outcome.name, outcome.uid, now=now),
-            what=f"the deletion of {key}",
-        )
     written = outcome.written
     if written is not None and outcome.decision is not None:
+        # HTTP, so before the transaction: SQLite's one write lock is never held over a request.
         record_events(client, written, outcome.decision.events, now=now, instance=instance)
-        durably(lambda: mirror.upsert_from_resource(written, now=now), what=f"the mirror of {key}")
-    row = outcome.row
-    if row is not None and outcome.attempt is not None and outcome.history is not None:
-        durably(lambda: _record_history(outcome, row, now), what=f"the history of {key}")
-    if row is not None and outcome.requeue_after is not None:
-        generation = outcome.attempt.generation if outcome.attempt else row.generation
-        due_at = now + timedelta(seconds=outcome.requeue_after)
+    if _has_bookkeeping(outcome):
         durably(
-            lambda: dispatcher.reschedule(
-                row.pk,
-                generation=generation,
-                due_at=due_at,
-                backoff_attempt=outcome.backoff_attempt,
-            ),
-            what=f"the next due time of {key}",
+            lambda: _bookkeeping(outcome, now),
+            what=f"the outcome of {outcome.namespace}/{outcome.name}",
         )
     operator_metrics().reconciles.labels(outcome.result.value).inc()
 
 
-def _record_history(outcome: ReconcileOutcome, row: Analysis, now: datetime) -> None:
-    # One transaction: retried whole after a lost connection, never half written.
-    assert outcome.attempt is not None and outcome.history is not None
+def _has_bookkeeping(outcome: ReconcileOutcome) -> bool:
+    # An empty transaction would still take SQLite's write lock (BEGIN IMMEDIATE).
+    return (
+        outcome.result == Result.DELETED
+        or (outcome.written is not None and outcome.decision is not None)
+        or outcome.row is not None
+    )
+
+
+def _bookkeeping(outcome: ReconcileOutcome, now: datetime) -> None:
+    """Mirror, history, notifications and next due time in ONE write transaction.
+
+    One transaction per attempt instead of four (docs/performance.md): on SQLite each one is a
+    turn at the only write lock. ``durably`` retries it whole after a lost connection, so it is
+    never half written.
+    """
+    row = outcome.row
     with transaction.atomic():
-        history.record_attempt(
-            row,
-            outcome.attempt,
-            outcome.history,
-            spec=outcome.spec,
-            measurements=outcome.measurements,
-        )
-        _store_notifications(outcome, row, now)
+        if outcome.result == Result.DELETED:
+            mirror.mark_deleted(outcome.namespace, outcome.name, outcome.uid, now=now)
+        written = outcome.written
+        if written is not None and outcome.decision is not None:
+            mirror.upsert_from_resource(written, now=now)
+        if row is not None and outcome.attempt is not None and outcome.history is not None:
+            history.record_attempt(
+                row,
+                outcome.attempt,
+                outcome.history,
+                spec=outcome.spec,
+                measurements=outcome.measurements,
+            )
+            _store_notifications(outcome, row, now)
+        if row is not None and outcome.requeue_after is not None:
+            dispatcher.reschedule(
+                row.pk,
+                generation=outcome.attempt.generation if outcome.attempt else row.generation,
+                due_at=now + timedelta(seconds=outcome.requeue_after),
+                backoff_attempt=outcome.backoff_attempt,
+            )
 
 
 def _store_notifications(outcome: ReconcileOutcome, row: Analysis, now: datetime) -> None:

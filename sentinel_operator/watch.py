@@ -7,6 +7,8 @@ from the list's resourceVersion:
 
 - ADDED / MODIFIED: ``upsert_from_resource``; a new resource or a new ``generation`` becomes
   due at once, so the dispatcher evaluates it within a second and the first status follows.
+  An event that only adds a new evaluation (the operator's own status write) is left to the
+  worker that wrote it, which mirrors it in the same transaction as its history row.
 - DELETED: ``mark_deleted``, which drops the analysis from the dispatch queue at once.
 - BOOKMARK: only moves the resourceVersion on.
 - An object the mirror cannot hold (``mirror.UNMIRRORABLE``) or outside the watched namespace is
@@ -91,7 +93,10 @@ class AnalysisWatch:
             log.warning("watch %s: ignored an event from namespace %r", self.path, namespace)
         elif event.type in ("ADDED", "MODIFIED"):
             try:
-                mirror.upsert_from_resource(event.object, now=self._now())
+                # Most events are our own status writes, mirrored by the worker that wrote them:
+                # skipped on one narrow read, without parsing the spec.
+                if not mirror.watch_can_skip(event.object):
+                    mirror.upsert_from_resource(event.object, now=self._now())
             except mirror.UNMIRRORABLE as exc:
                 log.warning(
                     "watch %s: skipped %s/%s: %s", self.path, namespace, meta.get("name"), exc

@@ -71,6 +71,13 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": SENTINEL.database}
+# Persistent connections in every process (docs/performance.md): django-q2 calls
+# close_old_connections() around every task and every ORM-broker call, which with the default
+# CONN_MAX_AGE=0 opened a new SQLite connection (PRAGMAs, ~30 SQL functions) each time, a
+# quarter of the pusher's and the dispatcher's CPU. The health check makes a kept connection
+# that died (a PostgreSQL restart) reconnect instead of failing the next task.
+DATABASES["default"].setdefault("CONN_MAX_AGE", 600)
+DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 

@@ -1,0 +1,225 @@
+"""Regression guard for SPEC §13's CPU budget: what ONE evaluation costs, counted, not timed.
+
+The operator's CPU per evaluation follows from its database write transactions, SQL statements
+and HTTP requests (docs/performance.md, "Where the time goes"). These tests run one real
+steady-state evaluation (devcluster over HTTPS, the real Prometheus behind the fault proxy, the
+real ``Reconciler.reconcile``) and count them: SQL through an ``execute_wrapper`` on Django's
+connection, Kubernetes requests and connections in the urllib3 pool of the official client,
+Prometheus queries at the proxy. A change that adds a write transaction or a request per
+evaluation fails here; lower the numbers when an improvement lowers them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django_q.models import OrmQ
+
+from analyses import mirror
+from analyses.models import Analysis, Evaluation
+from sentinel_cluster import kube
+from sentinel_operator.dispatcher import Dispatcher
+from sentinel_operator.outcome import Result
+from sentinel_operator.prometheus import PrometheusClient
+from sentinel_operator.reconcile import Reconciler
+from sentinel_operator.watch import AnalysisWatch
+from testkit.clusters import Cluster
+from testkit.fault_proxy import FaultProxy
+from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
+from testkit.metrics_app import GaugeSetter
+
+# Real transactions (no test-wide atomic block), so every BEGIN the code issues is seen.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.clusters("dev")]
+
+# The budget of one steady-state evaluation of a two-metric analysis (docs/performance.md).
+# Mirror, history row, metric rows and next due time, together: SQLite's one write lock, once.
+WRITE_TRANSACTIONS = 1
+# GET the analysis, GET its Deployment, PUT /status.
+KUBE_REQUESTS = 3
+# All of them on the connection kept from the previous evaluation (keep-alive).
+KUBE_NEW_CONNECTIONS = 0
+# One query per metric.
+PROMETHEUS_QUERIES = 2
+# Every SQL statement, reads included: the read after the GET, BEGIN, the mirror's read,
+# its savepoint pair and UPDATE, the evaluation and metric-result INSERTs, the next due time.
+STATEMENTS = 9
+
+_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
+@dataclass
+class _Sql:
+    """SQL statements seen on the default connection, and whether each ran in a transaction."""
+
+    statements: list[tuple[str, bool]] = field(default_factory=list)
+
+    def __call__(
+        self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any
+    ) -> Any:
+        self.statements.append((sql.lstrip().upper(), connection.in_atomic_block))
+        return execute(sql, params, many, context)
+
+    @property
+    def write_transactions(self) -> int:
+        """BEGINs (IMMEDIATE: each takes the write lock) plus writes outside any transaction."""
+        begins = sum(1 for sql, _ in self.statements if sql.startswith("BEGIN"))
+        lone = sum(1 for sql, atomic in self.statements if sql.startswith(_WRITES) and not atomic)
+        return begins + lone
+
+    def summary(self) -> list[str]:
+        """One short line per statement, for a failure message."""
+        return [
+            sql[:90] + (" (in a transaction)" if atomic else "") for sql, atomic in self.statements
+        ]
+
+    @property
+    def writes(self) -> int:
+        return sum(1 for sql, _ in self.statements if sql.startswith(_WRITES))
+
+
+@contextmanager
+def _counting_sql() -> Iterator[_Sql]:
+    sql = _Sql()
+    with connection.execute_wrapper(sql):
+        yield sql
+
+
+def _pool_counts(client: kube.KubeClient) -> tuple[int, int]:
+    """Return (requests, connections) the official client's urllib3 pools have made so far."""
+    pools = client.api_client.rest_client.pool_manager.pools
+    # urllib3's RecentlyUsedContainer cannot be iterated, only asked for its keys.
+    found = [pools[key] for key in pools.keys()]  # noqa: SIM118
+    return sum(p.num_requests for p in found), sum(p.num_connections for p in found)
+
+
+@pytest.fixture
+def client(kube_cluster: Cluster) -> kube.KubeClient:
+    # Its own client, so its pool counts are this test's alone.
+    return kube.KubeClient(kube_cluster.api_client())
+
+
+@pytest.fixture
+def evaluated(
+    client: kube.KubeClient, namespace: str, fault_proxy: FaultProxy, gauge: GaugeSetter, case: str
+) -> Reconciler:
+    """A two-metric analysis evaluated once (its mirror row made, the connection opened)."""
+    gauge(0.01)
+    client.request(
+        "POST",
+        f"/apis/apps/v1/namespaces/{namespace}/deployments",
+        body=deployment_manifest("checkout", namespace),
+    )
+    metrics = [gauge_metric(case, 0.5, "first"), gauge_metric(case, 0.5, "second")]
+    client.request(
+        "POST",
+        kube.analyses_path(namespace),
+        body=analysis_manifest("ra", namespace, metrics=metrics),  # type: ignore[arg-type]
+    )
+    reconciler = Reconciler(
+        client,
+        PrometheusClient(fault_proxy.url, timeout=5.0),
+        now=_clock(),
+        rng=random.Random(3),
+    )
+    assert reconciler.reconcile(namespace, "ra").result == Result.EVALUATED
+    return reconciler
+
+
+def _clock() -> Callable[[], datetime]:
+    """Return a clock a minute further on at every call, as evaluations an interval apart are.
+
+    Two evaluations within the same second would write the same status, which the API server
+    takes as a no-op (no new resourceVersion), and the mirror would have nothing to write.
+    """
+    start, calls = datetime.now(UTC), itertools.count()
+    return lambda: start + timedelta(minutes=next(calls))
+
+
+def test_one_evaluation_costs_one_write_transaction_and_three_kube_requests(
+    evaluated: Reconciler, client: kube.KubeClient, namespace: str, fault_proxy: FaultProxy
+) -> None:
+    row = Analysis.objects.get(namespace=namespace, name="ra")
+    fault_proxy.reset()
+    requests_before, connections_before = _pool_counts(client)
+
+    with _counting_sql() as sql:
+        outcome = evaluated.reconcile(namespace, "ra")
+
+    requests_after, connections_after = _pool_counts(client)
+    assert outcome.result == Result.EVALUATED
+    # It did the whole job: a second history row, the mirror at the written version.
+    assert Evaluation.objects.filter(analysis=row).count() == 2
+    written = client.request("GET", kube.analysis_path(namespace, "ra"))
+    row.refresh_from_db()
+    assert row.resource_version == written["metadata"]["resourceVersion"]
+    assert row.next_due_at is not None and row.last_evaluation_at is not None
+    assert row.next_due_at > row.last_evaluation_at
+
+    assert sql.write_transactions == WRITE_TRANSACTIONS, sql.summary()
+    assert len(sql.statements) <= STATEMENTS, sql.summary()
+    assert requests_after - requests_before == KUBE_REQUESTS
+    assert connections_after - connections_before == KUBE_NEW_CONNECTIONS
+    assert fault_proxy.query_count == PROMETHEUS_QUERIES
+
+
+def test_the_watch_leaves_an_evaluation_to_the_worker_that_wrote_it(
+    evaluated: Reconciler, client: kube.KubeClient, namespace: str
+) -> None:
+    row = Analysis.objects.get(namespace=namespace, name="ra")
+    before = (row.resource_version, row.status, row.last_evaluation_at)
+    evaluated.reconcile(namespace, "ra")
+    written = client.request("GET", kube.analysis_path(namespace, "ra"))
+    # The event arriving before the worker's bookkeeping: the mirror still at the old version.
+    Analysis.objects.filter(pk=row.pk).update(
+        resource_version=before[0], status=before[1], last_evaluation_at=before[2]
+    )
+    watch = AnalysisWatch(client, namespace=namespace, now=lambda: datetime.now(UTC))
+
+    with _counting_sql() as sql:
+        watch.apply(kube.WatchEvent("MODIFIED", written))
+
+    # One narrow read, no write, and the spec not even parsed.
+    assert sql.writes == 0 and len(sql.statements) == 1, sql.summary()
+    row.refresh_from_db()
+    assert row.resource_version == before[0]
+
+    # Once the worker has mirrored its write, a label edited by a person is the watch's to mirror.
+    mirror.upsert_from_resource(written)
+    written["metadata"].setdefault("labels", {})["team"] = "payments"
+    edited = client.request("PUT", kube.analysis_path(namespace, "ra"), body=written)
+    with _counting_sql() as sql:
+        watch.apply(kube.WatchEvent("MODIFIED", edited))
+    assert sql.write_transactions == 1
+    row.refresh_from_db()
+    assert row.resource_version == edited["metadata"]["resourceVersion"]
+
+
+def test_a_dispatch_pass_costs_two_write_transactions_however_many_are_due() -> None:
+    now = datetime.now(UTC)
+    for index in range(5):
+        Analysis.objects.create(
+            namespace="ns-pass",
+            name=f"a{index}",
+            uid=f"pass-{index}-{now.timestamp()}",
+            created_at=now,
+            next_due_at=now - timedelta(seconds=1),
+        )
+    # django-q2's real enqueue on its ORM broker (the shipped default): INSERTs on our database.
+    dispatcher = Dispatcher(now=lambda: now, is_leader=lambda: True, namespaces=["ns-pass"])
+    assert dispatcher.enqueue_in_transaction
+
+    with _counting_sql() as sql:
+        assert dispatcher.dispatch_due() == 5
+
+    # The claims together, the enqueues together: not two per analysis.
+    assert sql.write_transactions == 2, sql.summary()
+    assert OrmQ.objects.count() == 5
+    assert not Analysis.objects.filter(namespace="ns-pass", next_due_at__lte=now).exists()
