@@ -23,6 +23,7 @@ from typing import Any
 
 from scipy.stats import mannwhitneyu
 
+from sentinel_core.thresholds import parse_allowance
 from sentinel_core.values import integer, number
 
 AddError = Callable[[str, str], None]
@@ -39,7 +40,6 @@ LEAST_MIN_SAMPLES = 3
 MAX_POINTS = 11_000
 _WORSE = ("increase", "decrease")
 _FIELDS = frozenset({"by", "worse", "maxEffect", "confidence", "lookback", "minSamples"})
-_EFFECT_FIELDS = frozenset({"percent", "absolute"})
 # Prometheus's label name syntax (the CRD's pattern).
 LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _MAX_LABEL_NAME = 63
@@ -338,30 +338,8 @@ def check_exclusive(item: Mapping[str, object], path: str, add: AddError) -> Non
 
 
 def _parse_effect(raw: object, path: str, strict: bool, add: AddError) -> Effect | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, Mapping):
-        add(path, "must be an object with percent or absolute")
-        return None
-    if strict:
-        for key in raw:
-            if key not in _EFFECT_FIELDS:
-                add(f"{path}.{key}", "unknown field")
-    values: dict[str, float] = {}
-    for key in ("percent", "absolute"):
-        if key not in raw:
-            continue
-        value = number(raw[key])
-        if value is None:
-            add(f"{path}.{key}", "must be a finite number")
-        elif value < 0:
-            add(f"{path}.{key}", "must be 0 or more")
-        else:
-            values[key] = value
-    if ("percent" in raw) == ("absolute" in raw):
-        add(path, "must set exactly one of percent and absolute")
-        return None
-    if len(values) != 1:
+    values = parse_allowance(raw, path, strict, add)
+    if values is None:
         return None
     return Effect(percent=values.get("percent"), absolute=values.get("absolute"))
 

@@ -18,7 +18,7 @@ from sentinel_core.values import number
 AddError = Callable[[str, str], None]
 
 MAX_QUERY_LENGTH = 4096
-_INCREASE_FIELDS = frozenset({"percent", "absolute"})
+_ALLOWANCE_FIELDS = frozenset({"percent", "absolute"})
 _BASELINE_FIELDS = frozenset({"offset", "beforeRollout"})
 _MIN_SAMPLES_FIELDS = frozenset({"query", "min"})
 _MAX_OFFSET_LENGTH = 64
@@ -126,12 +126,23 @@ def max_value_required(item: Mapping[str, object]) -> bool:
 
 
 def _parse_increase(raw: object, path: str, strict: bool, add: AddError) -> Increase | None:
+    values = parse_allowance(raw, path, strict, add)
+    if values is None:
+        return None
+    return Increase(percent=values.get("percent"), absolute=values.get("absolute"))
+
+
+def parse_allowance(raw: object, path: str, strict: bool, add: AddError) -> dict[str, float] | None:
+    """Parse ``{percent: x}`` or ``{absolute: x}`` (``maxIncrease``, ``compare.maxEffect``).
+
+    Exactly one of the two, a finite number 0 or more; None when absent or wrong (reported).
+    """
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
         add(path, "must be an object with percent or absolute")
         return None
-    _unknown(raw, _INCREASE_FIELDS, path, strict, add)
+    _unknown(raw, _ALLOWANCE_FIELDS, path, strict, add)
     values: dict[str, float] = {}
     for key in ("percent", "absolute"):
         if key not in raw:
@@ -146,9 +157,7 @@ def _parse_increase(raw: object, path: str, strict: bool, add: AddError) -> Incr
     if ("percent" in raw) == ("absolute" in raw):
         add(path, "must set exactly one of percent and absolute")
         return None
-    if len(values) != 1:
-        return None
-    return Increase(percent=values.get("percent"), absolute=values.get("absolute"))
+    return values if len(values) == 1 else None
 
 
 def _parse_baseline(
