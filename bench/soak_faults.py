@@ -41,12 +41,18 @@ CLAIM_SECONDS = 120.0
 SLOW_SECONDS = 8.0
 
 
-def analysis_object(plan: AnalysisPlan, namespace: str, max_value: float = MAX_VALUE) -> Any:
+def scripted_metric(plan: AnalysisPlan, max_value: float = MAX_VALUE) -> dict[str, Any]:
+    """Return the analysis' one metric as its truth scripts it, minSamples guard included."""
     metric = gauge_metric(plan.name, max_value)
     if plan.truth.guarded:
         # Too little traffic: the guard's own series (soak_plan.Truth.samples_at).
         guard = gauge_metric(samples_case(plan.name), 0.0)["query"]
         metric["minSamples"] = {"query": guard, "min": int(SAMPLES_MIN)}
+    return metric
+
+
+def analysis_object(plan: AnalysisPlan, namespace: str, max_value: float = MAX_VALUE) -> Any:
+    metric = scripted_metric(plan, max_value)
     manifest = analysis_manifest(
         plan.name,
         namespace,
@@ -269,7 +275,10 @@ class FaultRunner:
         self._edits[analysis] = count
         # A new maxValue still well clear of both scripted values: a new generation only.
         max_value = MAX_VALUE + (0.05 if count % 2 else 0.0)
-        patch = {"spec": {"metrics": [gauge_metric(analysis, max_value)]}}
+        # A merge patch replaces the whole list: the guard must come along (the 30-minute run
+        # of 2026-12-02 counted five Fails of an edited low-traffic analysis as invariant 4
+        # violations, when the edit itself had dropped its minSamples guard).
+        patch = {"spec": {"metrics": [scripted_metric(self.plans[analysis], max_value)]}}
         record.started = time.time()
         self._kubectl(
             "patch",

@@ -143,7 +143,8 @@ def pauses_justified_and_timely(history: History, finding: Finding) -> None:
             continue
         finding.checked += 1
         judged += 1
-        if not any(start - SCRAPE_LAG <= p <= deadline for p in pauses):
+        paused_in_time = any(start - SCRAPE_LAG <= p <= deadline for p in pauses)
+        if not paused_in_time and not _held_paused(history, row.name, start, deadline):
             first = f"{pauses[0] - history.started:.1f} s" if pauses else "never"
             finding.violate(
                 f"{row.name}: regression visible at {start - history.started:.1f} s "
@@ -153,3 +154,17 @@ def pauses_justified_and_timely(history: History, finding: Finding) -> None:
     finding.notes.append(
         f"{judged} regressions judged for timeliness, {late_checks} too close to the end to judge"
     )
+
+
+def _held_paused(history: History, name: str, start: float, end: float) -> bool:
+    """Whether Deployment ``name`` was seen paused in every cluster sample of [start, end].
+
+    An analysis deleted and created again finds its target still paused by the incarnation
+    before it (nobody resumed it): the rollout is held, and there is nothing left to pause.
+    """
+    seen = [
+        sample.deployments[name][1]
+        for sample in history.samples
+        if start <= sample.at <= end and name in sample.deployments
+    ]
+    return bool(seen) and all(seen)

@@ -20,8 +20,12 @@ import redis.exceptions
 import urllib3.exceptions
 from django.db import utils as db_utils
 
+from sentinel_cluster import kube
+
 # (exception classes, what was unavailable), the first match along the exception's chain wins.
 _KINDS: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
+    # First: it wraps the urllib3 error below it, and says which server was gone.
+    ((kube.Unavailable,), "the Kubernetes API server is unavailable"),
     (
         (
             db_utils.OperationalError,

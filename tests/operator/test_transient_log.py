@@ -13,7 +13,9 @@ import traceback
 
 import psycopg
 from django.db import utils as db_utils
+from kubernetes import client as k8s
 
+from sentinel_cluster import kube
 from sentinel_operator import transient
 from testkit.ports import free_port
 
@@ -100,3 +102,23 @@ def test_a_task_failure_django_q2_logs_as_text_is_one_line_when_transient() -> N
     logger, out = _logger()
     _django_q_failure(logger, KeyError("missing"))
     assert "Traceback (most recent call last)" in out.getvalue()
+
+
+def test_the_api_server_gone_during_a_periodic_resync_is_one_line() -> None:
+    # The 30-minute soak's one traceback: resync_task's list failed while the API server was
+    # restarting, and django-q2 printed the task's traceback. The error here is real: a
+    # request to a port where nothing listens.
+    configuration = k8s.Configuration()
+    configuration.host = f"https://127.0.0.1:{free_port()}"
+    client = kube.KubeClient(k8s.ApiClient(configuration), timeout=5.0)
+    logger, out = _logger()
+    try:
+        client.list_all(kube.analyses_path("soak"))
+    except kube.Unavailable as exc:
+        result = f"{exc} : {traceback.format_exc()}"
+    else:
+        raise AssertionError("a list from a port where nothing listens succeeded")
+    logger.error("Failed '%s' (%s) - %s", "resync_task", "full resync", result)
+    text = out.getvalue()
+    assert "Traceback" not in text and text.count("\n") == 1, text
+    assert "the Kubernetes API server is unavailable (Unavailable: " in text
