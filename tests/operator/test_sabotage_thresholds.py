@@ -201,6 +201,17 @@ def test_flapping_pauses_with_a_failure_window_and_never_without(
         timeout=10,
         what="a window of the new generation",
     )
+    # The status is written before its history row: wait for that row too, or _drive would
+    # take it for the evaluation of its first letter (seen once in a full run).
+    generation = get_analysis(kube_client, namespace, NAME)["metadata"]["generation"]
+    wait_rows(
+        operator,
+        namespace,
+        NAME,
+        lambda rows: any(r["generation"] == generation for r in rows),
+        timeout=10,
+        what="the history row of the new generation",
+    )
     windowed = _drive(operator, namespace, gauge, "FPF")
     assert [(r["outcome"], r["failures_after"]) for r in windowed] == [
         ("Fail", 1),
