@@ -59,6 +59,7 @@ from bench.soak_record import (
     TruthChange,
     _status_kb,
     memory_mb,
+    process_memory,
     read_database,
 )
 from bench.soak_stack import ClusterApi, Stack, soak_stack
@@ -215,7 +216,12 @@ class Sampler:
 
     def _rss(self) -> None:
         rss, pss, pids = self.memory_now()
-        sample = RssSample(time.time(), rss, pss, pids)
+        processes = {
+            component: process_memory(pid)
+            for component, pid in pids.items()
+            if component.startswith("operator")
+        }
+        sample = RssSample(time.time(), rss, pss, pids, processes)
         with self.history.lock:
             self.history.rss.append(sample)
 

@@ -60,6 +60,7 @@ def processes_healthy(history: History, finding: Finding) -> None:
             finding.checked += 1
             if slope > RSS_SLOPE_LIMIT:
                 finding.violate(f"{component}: RSS grows {slope:.2f} MB/min")
+    finding.notes += process_growth(history)
     for sample in history.rss:
         # PSS: the forked workers share most pages with their parent.
         total = sum(mb for name, mb in sample.pss.items() if name.startswith("operator"))
@@ -135,3 +136,34 @@ def rss_slopes(history: History) -> dict[str, float]:
         if spread > 0:
             slopes[component] = sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
     return slopes
+
+
+ROLES = ("operator", "django-q2 sentinel", "django-q2 worker, monitor or pusher")
+
+
+def process_growth(history: History) -> list[str]:
+    """Say, for each operator process alive at the end, how its private memory changed.
+
+    A tree's sum hides which process grows; each one's private pages (not shared with the
+    process it was forked from) do not.
+    """
+    seen: dict[tuple[str, int], list[tuple[float, float, float, int]]] = defaultdict(list)
+    for sample in history.rss:
+        for component, processes in sample.processes.items():
+            for process in processes:
+                seen[(component, process.pid)].append(
+                    (sample.at, process.private, process.pss, process.depth)
+                )
+    last = history.rss[-1].processes if history.rss else {}
+    lines = []
+    for component, processes in sorted(last.items()):
+        for process in processes:
+            series = seen[(component, process.pid)]
+            first_at, first_private, _, depth = series[0]
+            minutes = (series[-1][0] - first_at) / 60.0
+            lines.append(
+                f"{component} pid {process.pid} ({ROLES[depth]}): private "
+                f"{first_private:.0f} -> {process.private:.0f} MB over {minutes:.1f} min, "
+                f"PSS {process.pss:.0f} MB"
+            )
+    return lines

@@ -62,6 +62,19 @@ class RssSample:
     pss: dict[str, float] = field(default_factory=dict)
     # component -> the root process id (a restarted process is a new incarnation)
     pids: dict[str, int | None] = field(default_factory=dict)
+    # component -> each process of its tree on its own (the operators'): which one grows
+    processes: dict[str, tuple[ProcessMemory, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProcessMemory:
+    """One process of a tree: its place in it and its memory in MB (private: its own pages)."""
+
+    pid: int
+    depth: int
+    rss: float
+    pss: float
+    private: float
 
 
 @dataclass(frozen=True)
@@ -162,6 +175,40 @@ def memory_mb(root: int | None) -> tuple[float, float]:
         rss += _status_kb(Path(f"/proc/{pid}/status"), "VmRSS:")
         pss += _status_kb(Path(f"/proc/{pid}/smaps_rollup"), "Pss:")
     return rss / 1024.0, pss / 1024.0
+
+
+def process_memory(root: int | None) -> tuple[ProcessMemory, ...]:
+    """Return the memory of ``root`` and of every process below it, each on its own.
+
+    ``depth`` is 0 for ``root``, 1 for its children (an operator's django-q2 sentinel), 2 for
+    theirs (the workers, monitor and pusher).
+    """
+    if root is None:
+        return ()
+    depth = {root: 0}
+    for pid in sorted(descendants(root)):
+        depth[pid] = 1 if _parent(pid) == root else 2
+    found = []
+    for pid, level in sorted(depth.items()):
+        rollup = Path(f"/proc/{pid}/smaps_rollup")
+        private = _status_kb(rollup, "Private_Clean:") + _status_kb(rollup, "Private_Dirty:")
+        found.append(
+            ProcessMemory(
+                pid,
+                level,
+                _status_kb(Path(f"/proc/{pid}/status"), "VmRSS:") / 1024.0,
+                _status_kb(rollup, "Pss:") / 1024.0,
+                private / 1024.0,
+            )
+        )
+    return tuple(found)
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _status_kb(path: Path, key: str) -> int:

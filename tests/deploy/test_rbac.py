@@ -22,7 +22,7 @@ from sentinel_cluster import kube
 from testkit.clusters import create_token, kubeconfig_for_token, kubectl_apply
 from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric, to_yaml
 from testkit.metrics_app import GaugeSetter, MetricsApp
-from testkit.observe import condition, events_for
+from testkit.observe import condition, events_for, wait_rows
 from testkit.operator import OperatorProcess, StartOperator
 from testkit.prometheus import PrometheusServer
 from testkit.waiting import wait_until
@@ -165,7 +165,8 @@ def test_operator_works_under_the_deploy_rbac(
     lease = admin.request("GET", kube.lease_path(HOME, operator.lease_name))
     assert lease["spec"]["holderIdentity"] == operator.identity
     assert operator.metric("sentinel_leader") == 1.0
-    rows = operator.evaluations(namespace, "checkout")
+    # The history row is written after the status and the event.
+    rows = wait_rows(operator, namespace, "checkout", bool, timeout=5, what="a history row")
     assert rows[0]["outcome"] == "Fail" and rows[0]["paused"]
     assert "refused" not in operator.log and "Forbidden" not in operator.log
 

@@ -58,6 +58,7 @@ def test_a_regression_against_the_pre_rollout_baseline_pauses(
     metrics_app.set(f"{case}-requests", 1843)
     prometheus.wait_for(requests, lambda seen: seen == [1843.0])
     gauge(0.1)
+    scraped = time.monotonic()
     kubectl_apply(kube_cluster, deployment_manifest(NAME, namespace, "shop/checkout:1.0"))
     metric = {
         "name": "p99-latency",
@@ -84,7 +85,10 @@ def test_a_regression_against_the_pre_rollout_baseline_pauses(
     assert "judged on maxValue alone" in first["metricResults"][0]["message"]
     assert "baseline" not in first["metricResults"][0]
 
-    # The rollout: a new pod template.
+    # The rollout: a new pod template. A real ReplicaSet's creationTimestamp has whole seconds,
+    # so startedAt can be up to a second before the change: the pre-rollout value must have been
+    # in Prometheus for longer than that, or the baseline query at startedAt finds no sample.
+    time.sleep(max(0.0, 1.5 - (time.monotonic() - scraped)))
     kube_cluster.kubectl(
         "-n", namespace, "set", "image", f"deployment/{NAME}", "app=shop/checkout:2.0"
     )

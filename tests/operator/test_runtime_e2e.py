@@ -119,9 +119,19 @@ def test_analysis_lifecycle_pause_and_resume(
     deployment = kube_client.request("GET", kube.deployment_path(namespace, "checkout"))
     assert deployment["spec"].get("paused") is not True
 
-    # The mirror follows the cluster, and the operator's own metrics tell the story.
-    row = operator.mirror_row(namespace, "checkout")
-    assert row is not None and row["failures"] == 0 and not row["paused"] and row["ready"]
+    # The mirror follows the cluster (its row is written just after the status), and the
+    # operator's own metrics tell the story.
+    row = wait_until(
+        lambda: (
+            (found := operator.mirror_row(namespace, "checkout"))
+            and found["failures"] == 0
+            and not found["paused"]
+            and found
+        ),
+        timeout=5,
+        what="the mirror row of the resumed analysis",
+    )
+    assert row["ready"]
     labels = {"namespace": namespace, "name": "checkout"}
     assert operator.metric("sentinel_analysis_failures", labels) == 0.0
     assert operator.metric("sentinel_analysis_verdict", {**labels, "verdict": "Pass"}) == 1.0

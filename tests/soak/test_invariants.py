@@ -14,6 +14,8 @@ from bench.soak_record import (
     FaultRecord,
     History,
     MirrorRow,
+    ProcessMemory,
+    RssSample,
     TruthChange,
 )
 
@@ -183,6 +185,34 @@ def test_a_traceback_in_a_log_is_a_violation_counted_once_per_record() -> None:
     assert violations == [
         "operator-0: 1 tracebacks in the log; 1 x django.db.utils.OperationalError: refused"
     ]
+
+
+def test_each_operator_process_s_private_memory_is_reported_on_its_own() -> None:
+    history = _history()
+    _healthy_regression(history)
+    tree = [(100, 0), (101, 1), (102, 2)]
+    history.rss = [
+        RssSample(
+            T0 + minute * 60,
+            {"operator-0": 300.0},
+            {"operator-0": 200.0},
+            {"operator-0": 100},
+            # The worker (102) grows 5 MB a minute; the others stay.
+            {
+                "operator-0": tuple(
+                    ProcessMemory(pid, depth, 100.0, 60.0, 40.0 + (pid == 102) * 5.0 * minute)
+                    for pid, depth in tree
+                )
+            },
+        )
+        for minute in range(5)
+    ]
+    notes = next(f.notes for f in check_all(history) if f.number == 7)
+    assert "operator-0 pid 100 (operator): private 40 -> 40 MB over 4.0 min, PSS 60 MB" in notes
+    assert (
+        "operator-0 pid 102 (django-q2 worker, monitor or pusher): private 40 -> 60 MB over "
+        "4.0 min, PSS 60 MB"
+    ) in notes
 
 
 def test_a_regression_may_wait_out_a_fault_but_not_longer() -> None:
