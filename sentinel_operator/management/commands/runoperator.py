@@ -95,5 +95,6 @@ def share_with_workers() -> None:
     matplotlib and the rest before it forks (``preload_worker_modules``).
     """
     runtime.preload_worker_modules()
-    channels.load_plugins()
+    if settings.SENTINEL_NOTIFY.channels:
+        channels.load_plugins()
     gc.freeze()
