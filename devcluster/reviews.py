@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from devcluster import rbac
+from devcluster import rbac, rbac_reviews
 from devcluster.auth import UserInfo
 from devcluster.resources import ResourceType
 from devcluster.results import Result, timestamp
@@ -43,11 +43,11 @@ def review(
             },
         )
     if rtype.kind == "SelfSubjectRulesReview":
-        answer = rbac.rules_review(body, user, source)
+        answer = rbac_reviews.rules_review(body, user, source)
     else:
         if rtype.kind == "LocalSubjectAccessReview":
             attributes = (body.setdefault("spec", {}) or {}).get("resourceAttributes")
             if isinstance(attributes, dict):
                 attributes.setdefault("namespace", namespace)
-        answer = rbac.access_review(body, user, source)
+        answer = rbac_reviews.access_review(body, user, source)
     return Result(201, {**answer, "apiVersion": rtype.group_version, "kind": rtype.kind})

@@ -10,11 +10,13 @@ Messages copy the real server byte for byte where we know them: kube-openapi's
 ``validate`` package words the detail ("spec.failureLimit in body should be greater than or
 equal to 1"), apimachinery's ``field.Error`` adds the prefix ("Invalid value: 0: ") and
 ``listtype`` reports duplicate list-map keys.
+
+Validation is here; defaulting is in schema_defaults.py and pruning in schema_prune.py, both
+importable from here as well.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -23,6 +25,11 @@ from typing import Any
 
 from devcluster import cel
 from devcluster.gofmt import go_quote, go_value, type_name
+
+# apply_defaults and prune are re-exported: admission.py and the tests reach all three walks here.
+from devcluster.schema_defaults import apply_defaults as apply_defaults
+from devcluster.schema_keys import ROOT_SKIPPED, child_path
+from devcluster.schema_prune import prune as prune
 
 REQUIRED = "FieldValueRequired"
 INVALID = "FieldValueInvalid"
@@ -33,10 +40,7 @@ TOO_LONG = "FieldValueTooLong"
 TOO_MANY = "FieldValueTooMany"
 FORBIDDEN = "FieldValueForbidden"
 
-_ROOT_SKIPPED = ("apiVersion", "kind", "metadata")
-_PRESERVE = "x-kubernetes-preserve-unknown-fields"
 _INT_OR_STRING = "x-kubernetes-int-or-string"
-_EMBEDDED = "x-kubernetes-embedded-resource"
 _DATE_TIME = re.compile(
     r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:?\d{2})?$"
 )
@@ -85,9 +89,7 @@ def field_error(reason: str, field: str, value: Any = None, detail: str = "") ->
 def validate(schema: Mapping[str, Any], obj: Any) -> list[Cause]:
     """Return the schema and list-type causes for ``obj`` (apiVersion/kind/metadata skipped)."""
     root = _without_root_meta(schema)
-    body = (
-        {k: v for k, v in obj.items() if k not in _ROOT_SKIPPED} if isinstance(obj, dict) else obj
-    )
+    body = {k: v for k, v in obj.items() if k not in ROOT_SKIPPED} if isinstance(obj, dict) else obj
     causes = list(_validate_node(root, body, ""))
     causes += _list_types(root, body, "")
     if not cel.has_rules(root):
@@ -123,8 +125,8 @@ def validate_value(schema: Mapping[str, Any], value: Any, path: str) -> list[Cau
 
 
 def _without_root_meta(schema: Mapping[str, Any]) -> dict[str, Any]:
-    props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in _ROOT_SKIPPED}
-    required = [k for k in schema.get("required") or () if k not in _ROOT_SKIPPED]
+    props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in ROOT_SKIPPED}
+    required = [k for k in schema.get("required") or () if k not in ROOT_SKIPPED]
     return {**schema, "properties": props, "required": required}
 
 
@@ -306,7 +308,7 @@ def _check_object(
     if isinstance(extra, Mapping):
         for key, value in data.items():
             if key not in properties:
-                yield from _validate_node(extra, value, _child(path, key))
+                yield from _validate_node(extra, value, child_path(path, key))
     elif extra is False:
         for key in data:
             if key not in properties:
@@ -314,14 +316,10 @@ def _check_object(
                 yield field_error(INVALID, path, key, detail)
     for key, sub in properties.items():
         if key in data:
-            yield from _validate_node(sub, data[key], _child(path, key))
+            yield from _validate_node(sub, data[key], child_path(path, key))
     for key in schema.get("required") or ():
         if key not in data:
-            yield field_error(REQUIRED, _child(path, key))
-
-
-def _child(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
+            yield field_error(REQUIRED, child_path(path, key))
 
 
 def _list_types(schema: Mapping[str, Any], data: Any, path: str) -> list[Cause]:
@@ -332,7 +330,7 @@ def _list_types(schema: Mapping[str, Any], data: Any, path: str) -> list[Cause]:
         properties = schema.get("properties") or {}
         for key, value in data.items():
             if key in properties:
-                causes += _list_types(properties[key], value, _child(path, key))
+                causes += _list_types(properties[key], value, child_path(path, key))
             elif isinstance(extra, Mapping):
                 causes += _list_types(extra, value, f"{path}[{key}]")
     elif isinstance(data, list):
@@ -371,100 +369,3 @@ def _repeats(values: list[Any]) -> list[int]:
         if seen[marker] == 2:
             result.append(index)
     return result
-
-
-# --- defaulting -------------------------------------------------------------------------------
-
-
-def apply_defaults(schema: Mapping[str, Any], obj: Any) -> Any:
-    """Return a copy of ``obj`` with schema defaults applied (structuraldefaulting.Default).
-
-    Like the API server, a null in a non-nullable field is first dropped, so a default
-    then fills it; nulls in nullable fields are kept and never defaulted.
-    """
-    result = copy.deepcopy(obj)
-    _default(schema, result, root=True)
-    return result
-
-
-def _default(schema: Mapping[str, Any] | None, data: Any, *, root: bool = False) -> None:
-    if not isinstance(schema, Mapping):
-        return
-    if isinstance(data, dict):
-        properties = schema.get("properties") or {}
-        for key, prop in properties.items():
-            if root and key in _ROOT_SKIPPED:
-                continue
-            if key in data and data[key] is None and not prop.get("nullable"):
-                del data[key]
-            if key not in data and "default" in prop:
-                data[key] = copy.deepcopy(prop["default"])
-        extra = schema.get("additionalProperties")
-        for key, value in list(data.items()):
-            if root and key in _ROOT_SKIPPED:
-                continue
-            if key in properties:
-                _default(properties[key], value)
-            elif isinstance(extra, Mapping):
-                if value is None and not extra.get("nullable") and "default" in extra:
-                    data[key] = value = copy.deepcopy(extra["default"])
-                _default(extra, value)
-    elif isinstance(data, list):
-        items = schema.get("items")
-        if not isinstance(items, Mapping):
-            return
-        for index, value in enumerate(data):
-            if value is None and not items.get("nullable") and "default" in items:
-                data[index] = value = copy.deepcopy(items["default"])
-            _default(items, value)
-
-
-# --- pruning ----------------------------------------------------------------------------------
-
-
-def prune(schema: Mapping[str, Any], obj: Any) -> tuple[Any, list[str]]:
-    """Return a copy of ``obj`` without fields the schema does not know, and their paths.
-
-    Paths read like the API server's "unknown field" warnings: "spec.foo",
-    "spec.metrics[0].bar". apiVersion, kind and metadata are kept at the root and in
-    x-kubernetes-embedded-resource objects; x-kubernetes-preserve-unknown-fields keeps
-    unknown fields of that object (its known fields are still pruned inside).
-    """
-    result = copy.deepcopy(obj)
-    dropped: list[str] = []
-    _prune(schema, result, "", dropped, keep_meta=True)
-    return result, dropped
-
-
-def _prune(
-    schema: Mapping[str, Any] | None, data: Any, path: str, dropped: list[str], *, keep_meta: bool
-) -> None:
-    if not isinstance(schema, Mapping):
-        return
-    if isinstance(data, dict):
-        properties = schema.get("properties") or {}
-        extra = schema.get("additionalProperties")
-        preserve = bool(schema.get(_PRESERVE)) or extra is True
-        for key in list(data):
-            child = _child(path, key)
-            if keep_meta and key in _ROOT_SKIPPED:
-                if key == "metadata" and not path:
-                    continue
-                if key in properties:
-                    _prune(properties[key], data[key], child, dropped, keep_meta=False)
-                continue
-            if key in properties:
-                sub = properties[key]
-                _prune(sub, data[key], child, dropped, keep_meta=bool(sub.get(_EMBEDDED)))
-            elif isinstance(extra, Mapping):
-                embedded = bool(extra.get(_EMBEDDED))
-                _prune(extra, data[key], child, dropped, keep_meta=embedded)
-            elif not preserve:
-                del data[key]
-                dropped.append(child)
-    elif isinstance(data, list):
-        items = schema.get("items")
-        if isinstance(items, Mapping):
-            embedded = bool(items.get(_EMBEDDED))
-            for index, value in enumerate(data):
-                _prune(items, value, f"{path}[{index}]", dropped, keep_meta=embedded)

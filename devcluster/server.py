@@ -17,12 +17,11 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from devcluster import nonresource, protobuf, rbac, reviews, tables, watch
+from devcluster import nonresource, protobuf, rbac, representations, reviews, watch
 from devcluster.auth import Authenticator, UserInfo
 from devcluster.faults import Faults
 from devcluster.handlers import Cluster, parse_json
@@ -298,42 +297,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- responses -------------------------------------------------------------------------------
 
-    def _wants_table(self) -> bool:
-        return "as=Table" in self.headers.get("Accept", "")
-
-    def _wants_metadata(self) -> bool:
-        return "as=PartialObjectMetadata" in self.headers.get("Accept", "")
+    def _accept(self) -> str:
+        return self.headers.get("Accept", "")
 
     def _send_result(self, route: Route, result: Result, query: Mapping[str, str]) -> None:
-        body: Mapping[str, Any] = result.body
-        rtype = route.rtype
-        assert rtype is not None
-        if self._wants_metadata() and route.verb in ("get", "list") and not route.subresource:
-            if route.verb == "list":
-                body = {
-                    "kind": "PartialObjectMetadataList",
-                    "apiVersion": "meta.k8s.io/v1",
-                    "metadata": body["metadata"],
-                    "items": [_partial(item) for item in body["items"]],
-                }
-            else:
-                body = _partial(body)
-        elif self._wants_table() and route.verb in ("get", "list") and not route.subresource:
-            include = query.get("includeObject") or "Metadata"
-            now = datetime.now(UTC)
-            if route.verb == "list":
-                body = tables.table(
-                    rtype,
-                    body["items"],
-                    list_metadata=body["metadata"],
-                    include_object=include,
-                    now=now,
-                )
-            else:
-                meta = {"resourceVersion": body.get("metadata", {}).get("resourceVersion", "")}
-                body = tables.table(
-                    rtype, [body], list_metadata=meta, include_object=include, now=now
-                )
+        body = representations.response_body(route, result.body, query, self._accept())
         self._send_json(result.code, body, warnings=result.warnings)
 
     def _send_json(
@@ -363,8 +331,8 @@ class _Handler(BaseHTTPRequestHandler):
         rtype = route.rtype
         assert rtype is not None
         cluster = self.server.app.cluster
-        as_table = self._wants_table()
-        as_metadata = self._wants_metadata()
+        as_table = representations.wants_table(self._accept())
+        as_metadata = representations.wants_metadata(self._accept())
 
         def start() -> None:
             self.send_response(200)
@@ -375,22 +343,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
         def send(event: Mapping[str, Any]) -> bool:
-            if as_metadata and event["type"] in ("ADDED", "MODIFIED", "DELETED"):
-                event = {**event, "object": _partial(event["object"])}
-            elif as_table and event["type"] in ("ADDED", "MODIFIED", "DELETED"):
-                include = query.get("includeObject") or "Metadata"
-                obj = event["object"]
-                meta = {"resourceVersion": obj.get("metadata", {}).get("resourceVersion", "")}
-                event = {
-                    **event,
-                    "object": tables.table(
-                        rtype,
-                        [obj],
-                        list_metadata=meta,
-                        include_object=include,
-                        now=datetime.now(UTC),
-                    ),
-                }
+            event = representations.watch_event(
+                rtype, event, query, as_table=as_table, as_metadata=as_metadata
+            )
             line = json.dumps(event, separators=(",", ":")).encode() + b"\n"
             try:
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
@@ -428,14 +383,6 @@ class _Handler(BaseHTTPRequestHandler):
         except (OSError, ValueError):
             return False
         return not readable
-
-
-def _partial(obj: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": obj.get("metadata") or {},
-    }
 
 
 def _escape(text: str) -> str:

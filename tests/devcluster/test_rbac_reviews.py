@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from devcluster.auth import UserInfo
-from devcluster.rbac import access_review, rules_review
+from devcluster.rbac_reviews import access_review, rules_review
 from devcluster.status import ApiError
 from tests.devcluster.test_rbac_objects import (
     Objects,
