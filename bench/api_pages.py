@@ -16,7 +16,6 @@ import argparse
 import base64
 import contextlib
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,10 +27,11 @@ from urllib.parse import urlencode
 
 import requests
 
+from bench.bench_db import manage
 from bench.harness import percentile
 from bench.seed_history import Seeded, seed
 from testkit.operator import migrate_database
-from testkit.paths import MANAGE, REPO_ROOT
+from testkit.paths import REPO_ROOT
 from testkit.ports import free_port
 from testkit.processes import ChildProcess
 from testkit.site_env import with_defaults
@@ -96,20 +96,6 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         help="extra gunicorn argument (repeatable), e.g. --gunicorn-arg=--config=FILE",
     )
     return parser.parse_args(argv)
-
-
-def _manage(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, str(MANAGE), *args],
-        env=env,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"manage.py {args[0]} failed:\n{done.stderr[-2000:]}")
-    return done.stdout
 
 
 @contextlib.contextmanager
@@ -257,8 +243,8 @@ def run(args: argparse.Namespace) -> int:
             f"({database.stat().st_size / 1e6:.0f} MB)",
             flush=True,
         )
-        _manage(env, "shell", "-c", _USER_SCRIPT)
-        token = _manage(env, "create_api_token", "bench").strip()
+        manage(env, "shell", "-c", _USER_SCRIPT)
+        token = manage(env, "create_api_token", "bench").strip()
         access = AccessLog(workdir / "access.log")
         base = exits.enter_context(
             _gunicorn(

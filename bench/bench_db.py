@@ -4,7 +4,9 @@
 every due time) and, for the capacity phase, moves every ``next_due_at`` with one UPDATE. The
 operator's database is a SQLite file by default or a PostgreSQL database for the scale-out run
 (``--database-url``); this hides the two drivers' differences (placeholders, time values).
-Nothing here is imported by product code or tests.
+``migrate`` and ``manage`` run ``manage.py`` on such a database (``manage`` for
+``bench.api_pages`` and ``bench.soak_stack``, which set up the web side). Nothing here is
+imported by product code or tests.
 """
 
 from __future__ import annotations
@@ -80,6 +82,21 @@ def migrate(url: str) -> None:
         timeout=300,
         cwd=REPO_ROOT,
     )
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    """Run ``manage.py`` with ``args`` in ``env``; return its output, raise when it fails."""
+    done = subprocess.run(
+        [sys.executable, str(MANAGE), *args],
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"manage.py {args[0]} failed:\n{done.stderr[-2000:]}")
+    return done.stdout
 
 
 def sqlite_url(path: Path) -> str:

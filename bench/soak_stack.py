@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -22,6 +21,7 @@ from typing import Any
 
 import requests
 
+from bench.bench_db import manage
 from bench.soak_plan import (
     NOTIFY_ATTEMPTS,
     NOTIFY_CHANNEL,
@@ -39,7 +39,7 @@ from testkit.fault_proxy import FaultProxy
 from testkit.launcher import ClusterLauncher
 from testkit.metrics_app import MetricsApp
 from testkit.operator import OperatorProcess
-from testkit.paths import MANAGE, REPO_ROOT
+from testkit.paths import REPO_ROOT
 from testkit.ports import free_port
 from testkit.processes import ChildProcess
 from testkit.prometheus import PrometheusServer
@@ -150,20 +150,6 @@ def make_cluster(kind: str, workdir: Path) -> ClusterLauncher:
     return RealCluster(workdir / "cluster", data_dir=workdir / "cluster-data")
 
 
-def _manage(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, str(MANAGE), *args],
-        env=env,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"manage.py {args[0]} failed:\n{done.stderr[-2000:]}")
-    return done.stdout
-
-
 def _web(workdir: Path, env: dict[str, str]) -> tuple[ChildProcess, str]:
     port = free_port()
     process = ChildProcess(
@@ -245,9 +231,9 @@ def soak_stack(kind: str, workdir: Path, namespace: str, *, workers: int) -> Ite
             "SENTINEL_ALLOWED_HOSTS": "127.0.0.1,localhost",
             **notify,
         }
-        _manage(env, "migrate", "--no-input", "-v0")
-        _manage(env, "shell", "-c", _USER_SCRIPT)
-        token = _manage(env, "create_api_token", "soak").strip()
+        manage(env, "migrate", "--no-input", "-v0")
+        manage(env, "shell", "-c", _USER_SCRIPT)
+        token = manage(env, "create_api_token", "soak").strip()
         lease = f"sentinel-soak-{os.getpid()}"
         replicas = [
             Replica(

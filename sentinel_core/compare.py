@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
-from sentinel_core.thresholds import parse_allowance
+from sentinel_core.thresholds import Allowance
 from sentinel_core.values import integer, number
 
 AddError = Callable[[str, str], None]
@@ -47,16 +47,8 @@ EXCLUSIVE_MESSAGE = "excludes maxValue and maxIncrease on the same metric"
 
 
 @dataclass(frozen=True)
-class Effect:
-    """``maxEffect``: how much worse the new pods' median may be; exactly one field is set."""
-
-    percent: float | None = None
-    absolute: float | None = None
-
-    def to_dict(self) -> dict[str, float]:
-        if self.percent is not None:
-            return {"percent": self.percent}
-        return {"absolute": self.absolute if self.absolute is not None else 0.0}
+class Effect(Allowance):
+    """``maxEffect``: how much worse the new pods' median may be."""
 
     def allowed(self, old_median: float) -> float:
         """Return how far (in the metric's unit) the new median may be worse than the old."""
@@ -300,7 +292,7 @@ def parse_compare(
     if worse not in _WORSE:
         add(f"{path}.worse", "must be one of increase, decrease")
         ok = False
-    effect = _parse_effect(raw.get("maxEffect"), f"{path}.maxEffect", strict, add)
+    effect = Effect.parse(raw.get("maxEffect"), f"{path}.maxEffect", strict, add)
     if "maxEffect" in raw and effect is None:
         ok = False
     confidence = number(raw.get("confidence", DEFAULT_CONFIDENCE))
@@ -338,13 +330,6 @@ def check_exclusive(item: Mapping[str, object], path: str, add: AddError) -> Non
     """Report a metric with ``compare`` and ``maxValue`` or ``maxIncrease`` (the CRD's CEL)."""
     if "compare" in item and ("maxValue" in item or "maxIncrease" in item):
         add(f"{path}.compare", EXCLUSIVE_MESSAGE)
-
-
-def _parse_effect(raw: object, path: str, strict: bool, add: AddError) -> Effect | None:
-    values = parse_allowance(raw, path, strict, add)
-    if values is None:
-        return None
-    return Effect(percent=values.get("percent"), absolute=values.get("absolute"))
 
 
 def _round(value: float) -> float:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Self
 
 from sentinel_core.values import number
 
@@ -29,16 +30,33 @@ _NON_ZERO_DIGIT = re.compile(r"[1-9]")
 
 
 @dataclass(frozen=True)
-class Increase:
-    """``maxIncrease``: how far above its baseline a metric may go; exactly one field is set."""
+class Allowance:
+    """``{percent: x}`` or ``{absolute: x}``: how far a metric may go; exactly one field is set.
+
+    ``maxIncrease`` (``Increase``) and ``compare.maxEffect`` (``compare.Effect``) share the shape,
+    the parsing and the serialized form; each subclass adds how it applies and reads.
+    """
 
     percent: float | None = None
     absolute: float | None = None
+
+    @classmethod
+    def parse(cls, raw: object, path: str, strict: bool, add: AddError) -> Self | None:
+        """Return the allowance ``raw`` gives; None when absent or wrong (reported)."""
+        values = parse_allowance(raw, path, strict, add)
+        if values is None:
+            return None
+        return cls(percent=values.get("percent"), absolute=values.get("absolute"))
 
     def to_dict(self) -> dict[str, float]:
         if self.percent is not None:
             return {"percent": self.percent}
         return {"absolute": self.absolute if self.absolute is not None else 0.0}
+
+
+@dataclass(frozen=True)
+class Increase(Allowance):
+    """``maxIncrease``: how far above its baseline a metric may go."""
 
     def limit(self, baseline: float) -> float:
         """Return the highest value allowed against ``baseline``."""
@@ -108,7 +126,7 @@ def parse_thresholds(
     Report each broken rule through ``add`` under the CRD's field path; the caller checks
     ``maxValue`` itself (``maxValue_required`` tells it when the CRD's CEL rule requires it).
     """
-    increase = _parse_increase(item.get("maxIncrease"), f"{path}.maxIncrease", strict, add)
+    increase = Increase.parse(item.get("maxIncrease"), f"{path}.maxIncrease", strict, add)
     baseline = _parse_baseline(
         item.get("baseline"), f"{path}.baseline", strict, parse_duration, add
     )
@@ -123,13 +141,6 @@ def parse_thresholds(
 def max_value_required(item: Mapping[str, object]) -> bool:
     """Return whether ``maxValue`` must be given (the CRD's CEL rule: no other bound is given)."""
     return "maxIncrease" not in item and "compare" not in item
-
-
-def _parse_increase(raw: object, path: str, strict: bool, add: AddError) -> Increase | None:
-    values = parse_allowance(raw, path, strict, add)
-    if values is None:
-        return None
-    return Increase(percent=values.get("percent"), absolute=values.get("absolute"))
 
 
 def parse_allowance(raw: object, path: str, strict: bool, add: AddError) -> dict[str, float] | None:

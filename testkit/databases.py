@@ -2,9 +2,10 @@
 
 Used by ``tests/deploy/test_postgres_redis.py`` (SPEC §12: the PostgreSQL + Redis configuration
 runs in CI against real servers) and by ``bench.operator_throughput --redis`` (Redis as
-django-q2's broker). Each server lives in a fresh temporary directory (or one the caller names),
-listens on 127.0.0.1 on a free port and is stopped (and its temporary directory removed) by
-``stop()``.
+django-q2's broker); ``PostgresServer.django_script`` starts a process of the site on the
+server for the tests that restart it under a live connection. Each server lives in a fresh
+temporary directory (or one the caller names), listens on 127.0.0.1 on a free port and is
+stopped (and its temporary directory removed) by ``stop()``.
 
 PostgreSQL refuses to run as root, so when the tests run as root ``initdb``, ``pg_ctl`` and the
 server run as the ``postgres`` user the Debian package creates, in a directory that user owns.
@@ -18,13 +19,16 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from testkit.lifecycle import StartStop
+from testkit.paths import REPO_ROOT
 from testkit.ports import free_port
 from testkit.processes import ChildProcess
+from testkit.site_env import with_defaults
 
 # The Debian package installs versioned binaries off PATH; take the newest.
 _PG_BIN_GLOB = "/usr/lib/postgresql/*/bin"
@@ -137,6 +141,30 @@ class PostgresServer(StartStop):
         ) as connection:
             cursor = connection.execute(sql, params or None)
             return list(cursor.fetchall()) if cursor.description else []
+
+    def django_script(self, script: str, *args: str, **env: str) -> subprocess.Popen[str]:
+        """Start ``python -c script`` with the site's settings on this server's database.
+
+        ``args`` follow the script on its command line, ``env`` adds to this process's
+        environment. Standard input, output and error are text pipes, so that a test can step the
+        script around a restart line by line; the caller kills the process.
+        """
+        return subprocess.Popen(
+            [sys.executable, "-c", script, *args],
+            cwd=REPO_ROOT,
+            env=with_defaults(
+                dict(
+                    os.environ,
+                    DATABASE_URL=self.url,
+                    DJANGO_SETTINGS_MODULE="sentinel_site.settings",
+                    **env,
+                )
+            ),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     @property
     def url(self) -> str:

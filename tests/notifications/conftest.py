@@ -1,5 +1,5 @@
-"""Fixtures of the notification tests: a JSON webhook receiver on loopback, and a writer of
-SENTINEL_NOTIFY_CONFIG files."""
+"""Fixtures of the notification tests: a JSON webhook receiver on loopback, a writer of
+SENTINEL_NOTIFY_CONFIG files, and the end-to-end tests' bundle (``tests.notifications.e2e``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,14 @@ from typing import Any
 import pytest
 import yaml
 
+from sentinel_cluster import kube
+from testkit.clusters import Cluster
+from testkit.fault_proxy import FaultProxy
+from testkit.metrics_app import GaugeSetter
+from testkit.operator import StartOperator
 from testkit.smtp import SmtpReceiver
 from testkit.webhook import WebhookReceiver
+from tests.notifications.e2e import NotifyE2E
 
 
 @pytest.fixture
@@ -42,3 +48,26 @@ def smtp() -> Iterator[SmtpReceiver]:
         yield receiver
     finally:
         receiver.stop()
+
+
+@pytest.fixture
+def notify_e2e(
+    start_operator: StartOperator,
+    kube_cluster: Cluster,
+    kube_client: kube.KubeClient,
+    namespace: str,
+    gauge: GaugeSetter,
+    fault_proxy: FaultProxy,
+    case: str,
+    notify_config: Callable[..., Path],
+) -> NotifyE2E:
+    return NotifyE2E(
+        start_operator,
+        kube_cluster,
+        kube_client,
+        namespace,
+        gauge,
+        fault_proxy,
+        case,
+        notify_config,
+    )

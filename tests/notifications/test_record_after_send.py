@@ -9,9 +9,6 @@ just after a real send to the kit's webhook receiver, and started again 3 s late
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,8 +18,6 @@ import psycopg
 import pytest
 
 from testkit.databases import PostgresServer
-from testkit.paths import REPO_ROOT
-from testkit.site_env import with_defaults
 from testkit.webhook import WebhookReceiver
 
 _SCRIPT = """
@@ -85,23 +80,8 @@ def test_a_sent_message_is_recorded_across_a_database_restart_and_not_sent_again
     receiver = WebhookReceiver().start()
     config = tmp_path / "notify.yaml"
     config.write_text(f"channels:\n  - name: hook\n    url: {receiver.apprise_url}\n")
-    env = with_defaults(
-        dict(
-            os.environ,
-            DATABASE_URL=postgres.url,
-            DJANGO_SETTINGS_MODULE="sentinel_site.settings",
-            SENTINEL_NOTIFY_CONFIG=str(config),
-            SENTINEL_NOTIFY_TIMEOUT="5s",
-        )
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-c", _SCRIPT],
-        cwd=REPO_ROOT,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    process = postgres.django_script(
+        _SCRIPT, SENTINEL_NOTIFY_CONFIG=str(config), SENTINEL_NOTIFY_TIMEOUT="5s"
     )
     try:
         assert process.stdin is not None and process.stdout is not None

@@ -8,21 +8,13 @@ About the operator's own processes: devcluster only.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
-from sentinel_cluster import kube
-from testkit.clusters import Cluster, kubectl_apply
-from testkit.fault_proxy import FaultProxy
-from testkit.manifests import deployment_manifest
-from testkit.metrics_app import GaugeSetter
-from testkit.operator import StartOperator
 from testkit.waiting import wait_until
 from testkit.webhook import WebhookReceiver, refused_url
-from tests.notifications.test_webhook_e2e import checkout, deliveries, notify_env
+from tests.notifications.e2e import NotifyE2E, deliveries
 
 pytestmark = pytest.mark.clusters("dev")
 
@@ -32,31 +24,22 @@ INTERVAL = 5.0
 
 @pytest.mark.parametrize("failure", ["refused", "error", "hang"])
 def test_channel_down_is_retried_with_backoff_and_recorded(
-    start_operator: StartOperator,
-    kube_cluster: Cluster,
-    kube_client: kube.KubeClient,
-    namespace: str,
-    gauge: GaugeSetter,
-    fault_proxy: FaultProxy,
-    case: str,
-    webhook: WebhookReceiver,
-    notify_config: Callable[..., Path],
-    failure: str,
+    notify_e2e: NotifyE2E, webhook: WebhookReceiver, failure: str
 ) -> None:
     url = refused_url() if failure == "refused" else webhook.apprise_url
     webhook.mode = {"error": "error", "hang": "hang"}.get(failure, "ok")
     webhook.hang_seconds = 20
-    config = notify_config({"name": "hook", "url": url, "default": True, "events": ["Failing"]})
-    env = notify_env(
-        config,
-        SENTINEL_NOTIFY_ATTEMPTS=str(ATTEMPTS),
-        SENTINEL_NOTIFY_RETRY_AFTER="1s",
-        SENTINEL_NOTIFY_TIMEOUT="1s",
+    operator = notify_e2e.operator(
+        {"name": "hook", "url": url, "default": True, "events": ["Failing"]},
+        env={
+            "SENTINEL_NOTIFY_ATTEMPTS": str(ATTEMPTS),
+            "SENTINEL_NOTIFY_RETRY_AFTER": "1s",
+            "SENTINEL_NOTIFY_TIMEOUT": "1s",
+        },
     )
-    operator = start_operator(prometheus_url=fault_proxy.url, namespaces=[namespace], env=env)
-    gauge(0.9)  # the first evaluation fails: one Failing message, to a channel that is down
-    kubectl_apply(kube_cluster, deployment_manifest("checkout", namespace))
-    kubectl_apply(kube_cluster, checkout(namespace, case, notify=[]))
+    # The first evaluation fails: one Failing message, to a channel that is down.
+    notify_e2e.gauge(0.9)
+    notify_e2e.apply_checkout(notify=[])
 
     def failed() -> dict[str, object] | None:
         rows = deliveries(operator)
@@ -93,7 +76,7 @@ def test_channel_down_is_retried_with_backoff_and_recorded(
 
     # The reconciles never waited for it: evaluations at the interval, all of them Fail, with
     # the usual small dispatch lag.
-    history = operator.evaluations(namespace, "checkout")
+    history = operator.evaluations(notify_e2e.namespace, "checkout")
     starts = [datetime.fromisoformat(e["started_at"]) for e in history]
     gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(starts)]
     print(f"{failure}: evaluation gaps {[round(g, 2) for g in gaps]} s")

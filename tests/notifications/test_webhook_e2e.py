@@ -10,59 +10,21 @@ looked for at the height where 0.5 must be drawn.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
 
 from notifications import render
-from sentinel_cluster import kube
-from testkit.clusters import Cluster, kubectl_apply
-from testkit.fault_proxy import FaultProxy
-from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
-from testkit.metrics_app import GaugeSetter
 from testkit.notify_checks import decode_png, expected_row, rows_of_colour
-from testkit.observe import condition, wait_condition
-from testkit.operator import OperatorProcess, StartOperator
+from testkit.observe import condition
 from testkit.waiting import wait_until
 from testkit.webhook import WebhookReceiver
-
-PUBLIC_URL = "https://sentinel.example.test"
-
-
-def notify_env(path: Path, **extra: str) -> dict[str, str]:
-    return {
-        "SENTINEL_NOTIFY_CONFIG": str(path),
-        "SENTINEL_PUBLIC_URL": PUBLIC_URL,
-        "SENTINEL_NOTIFY_RETRY_AFTER": "1s",
-        **extra,
-    }
-
-
-def checkout(namespace: str, case: str, *, notify: list[str]) -> dict[str, Any]:
-    manifest = analysis_manifest(
-        "checkout", namespace, metrics=[gauge_metric(case, 0.5)], failure_limit=2
-    )
-    manifest["spec"]["notify"] = notify
-    return manifest
-
-
-def deliveries(operator: OperatorProcess) -> list[dict[str, Any]]:
-    return operator.query("SELECT * FROM notifications_delivery ORDER BY id")
+from tests.notifications.e2e import PUBLIC_URL, NotifyE2E, deliveries
 
 
 def test_pause_sends_exactly_one_message_with_the_graph(
-    start_operator: StartOperator,
-    kube_cluster: Cluster,
-    kube_client: kube.KubeClient,
-    namespace: str,
-    gauge: GaugeSetter,
-    fault_proxy: FaultProxy,
-    case: str,
-    webhook: WebhookReceiver,
-    notify_config: Callable[..., Path],
+    notify_e2e: NotifyE2E, webhook: WebhookReceiver
 ) -> None:
-    config = notify_config(
+    namespace = notify_e2e.namespace
+    operator = notify_e2e.operator(
         {"name": "team-hook", "url": webhook.apprise_url},
         # A default channel that takes only Failing: the opt-in event reaches it, nothing else.
         {
@@ -72,23 +34,17 @@ def test_pause_sends_exactly_one_message_with_the_graph(
             "default": True,
         },
     )
-    operator = start_operator(
-        prometheus_url=fault_proxy.url, namespaces=[namespace], env=notify_env(config)
-    )
-    gauge(0.1)
-    kubectl_apply(kube_cluster, deployment_manifest("checkout", namespace))
-    kubectl_apply(kube_cluster, checkout(namespace, case, notify=["team-hook", "nobody"]))
-    ready = wait_condition(kube_client, namespace, "checkout", "Ready", "Evaluating", timeout=10)
+    notify_e2e.gauge(0.1)
+    notify_e2e.apply_checkout(notify=["team-hook", "nobody"])
+    ready = notify_e2e.wait_condition("Ready", "Evaluating", timeout=10)
     # An unknown name is reported, and evaluation goes on.
     assert (
         "unknown notification channel in spec.notify: nobody"
         in condition(ready, "Ready")["message"]
     )
 
-    gauge(0.9)
-    wait_condition(
-        kube_client, namespace, "checkout", "RolloutPaused", "FailureLimitReached", timeout=30
-    )
+    notify_e2e.gauge(0.9)
+    notify_e2e.wait_condition("RolloutPaused", "FailureLimitReached", timeout=30)
     paused_at = time.monotonic()
     first = wait_until(
         lambda: [m for m in webhook.messages if "Paused" in m.title] or None,

@@ -8,17 +8,13 @@ PostgreSQL restarted in the second between the status write and the bookkeeping 
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 
 import pytest
 
 from testkit.databases import PostgresServer
-from testkit.paths import REPO_ROOT
-from testkit.site_env import with_defaults
 
 _SCRIPT = """
 import sys
@@ -55,18 +51,7 @@ def postgres() -> Iterator[PostgresServer]:
 
 
 def _writer(postgres: PostgresServer, patience: float) -> subprocess.Popen[str]:
-    env = with_defaults(
-        dict(os.environ, DATABASE_URL=postgres.url, DJANGO_SETTINGS_MODULE="sentinel_site.settings")
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-c", _SCRIPT, str(patience)],
-        cwd=REPO_ROOT,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = postgres.django_script(_SCRIPT, str(patience))
     assert process.stdout is not None
     assert process.stdout.readline().strip() == "ready", process.stderr
     return process

@@ -15,8 +15,6 @@ import time
 from datetime import datetime
 from typing import Any
 
-import pytest
-
 from sentinel_cluster import kube
 from testkit.clusters import Cluster, kubectl_apply
 from testkit.devcluster import DevCluster
@@ -32,28 +30,16 @@ from testkit.observe import (
     wait_condition,
     wait_rows,
 )
-from testkit.operator import OperatorProcess, SharedOperator
+from testkit.operator import OperatorProcess
 from testkit.waiting import wait_until
+from tests.operator import shared
 
 INTERVAL = 5.0
 PAUSED_BY = "sentinel.example.com/paused-by"
 
 
-# This module's tests share one operator: ``namespace`` is a namespace it watches,
-# ``fault_proxy`` the proxy it asks.
-@pytest.fixture
-def namespace(shared_namespace: str) -> str:
-    return shared_namespace
-
-
-@pytest.fixture
-def operator(shared_operator: SharedOperator, shared_namespace: str) -> OperatorProcess:
-    return shared_operator.process
-
-
-@pytest.fixture
-def fault_proxy(shared_operator: SharedOperator) -> FaultProxy:
-    return shared_operator.proxy
+# This module's tests share one operator (tests/operator/shared.py).
+namespace, operator, fault_proxy = shared.namespace, shared.operator, shared.fault_proxy
 
 
 def _status(client: kube.KubeClient, namespace: str, name: str) -> dict[str, Any]:

@@ -35,9 +35,10 @@ from testkit.observe import (
     wait_condition,
     wait_rows,
 )
-from testkit.operator import OperatorProcess, SharedOperator, StartOperator
+from testkit.operator import OperatorProcess, StartOperator
 from testkit.prometheus import PrometheusServer
 from testkit.waiting import wait_until
+from tests.operator import shared
 
 pytestmark = pytest.mark.clusters("dev")
 
@@ -48,20 +49,8 @@ RECOVERY_BOUND = max(INTERVAL, 60.0)
 
 
 # This module's tests (but items 2 and 3, which need an operator of their own) share one
-# operator: ``namespace`` is a namespace it watches, ``fault_proxy`` the proxy it asks.
-@pytest.fixture
-def namespace(shared_namespace: str) -> str:
-    return shared_namespace
-
-
-@pytest.fixture
-def operator(shared_operator: SharedOperator, shared_namespace: str) -> OperatorProcess:
-    return shared_operator.process
-
-
-@pytest.fixture
-def fault_proxy(shared_operator: SharedOperator) -> FaultProxy:
-    return shared_operator.proxy
+# operator (tests/operator/shared.py).
+namespace, operator, fault_proxy = shared.namespace, shared.operator, shared.fault_proxy
 
 
 def _apply(kube_cluster: Cluster, namespace: str, case: str, **spec: Any) -> None:

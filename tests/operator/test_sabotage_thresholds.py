@@ -23,23 +23,18 @@ from testkit.clusters import Cluster, kubectl_apply
 from testkit.manifests import analysis_manifest, deployment_manifest
 from testkit.metrics_app import GaugeSetter, MetricsApp
 from testkit.observe import condition, deployment_paused, event_reasons, get_analysis, wait_rows
-from testkit.operator import OperatorProcess, SharedOperator
+from testkit.operator import OperatorProcess
 from testkit.prometheus import PrometheusServer
 from testkit.waiting import wait_until
+from tests.operator import shared
 
 pytestmark = pytest.mark.clusters("dev")
 
 NAME = "checkout"
 
 
-@pytest.fixture
-def namespace(shared_namespace: str) -> str:
-    return shared_namespace
-
-
-@pytest.fixture
-def operator(shared_operator: SharedOperator, shared_namespace: str) -> OperatorProcess:
-    return shared_operator.process
+# This module's tests share one operator (tests/operator/shared.py).
+namespace, operator = shared.namespace, shared.operator
 
 
 def _value(case: str) -> str:

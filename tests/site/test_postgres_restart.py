@@ -11,16 +11,11 @@ each task, calls ``close_old_connections`` first.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 
 from testkit.databases import PostgresServer
-from testkit.paths import REPO_ROOT
-from testkit.site_env import with_defaults
 
 _SCRIPT = """
 import sys
@@ -50,22 +45,7 @@ def postgres() -> Iterator[PostgresServer]:
 
 
 def test_the_first_query_after_a_database_restart_succeeds(postgres: PostgresServer) -> None:
-    env = with_defaults(
-        dict(
-            os.environ,
-            DATABASE_URL=postgres.url,
-            DJANGO_SETTINGS_MODULE="sentinel_site.settings",
-        )
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-c", _SCRIPT],
-        cwd=REPO_ROOT,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = postgres.django_script(_SCRIPT)
     try:
         assert process.stdout is not None and process.stdin is not None
         assert process.stdout.readline().strip() == "1", process.stderr
