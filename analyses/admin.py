@@ -39,7 +39,7 @@ from analyses import (  # noqa: F401
     token_admin,
 )
 from analyses.admin_forms import (
-    METRIC_FIELDS,
+    METRIC_FIELDSETS,
     AnalysisForm,
     MetricForm,
     MetricInlineFormSet,
@@ -102,18 +102,18 @@ class LifecycleFilter(admin.SimpleListFilter):
         return queryset.filter(deleted_at__isnull=True)
 
 
-class AnalysisMetricInline(admin.TabularInline):
+class AnalysisMetricInline(admin.StackedInline):
     model = AnalysisMetric
     form = MetricForm
     formset = MetricInlineFormSet
-    fields = METRIC_FIELDS
+    # Stacked: every input has its visible label and its help text linked (aria-describedby)
+    # by Django itself (screen readers, issue 14).
+    fieldsets = METRIC_FIELDSETS
     # A spec needs at least one metric (the CRD's minItems).
     min_num = 1
     extra = 0
     verbose_name = "metric"
     verbose_name_plural = "metrics"
-    # Django's tabular inline with a label on every input (screen readers, issue 14).
-    template = "admin/edit_inline/accessible_tabular.html"
 
 
 @admin.register(Analysis)

@@ -160,6 +160,19 @@ METRIC_FIELDS = (
     "compare",
 )
 
+# One block per metric, grouped by what each group decides (SPEC §3.1, §3.2, §10.1): as one
+# table row the inline outgrew the page once providers and compare joined the thresholds.
+METRIC_FIELDSETS = (
+    (None, {"fields": (("name", "provider"), "query")}),
+    (
+        "Thresholds",
+        {"fields": (("max_value", "max_increase_percent", "max_increase_absolute"),)},
+    ),
+    ("Baseline", {"fields": (("baseline_before_rollout", "baseline_offset"),)}),
+    ("Traffic guard", {"fields": (("min_samples_query", "min_samples_min"),)}),
+    ("New pods against old pods", {"fields": ("compare",)}),
+)
+
 
 class MetricInlineFormSet(forms.BaseInlineFormSet):
     """The metrics of one analysis; at least one, names unique (the model's constraint)."""
@@ -179,11 +192,6 @@ class MetricInlineFormSet(forms.BaseInlineFormSet):
         form.fields["compare"].widget = forms.Textarea(
             attrs={"rows": 2, "cols": 32, "class": "sentinel-query", "spellcheck": "false"}
         )
-        # The inline's rows render no help text of their own: it is in the column header
-        # (admin/edit_inline/accessible_tabular.html), under an id without the row number.
-        for name, field in form.fields.items():
-            if field.help_text:
-                field.widget.attrs["aria-describedby"] = f"{self.prefix}-{name}-help"
 
     def _provider_field(self, form: forms.Form) -> None:
         """Offer the providers the analysis's namespace may use (SPEC §10.1).

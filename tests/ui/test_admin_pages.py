@@ -113,18 +113,28 @@ def test_the_add_page_asks_for_the_resource_and_one_metric(staff_client: Client)
     assert form.fields["interval"].initial == "30s"
     (metrics,) = response.context["inline_admin_formsets"]
     assert metrics.formset.min_num == 1 and len(metrics.formset.forms) == 1
-    assert list(metrics.formset.forms[0].fields)[:9] == [
+    assert list(metrics.formset.forms[0].fields)[:11] == [
         "name",
+        "provider",
         "query",
         "max_value",
         "max_increase_percent",
         "max_increase_absolute",
-        "baseline_offset",
         "baseline_before_rollout",
+        "baseline_offset",
         "min_samples_query",
         "min_samples_min",
+        "compare",
     ]
-    assert 'id="sentinel-detail"' not in response.content.decode()
+    page = response.content.decode()
+    assert 'id="sentinel-detail"' not in page
+    # One block per metric, grouped by what each group decides, every help text linked to
+    # its input by Django itself.
+    for heading in ("Thresholds", "Baseline", "Traffic guard", "New pods against old pods"):
+        assert f">{heading}</h4>" in page, heading
+    assert 'aria-describedby="id_metrics-0-query_helptext"' in page
+    assert 'id="id_metrics-0-query_helptext"' in page
+    assert "-help" not in page.split('id="metrics-group"')[1]
 
 
 def test_the_overview_counts_by_verdict_paused_and_not_ready(
