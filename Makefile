@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: test lint pytest venv debs demo-debs demo run clean node
+.PHONY: test check lint pytest venv debs demo-debs demo run clean node
 
 venv: $(STAMP)
 
@@ -42,13 +42,23 @@ lint: venv
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-# The suite runs the Kubernetes-facing tests on devcluster and on the real control plane (SPEC
-# §9a), so it needs the binaries: a no-op once built, ~10 min cold; without Go, one line says
-# which Go to install.
+# The suite runs the Kubernetes-facing tests on devcluster and on the real control plane
+# (docs/testkit.md), so it needs the binaries: a no-op once built, ~10 min cold; without Go, one
+# line says which Go to install. In parallel (pytest-xdist): each worker starts its own servers
+# on free ports and has its own directories; the tests mostly wait on servers, so more workers
+# than cores pay (docs/testkit.md#parallel-runs has the measurements behind these defaults).
+TEST_WORKERS ?= 4
+TEST_DIST    ?= worksteal
 pytest: venv debs realcluster node
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist $(TEST_DIST) --durations=25 $(PYTEST_ARGS)
 
 test: lint pytest
+
+# The inner loop: lint and every test that needs no server (pure core, parsers, properties, unit
+# tests). tests/support/tiers.py marks the others `server` from their fixtures and fails any
+# unmarked test that starts a server, so this selection cannot grow slow unnoticed.
+check: lint
+	$(BIN)/pytest -m "not server" -q $(PYTEST_ARGS)
 
 # The operator and the web UI against the current kubeconfig context (or the in-cluster config)
 # and SENTINEL_PROMETHEUS_URL; Ctrl-C stops both.

@@ -27,7 +27,7 @@ from pathlib import Path
 from testkit.lifecycle import StartStop
 from testkit.paths import REPO_ROOT
 from testkit.ports import free_port
-from testkit.processes import ChildProcess
+from testkit.processes import ChildProcess, check_may_start
 from testkit.site_env import with_defaults
 
 # The Debian package installs versioned binaries off PATH; take the newest.
@@ -77,6 +77,7 @@ class PostgresServer(StartStop):
 
     def start(self) -> None:
         """Run initdb, start the server and create the database."""
+        check_may_start([str(self.bin / "postgres")], "PostgreSQL")
         password_file = self.root / "password"
         password_file.write_text(self.password + "\n")
         if self._as_root:

@@ -6,6 +6,11 @@ the kernel asked to SIGTERM the child when its parent dies (``die_with_parent``)
 that signals, waits, kills on a timeout and, for a child in its own session, sweeps whatever its
 process group left behind. ``alive`` and ``descendants`` read ``/proc`` so tests can check that
 nothing outlived a stop.
+
+``check_may_start`` is the suite's tier guard (``tests/support/tiers.py``): while a test runs, the
+environment says what it may not start (any server, or the real control plane), and every
+``ChildProcess`` and ``PostgresServer`` asks before it starts, so a test in the wrong tier fails
+at once instead of making ``make check`` slow or ``-m "not realcluster"`` start a realcluster.
 """
 
 from __future__ import annotations
@@ -21,9 +26,46 @@ from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
 
+# What the running test may not start, set by the suite's tier plugin: "<kinds>;<test id>" with
+# kinds "servers" (a test not marked ``server``) and/or "realcluster" (not marked
+# ``realcluster``). An environment variable, so that the test's own children (the demo) obey it.
+FORBID_ENV = "SENTINEL_TEST_FORBIDS"
+SERVERS = "servers"
+REALCLUSTER = "realcluster"
+
 
 class ProcessError(RuntimeError):
     """A child process could not be started or signalled."""
+
+
+class TierViolation(ProcessError):
+    """A test started a server its tier markers say it never starts."""
+
+
+def check_may_start(argv: Sequence[str], name: str) -> None:
+    """Raise ``TierViolation`` if the running test may not start this child (see FORBID_ENV)."""
+    forbids = os.environ.get(FORBID_ENV, "")
+    if not forbids:
+        return
+    kinds, _, test = forbids.partition(";")
+    forbidden = set(kinds.split(","))
+    if SERVERS in forbidden:
+        raise TierViolation(
+            f"{test} started {name} ({' '.join(argv[:3])}) but is not marked `server`: "
+            "mark it (or use a server fixture) so that `make check` leaves it out"
+        )
+    if REALCLUSTER in forbidden and _starts_realcluster(argv):
+        raise TierViolation(
+            f"{test} started the real control plane but is not marked `realcluster`: "
+            "mark it so that `pytest -m 'not realcluster'` leaves it out"
+        )
+
+
+def _starts_realcluster(argv: Sequence[str]) -> bool:
+    words = list(argv)
+    return any(words[i : i + 2] == ["-m", "realcluster"] for i in range(len(words) - 1)) or any(
+        Path(word).name in ("kube-apiserver", "etcd") for word in words[:1]
+    )
 
 
 def die_with_parent() -> None:
@@ -83,6 +125,7 @@ class ChildProcess:
         """Start the process, appending its output to the log."""
         if self.running:
             raise ProcessError(f"{self.name} is already running")
+        check_may_start(self.argv, self.name)
         self.log.parent.mkdir(parents=True, exist_ok=True)
         # PR_SET_PDEATHSIG fires when the forking *thread* ends, not the process: a child
         # started from a short-lived thread would die with it, so only the main thread asks.

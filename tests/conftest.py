@@ -1,7 +1,8 @@
-"""Root conftest: register the shared fixtures of tests/support for every test package."""
+"""Root conftest: register the shared fixtures and the tier markers of tests/support."""
 
 pytest_plugins = [
     "tests.support.fixtures",
     "tests.support.cluster_fixtures",
     "tests.support.operator_fixtures",
+    "tests.support.tiers",
 ]

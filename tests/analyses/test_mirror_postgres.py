@@ -16,6 +16,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from testkit.databases import PostgresServer
 from testkit.paths import MANAGE, REPO_ROOT
 
@@ -53,6 +55,7 @@ def _manage(url: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.server
 def test_sync_all_on_postgres_cuts_long_reasons_and_skips_out_of_range_counts() -> None:
     with PostgresServer() as postgres:
         migrated = _manage(postgres.url, "migrate", "--no-input", "-v0")

@@ -34,6 +34,9 @@ from testkit.ports import free_port, port_is_free
 from testkit.processes import alive, descendants
 from testkit.waiting import wait_until
 
+# The demo starts its servers (docs/testkit.md#tiers).
+pytestmark = pytest.mark.server
+
 # The demo runs with the venv's bin directory off PATH, as after a plain `make demo`, so its
 # banner must say how to reach the venv's kubectl.
 _USER_PATH = os.pathsep.join(
@@ -327,6 +330,7 @@ def _executable(pid: int) -> str:
         return ""
 
 
+@pytest.mark.realcluster
 def test_make_demo_cluster_real_comes_up_and_stops_on_ctrl_c(demo_env: dict[str, str]) -> None:
     started = time.monotonic()
     make = DemoProcess(

@@ -78,6 +78,7 @@ def test_settings_default_to_the_story_and_reject_malformed_values(tmp_path: Pat
             DemoSettings.from_env({name: raw}, tmp_path)
 
 
+@pytest.mark.server
 def test_stopping_a_child_also_stops_what_it_left_behind(tmp_path: Path) -> None:
     # sh forks a background sleep (same process group), then becomes the other sleep.
     child = Child(

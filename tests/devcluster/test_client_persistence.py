@@ -71,6 +71,7 @@ def test_service_account_token_still_valid_after_restart(
     assert f'User "system:serviceaccount:{persistent_ns}:bot" cannot list' in denied.stderr
 
 
+@pytest.mark.server
 def test_objects_are_gone_after_restart_without_data_dir(tmp_path: Path) -> None:
     with DevCluster(tmp_path) as dev:
         created = dev.kubectl("apply", "-f", str(CRD_PATH))

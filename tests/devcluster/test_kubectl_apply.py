@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from testkit.devcluster import DevCluster
@@ -248,6 +249,7 @@ def test_applying_a_changed_crd_serves_it_at_once(
     assert owner.stdout == "payments"
 
 
+@pytest.mark.server
 def test_deleting_the_crd_removes_the_api_and_its_objects(tmp_path: Path) -> None:
     with DevCluster(tmp_path) as dev:
         dev.kubectl("apply", "-f", str(CRD_PATH))

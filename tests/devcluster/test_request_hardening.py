@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
+
 from devcluster.server import MAX_BODY_BYTES
 from testkit.devcluster import DevCluster
 
@@ -57,6 +59,7 @@ def test_a_body_over_the_cap_is_413_without_reading_it(devcluster: DevCluster) -
     assert waited < 5
 
 
+@pytest.mark.server
 def test_the_admin_token_file_is_private(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()

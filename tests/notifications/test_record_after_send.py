@@ -74,6 +74,7 @@ def _down(postgres: PostgresServer) -> bool:
     return False
 
 
+@pytest.mark.server
 def test_a_sent_message_is_recorded_across_a_database_restart_and_not_sent_again(
     postgres: PostgresServer, tmp_path: Path
 ) -> None:

@@ -71,6 +71,7 @@ def test_an_unmigrated_database_is_one_line_and_exit_2(
     assert "manage.py migrate" in line
 
 
+@pytest.mark.server
 def test_an_unreachable_api_server_is_one_line_and_exit_2(tmp_path: Path) -> None:
     cluster = DevCluster(tmp_path / "gone")
     cluster.start()

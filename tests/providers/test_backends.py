@@ -131,6 +131,7 @@ def test_victoria_metrics_behind_vmauth_answers_what_prometheus_answers(
     assert "tok-not-accepted" not in refused.message
 
 
+@pytest.mark.server
 def test_tenant_header_and_a_rotated_token_reach_the_recording_hop(
     tmp_path: Path, secrets_dir: Path, vmauth: VmAuth, victoria: VictoriaMetrics
 ) -> None:

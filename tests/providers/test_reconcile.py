@@ -100,6 +100,7 @@ def test_victoria_metrics_reaches_the_verdicts_prometheus_reaches(
     assert verdicts["via-victoria"] == verdicts["via-prometheus"]
 
 
+@pytest.mark.server
 def test_a_provider_the_namespace_may_not_use_is_never_asked(
     kube_client: kube.KubeClient,
     namespace: str,

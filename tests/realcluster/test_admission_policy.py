@@ -28,6 +28,9 @@ from testkit.prometheus import PrometheusServer
 from testkit.realcluster import RealCluster
 from testkit.waiting import wait_until
 
+# Starts real control planes of its own (docs/testkit.md#tiers).
+pytestmark = pytest.mark.realcluster
+
 HOME = "rollout-sentinel"
 POLICY = "rollout-sentinel-deployment-guard"
 MESSAGE = (

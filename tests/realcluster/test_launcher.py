@@ -32,6 +32,9 @@ from realcluster.binaries import pinned_versions
 from testkit.realcluster import RealCluster
 from testkit.waiting import wait_until
 
+# Starts real control planes of its own (docs/testkit.md#tiers).
+pytestmark = pytest.mark.realcluster
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_PATH = REPO_ROOT / "crds" / "rolloutanalysis.yaml"
 COMPONENTS = {"etcd", "kube-apiserver", "kube-controller-manager"}

@@ -35,6 +35,9 @@ from testkit.prometheus import PrometheusServer
 from testkit.realcluster import RealCluster
 from testkit.waiting import wait_until
 
+# Starts real control planes of its own (docs/testkit.md#tiers).
+pytestmark = pytest.mark.realcluster
+
 NAME = "checkout"
 CONTAINER = "checkout"
 IMAGE = "registry.example.com/shop/checkout:{}"

@@ -44,6 +44,7 @@ LOCKED = "database is locked"
 PROBE = [sys.executable, "-m", "tests.analyses.loadprobe"]
 
 
+@pytest.mark.server
 def test_default_sqlite_configuration_never_reports_database_is_locked(tmp_path: Path) -> None:
     started = time.monotonic()
     database = tmp_path / "sentinel.sqlite3"

@@ -89,3 +89,72 @@ def test_the_person_lane_leaves_the_other_lanes_of_a_seed_unchanged() -> None:
         ("kubectl-delete-target", 23.6),
         ("prometheus-html", 23.9),
     ]
+
+
+def _recreated_then_resumed(*, resumed: bool) -> History:
+    """Seed 12's red run (issue 23), as recorded: s0014 deleted at 87.2 s and created again at
+    91.6 s (its Deployment still paused under its name), a Fail at 91.7 s (failures 1), a
+    person's resume through the API at 93.8 s, then a worker killed mid-query at 99 s: the
+    reconcile it held keeps s0014 claimed for 120 s, past the end of the run at 187 s."""
+    history = History("soak", started=T0, ended=T0 + 187)
+    history.mirror = [
+        MirrorRow(1, "soak", "s0014", "uid-old", 5.0, 2, False, T0 + 1, T0 + 87.2),
+        MirrorRow(2, "soak", "s0014", "uid-new", 5.0, 2, False, T0 + 91.6, None),
+    ]
+    history.plans = {"s0014": {"kind": "regressing"}}
+    history.truths = [TruthChange(T0, "s0014", HEALTHY), TruthChange(T0 + 60, "s0014", FAILING)]
+    old = [(at, "Pass", 0, False) for at in range(2, 62, 5)]
+    old += [(62, "Fail", 1, False), (67, "Fail", 2, True)]
+    old += [(at, "Fail", n, False) for n, at in enumerate(range(72, 87, 5), start=3)]
+    history.attempts = [
+        Attempt(
+            i, 1, T0 + at, T0 + at + 0.1, 1, outcome, n, "", paused, (FAILING if n else HEALTHY,)
+        )
+        for i, (at, outcome, n, paused) in enumerate(old)
+    ]
+    history.attempts.append(
+        Attempt(99, 2, T0 + 91.7, T0 + 91.9, 1, "Fail", 1, "", False, (FAILING,))
+    )
+    history.actions = [
+        (T0 + 87.2, "delete-analysis", "s0014"),
+        (T0 + 91.6, "create-analysis", "s0014"),
+    ]
+    history.faults = [
+        FaultRecord("kubectl-delete-analysis", T0 + 87.2, T0 + 91.6, analysis="s0014"),
+        FaultRecord("worker-kill", T0 + 99.0, T0 + 99.0, blocks_until=T0 + 219.0, detail="pid 1"),
+    ]
+    if resumed:
+        history.faults.append(FaultRecord("resume-api", T0 + 93.3, T0 + 93.8, analysis="s0014"))
+        history.actions.append((T0 + 93.8, "resume-api", "s0014"))
+    history.samples = [
+        ClusterSample(T0 + at, {}, {"s0014": ("dep", at < 93.8 or not resumed, "soak/s0014")})
+        for at in range(70, 187, 5)
+    ]
+    history.final_statuses = {
+        "s0014": ("uid-new", {"failures": 0 if resumed else 1, "lastVerdict": "Fail"})
+    }
+    return history
+
+
+def test_a_resume_through_the_api_after_the_last_attempt_is_the_last_decision() -> None:
+    history = _recreated_then_resumed(resumed=True)
+    assert 6 not in _violations(history)
+    six = next(f for f in check_all(history) if f.number == 6)
+    assert six.checked == 1 and six.notes[0].startswith("1 analyses whose last status write")
+    # The same status without the person's resume is a lost write.
+    lost = _recreated_then_resumed(resumed=False)
+    lost.final_statuses["s0014"][1]["failures"] = 0
+    assert "status says failures 0" in " ".join(_violations(lost)[6])
+    # And a resume whose reset the next evaluation overwrote is lost too.
+    history.final_statuses["s0014"][1]["failures"] = 1
+    assert "a person's resume after it 0" in " ".join(_violations(history)[6])
+
+
+def test_a_resume_before_the_last_attempt_leaves_the_status_to_that_attempt() -> None:
+    history = _recreated_then_resumed(resumed=True)
+    history.attempts.append(
+        Attempt(100, 2, T0 + 99.5, T0 + 99.7, 1, "Fail", 1, "", False, (FAILING,))
+    )
+    assert "status says failures 0" in " ".join(_violations(history)[6])
+    history.final_statuses["s0014"][1]["failures"] = 1
+    assert 6 not in _violations(history)

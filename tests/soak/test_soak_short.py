@@ -18,7 +18,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bench import soak
+
+# The whole stack for minutes (docs/testkit.md#tiers).
+pytestmark = pytest.mark.soak
 
 
 def test_three_minutes_of_faults_break_no_invariant(tmp_path: Path) -> None:

@@ -37,12 +37,7 @@ CLUSTER_KINDS = ("dev", "real")
 # Fixtures that exist on devcluster only (fault hooks) or name it: a test using one is not
 # parametrized over the real cluster.
 DEV_ONLY_FIXTURES = frozenset({"devcluster", "api_faults"})
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "clusters(*kinds): run a kube_cluster test on these kinds only ('dev', 'real')"
-    )
+KIND_MARKERS = {"dev": pytest.mark.devcluster, "real": pytest.mark.realcluster}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -58,9 +53,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     unknown = set(kinds) - set(CLUSTER_KINDS)
     if unknown:
         raise pytest.UsageError(f"unknown cluster kinds {sorted(unknown)}")
-    # Session scope: pytest groups the tests of one kind together, and each kind's cluster,
-    # client and deploy/ state is made once.
-    metafunc.parametrize("cluster_kind", kinds, scope="session", ids=kinds)
+    # Each case carries its tier's marker (``devcluster`` / ``realcluster``, see
+    # tests/support/tiers.py), so `-m realcluster` selects exactly the [real] cases. Session
+    # scope: pytest groups the tests of one kind together, and each kind's cluster, client and
+    # deploy/ state is made once.
+    cases = [pytest.param(kind, id=kind, marks=KIND_MARKERS[kind]) for kind in kinds]
+    metafunc.parametrize("cluster_kind", cases, scope="session")
 
 
 @pytest.fixture(scope="session")

@@ -51,6 +51,9 @@ from tests.ui.test_browser import (
     _seed_history,
 )
 
+# Chromium through Playwright (docs/testkit.md#tiers).
+pytestmark = pytest.mark.browser
+
 AXE = REPO_ROOT / "node_modules" / "axe-core" / "axe.min.js"
 AXE_TAGS = ["wcag2a", "wcag2aa", "best-practice"]
 # Its own namespace in the session's devcluster (test_browser uses "ui-browser").

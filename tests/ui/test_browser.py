@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
+import pytest
 import yaml
 from django.contrib.auth.models import User
 from django.utils import timezone
@@ -32,6 +33,9 @@ from testkit.manifests import deployment_manifest
 from testkit.paths import REPO_ROOT
 from tests.ui import factories
 from tests.ui.factories import PASSWORD
+
+# Chromium through Playwright (docs/testkit.md#tiers).
+pytestmark = pytest.mark.browser
 
 SCREENSHOT = REPO_ROOT / "var" / "screenshots" / "analysis-detail.png"
 NAMESPACE = "ui-browser"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+import pytest
 import yaml
 from django.contrib.auth.models import User
 from django.utils import timezone
@@ -27,6 +28,9 @@ from testkit.paths import REPO_ROOT
 from tests.ui import factories
 from tests.ui.factories import PASSWORD
 from tests.ui.test_browser import _browser, _log_in
+
+# Chromium through Playwright (docs/testkit.md#tiers).
+pytestmark = pytest.mark.browser
 
 SCREENSHOT = REPO_ROOT / "var" / "screenshots" / "analysis-compare.png"
 NAMESPACE = "ui-compare"
