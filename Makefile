@@ -36,7 +36,7 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-# ruff, then SPEC §2's dependency rules as import-linter contracts (pyproject.toml).
+# ruff, then the layers of docs/architecture.md as import-linter contracts (pyproject.toml).
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -1,4 +1,4 @@
-"""Invariant 5: exactly one notification per transition, across failovers (SPEC §14).
+"""Invariant 5: exactly one notification per transition, across failovers (docs/notifications.md).
 
 Reads ``History.notifications`` (the delivery tables) and ``History.received`` (what the
 webhook receiver got). Registered by ``bench.soak_invariants`` (imported at its end);

@@ -314,7 +314,7 @@ class FaultRunner:
     # -- person lane -----------------------------------------------------------------------
 
     def _resume(self, fault: FaultPlan, record: FaultRecord) -> None:
-        """Resume one Deployment its analysis paused, as a person would (SPEC §5)."""
+        """Resume one Deployment its analysis paused, as a person would (docs/status.md)."""
         found = ClusterApi(self.stack.cluster).deployments(self.namespace) or {}
         paused = sorted(
             name

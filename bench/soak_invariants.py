@@ -3,7 +3,7 @@
 ``INVARIANTS`` is the registry: ``@invariant(number, title)`` adds a check, and ``check_all``
 runs every registered one in order. Each returns a ``Finding``: how many things it checked and
 one line per violation. The precise definitions are in ``docs/reliability.md``; the numbers are
-issue 12's. Invariant 5 (one notification per transition, SPEC §14) reads
+issue 12's. Invariant 5 (one notification per transition, docs/notifications.md) reads
 ``History.notifications`` (the delivery tables) and ``History.received`` (what the webhook
 receiver got).
 """
@@ -141,7 +141,7 @@ def _by_analysis(history: History) -> dict[int, list[Attempt]]:
 
 
 def _patience(interval: float) -> float:
-    """SPEC §5's bound: an outage's end is noticed within max(interval, 60 s)."""
+    """The bound of docs/status.md: an outage's end is noticed within max(interval, 60 s)."""
     return max(interval, 60.0)
 
 

@@ -142,7 +142,7 @@ class FaultKind(StrEnum):
     RECEIVER_REFUSED = "receiver-refused"
     RECEIVER_500 = "receiver-500"
     RECEIVER_HANG = "receiver-hang"
-    # Person lane: a person resumes a paused rollout, as a user would (SPEC §5).
+    # Person lane: a person resumes a paused rollout, as a user would (docs/status.md).
     RESUME_API = "resume-api"
     RESUME_KUBECTL = "resume-kubectl"
 

@@ -39,7 +39,7 @@ def processes_healthy(history: History, finding: Finding) -> None:
         if locked:
             finding.violate(f"{component}: 'database is locked' {locked} times")
         reincarnated += text.count("reincarnated worker")
-        # SPEC: no traceback for the user. A dependency gone is one line (the operator's
+        # No traceback for the user. A dependency gone is one line (the operator's
         # sentinel_operator.transient, the API's 503); a traceback left is a bug to look at.
         errors = _traceback_errors(text)
         if errors:

@@ -279,8 +279,9 @@ def read_database(execute: Any, history: History) -> None:
                 tuple(values.get(pk, ())),
             )
         )
-    # The notification deliveries (SPEC §14), once the table exists: read generically, so the
-    # invariant that checks "one message per transition" needs no change here.
+    # The notification deliveries (docs/notifications.md), once the table exists: read
+    # generically, so the invariant that checks "one message per transition" needs no change
+    # here.
     for (table,) in execute(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
         " AND table_name LIKE %s ORDER BY table_name",

@@ -1,4 +1,4 @@
-"""Invariant 8: what follows a person's resume (the soak's person lane, SPEC §5).
+"""Invariant 8: what follows a person's resume (the soak's person lane, docs/status.md).
 
 A person resumes a paused Deployment through the REST API's resume action or with ``kubectl
 rollout resume`` (``bench.soak_faults``). The operator never resumes (invariant 3); after a

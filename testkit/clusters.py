@@ -1,9 +1,9 @@
 """What every cluster launcher offers, and what the kit does with any of them.
 
-``Cluster`` is the surface shared by ``testkit.devcluster.DevCluster`` and the real control
-plane's launcher (SPEC §9a), so one fixture can be parametrized over both: start/stop/restart,
-the admin kubeconfig, the server URL and CA, the admin's bearer token, a ``kubectl`` runner and
-an official ``kubernetes`` client. Fault hooks are not part of it: only devcluster has them.
+``Cluster`` is the surface shared by ``testkit.devcluster.DevCluster`` and the real control plane's
+launcher (docs/realcluster.md), so one fixture can be parametrized over both: start/stop/restart,
+the admin kubeconfig, the server URL and CA, the admin's bearer token, a ``kubectl`` runner and an
+official ``kubernetes`` client. Fault hooks are not part of it: only devcluster has them.
 
 The functions below work on any ``Cluster``: apply the CRD and wait until it is served, apply
 objects with kubectl, read one back, give a ``KubeClient``, and issue a ServiceAccount token with

@@ -1,11 +1,11 @@
 """Throwaway PostgreSQL and Redis servers from Debian's packages, for the ``ha`` configuration.
 
-Used by ``tests/deploy/test_postgres_redis.py`` (SPEC §12: the PostgreSQL + Redis configuration
-runs in CI against real servers) and by ``bench.operator_throughput --redis`` (Redis as
-django-q2's broker); ``PostgresServer.django_script`` starts a process of the site on the
-server for the tests that restart it under a live connection. Each server lives in a fresh
-temporary directory (or one the caller names), listens on 127.0.0.1 on a free port and is
-stopped (and its temporary directory removed) by ``stop()``.
+Used by ``tests/deploy/test_postgres_redis.py`` (docs/operations.md: the PostgreSQL + Redis
+configuration runs in CI against real servers) and by ``bench.operator_throughput --redis`` (Redis
+as django-q2's broker); ``PostgresServer.django_script`` starts a process of the site on the server
+for the tests that restart it under a live connection. Each server lives in a fresh temporary
+directory (or one the caller names), listens on 127.0.0.1 on a free port and is stopped (and its
+temporary directory removed) by ``stop()``.
 
 PostgreSQL refuses to run as root, so when the tests run as root ``initdb``, ``pg_ctl`` and the
 server run as the ``postgres`` user the Debian package creates, in a directory that user owns.

@@ -66,7 +66,7 @@ class SeenRequest:
     path: str
     params: dict[str, list[str]] = field(default_factory=dict)
     authorization: str | None = None
-    # Every header as received (the tenant header of a metric provider, SPEC §10.1).
+    # Every header as received (a metric provider's tenant header, docs/operations.md).
     headers: dict[str, str] = field(default_factory=dict)
 
 

@@ -1,6 +1,6 @@
 """Build the Kubernetes objects tests, benchmarks and the demo apply: one builder per kind.
 
-``ra_manifest`` is SPEC §3's example analysis with any spec field replaced (the devcluster and
+``ra_manifest`` is the README's example analysis with any spec field replaced (the devcluster and
 REST API suites); ``analysis_manifest`` spells out the fields the operator suites vary
 (interval, failureLimit, dryRun) and reads the metrics app's gauge through ``gauge_metric``.
 ``deployment_manifest`` and ``namespace_manifest`` build the rest; ``to_yaml`` renders objects
@@ -39,7 +39,7 @@ API_VERSION = f"{GROUP}/{VERSION}"
 # The CRD's metadata.name, as `kubectl wait crd/...` and `kubectl get crd` name it.
 CRD_NAME = f"{PLURAL}.{GROUP}"
 
-# SPEC §3's metric: a p99 latency over a 5 minute rate window, 0.25 s at most.
+# The README's metric: a p99 latency over a 5 minute rate window, 0.25 s at most.
 EXAMPLE_METRIC: Mapping[str, Any] = {
     "name": "p99-latency",
     "query": "histogram_quantile(0.99, rate(http_request_duration_seconds_bucket[5m]))",
@@ -48,7 +48,7 @@ EXAMPLE_METRIC: Mapping[str, Any] = {
 
 
 def analysis_spec(target: str = "checkout", **fields: Any) -> dict[str, Any]:
-    """Return SPEC §3's example spec on Deployment ``target``; ``fields`` replace top-level keys."""
+    """Return the README's spec on Deployment ``target``; ``fields`` replace top-level keys."""
     spec: dict[str, Any] = {
         "target": {"kind": "Deployment", "name": target},
         "metrics": [dict(EXAMPLE_METRIC)],
@@ -71,7 +71,7 @@ def rollout_analysis(name: str, namespace: str | None, spec: Mapping[str, Any]) 
 
 
 def ra_manifest(name: str, namespace: str | None = None, **spec_fields: Any) -> dict[str, Any]:
-    """Return a valid RolloutAnalysis (SPEC §3 example) with ``spec_fields`` merged in."""
+    """Return a valid RolloutAnalysis (the README's example) with ``spec_fields`` merged in."""
     spec = analysis_spec()
     spec.update(copy.deepcopy(spec_fields))
     return rollout_analysis(name, namespace, spec)

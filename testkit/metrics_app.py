@@ -7,8 +7,8 @@ thread of their own process and steer its series from Python: a gauge
 ``histogram_quantile(0.99, rate(..._bucket[...]))`` is evaluated for real.
 ``GaugeSetter`` sets a test's gauge and waits until Prometheus has scraped the new value.
 ``sentinel_test_pod_value{case, pod_template_hash, pod}`` plays pods' series for compare
-(SPEC §3.2): no kubelet runs pods on realcluster, so the app serves their traffic, labelled with
-the real ReplicaSets' hashes.
+(docs/analysis.md): no kubelet runs pods on realcluster, so the app serves their traffic,
+labelled with the real ReplicaSets' hashes.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Real metric backends behind authentication, for the providers tests (SPEC §10.1).
+"""Real metric backends behind authentication, for the providers tests (docs/operations.md).
 
 - ``Pki``: a throwaway CA, a server certificate for 127.0.0.1 and a client certificate, made
   with ``cryptography``.

@@ -1,7 +1,7 @@
 """Pytest plugin (``-p testkit.pytest_environment`` in pyproject's addopts): test settings.
 
-Loaded before pytest-django imports the settings, so that the production rule "no secret key,
-no start-up" (SPEC §7.1) is met by ``testkit.site_env``'s key, and so that the processes the
+Loaded before pytest-django imports the settings, so that the production rule "no secret key, no
+start-up" (docs/operations.md) is met by ``testkit.site_env``'s key, and so that the processes the
 tests start (``manage.py runoperator``, ``runserver``) inherit it through ``os.environ``.
 """
 

@@ -1,4 +1,4 @@
-"""The settings every process the kit starts needs in production mode (SPEC §7.1).
+"""The settings every process the kit starts needs in production mode (docs/operations.md).
 
 With ``SENTINEL_DEBUG`` off, ``manage.py`` refuses to start without ``SENTINEL_SECRET_KEY``; the
 kit's processes (tests, benchmarks) run with a key that says what it is for, unless the caller's

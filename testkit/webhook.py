@@ -1,10 +1,10 @@
 """A JSON webhook receiver on loopback: the destination of Apprise's ``json://`` channels.
 
 Tests and the demo point a notification channel at ``WebhookReceiver.apprise_url`` and read what
-arrived (``messages``: the decoded JSON bodies, with the PNG attachments as bytes). ``mode``
-makes it misbehave for SPEC §13 item 23: ``"error"`` answers 500, ``"hang"`` holds the request
-longer than any client timeout. ``refused_url`` names a port where nothing listens.
-``on_message`` (the demo's) is called with every accepted message.
+arrived (``messages``: the decoded JSON bodies, with the PNG attachments as bytes). ``mode`` makes
+it misbehave for the channel sabotage tests (docs/notifications.md): ``"error"`` answers 500,
+``"hang"`` holds the request longer than any client timeout. ``refused_url`` names a port where
+nothing listens. ``on_message`` (the demo's) is called with every accepted message.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Registered for the whole suite by the root ``tests/conftest.py``; each is a thin wrapper over
 ``testkit``. The Kubernetes-facing suites take ``kube_cluster``, ONE fixture parametrized over
-both launchers (ids ``dev`` and ``real``, SPEC §9a): a test that asks for it, directly or
+both launchers (ids ``dev`` and ``real``, docs/testkit.md): a test that asks for it, directly or
 through ``kube_client``, ``namespace``, ``start_operator``, ... runs once on each cluster.
 
 - ``devcluster`` and ``realcluster`` are one cluster of each kind per session, started lazily
@@ -11,10 +11,10 @@ through ``kube_client``, ``namespace``, ``start_operator``, ... runs once on eac
 - A test that uses a devcluster-only fault hook (``api_faults``, or ``devcluster`` itself)
   runs on ``dev`` only: it is simply not parametrized over ``real``. ``@pytest.mark.clusters
   ("dev")`` restricts a test the same way where the reason is not visible in its fixtures.
-- ``restartable_cluster`` is a cluster a test may stop and start again (SPEC §13 item 11): the
-  session realcluster itself (it keeps its objects, keys and tokens in a data dir, and comes
-  back on the same port), or a devcluster of the test's own with a data dir (the session
-  devcluster is in memory, so stopping it would take every other test's objects with it).
+- ``restartable_cluster`` is a cluster a test may stop and start again (the API server down
+  and back): the session realcluster itself (it keeps its objects, keys and tokens in a data
+  dir, and comes back on the same port), or a devcluster of the test's own with a data dir (the
+  session devcluster is in memory, so stopping it would take every other test's objects with it).
 - ``new_cluster`` starts an empty cluster of the parameter's kind for tests that need a fresh
   one (``kubectl apply`` printing ``created``).
 """
