@@ -57,8 +57,10 @@ test: lint pytest
 # The inner loop: lint and every test that needs no server (pure core, parsers, properties, unit
 # tests). tests/support/tiers.py marks the others `server` from their fixtures and fails any
 # unmarked test that starts a server, so this selection cannot grow slow unnoticed.
+# CPU-bound, so one worker per core.
+CHECK_WORKERS ?= 2
 check: lint
-	$(BIN)/pytest -m "not server" -q $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not server" -q -n $(CHECK_WORKERS) --durations=10 $(PYTEST_ARGS)
 
 # The operator and the web UI against the current kubeconfig context (or the in-cluster config)
 # and SENTINEL_PROMETHEUS_URL; Ctrl-C stops both.

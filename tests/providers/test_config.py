@@ -104,13 +104,15 @@ def test_namespace_patterns() -> None:
 
 
 def run(command: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    # A bound against a hang, not a speed target: under a parallel suite on a loaded 2-core
+    # machine, starting runoperator (Django, Apprise, matplotlib) alone took over 60 s.
     return subprocess.run(
         [sys.executable, str(MANAGE), command],
         cwd=REPO_ROOT,
         env=with_defaults({**os.environ, **env}),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=300,
     )
 
 
