@@ -38,7 +38,10 @@ class ClusterLauncher(StartStop):
     # Set by subclasses: the child's name in logs and errors, and how long it may take to stop.
     name = "cluster"
     stop_timeout = 10.0
-    default_start_timeout = 30.0
+    # A bound on waiting for the kubeconfig and /version, not a speed target: devcluster is up
+    # in ~2 s on a quiet machine, but took over 30 s with four pytest-xdist workers starting
+    # theirs at once on a loaded 2-core machine.
+    default_start_timeout = 120.0
 
     def __init__(
         self,
