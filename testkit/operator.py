@@ -176,18 +176,23 @@ class OperatorProcess:
         with urllib.request.urlopen(url, timeout=self.metrics_timeout) as response:
             return str(response.read().decode())
 
-    def samples(self, name: str) -> dict[str, float]:
-        """Return every sample of ``name`` keyed by its label text (``le="1.0"``, or "")."""
+    def samples(self, name: str, text: str | None = None) -> dict[str, float]:
+        """Return every sample of ``name`` keyed by its label text (``le="1.0"``, or "").
+
+        ``text`` is one scrape (``metrics_text()``) to read several samples from at one instant.
+        """
         return {
             label_text: value
-            for metric_name, label_text, value in _parse_samples(self.metrics_text())
+            for metric_name, label_text, value in _parse_samples(text or self.metrics_text())
             if metric_name == name
         }
 
-    def metric(self, name: str, labels: Mapping[str, str] | None = None) -> float | None:
-        """Return the value of one sample of ``/metrics`` (None when absent)."""
+    def metric(
+        self, name: str, labels: Mapping[str, str] | None = None, text: str | None = None
+    ) -> float | None:
+        """Return the value of one sample of ``/metrics`` (None when absent), or of ``text``."""
         wanted = dict(labels or {})
-        for label_text, value in self.samples(name).items():
+        for label_text, value in self.samples(name, text).items():
             found = dict(part.split("=", 1) for part in label_text.split(",") if "=" in part)
             found = {key: raw.strip('"') for key, raw in found.items()}
             if all(found.get(key) == val for key, val in wanted.items()):
