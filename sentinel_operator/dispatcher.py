@@ -9,8 +9,8 @@ Claiming: before queueing, a row's ``next_due_at`` is moved forward by ``claim_t
 compare-and-set on the due time it was read with. So a row is queued once even if two passes
 (or two replicas during a leader change) see it, and a worker that dies mid-task does not lose
 the analysis: it becomes due again when the claim runs out. The reconciler overwrites the claim
-with the real next due time when it finishes. Only the leader dispatches; ``runtime`` runs
-``Dispatcher.run`` in a thread.
+with the real next due time when it finishes (``due.reschedule``). Only the leader dispatches;
+``runtime`` runs ``Dispatcher.run`` in a thread.
 
 Scope: with ``SENTINEL_NAMESPACES`` set, only rows in those namespaces are ever dispatched,
 whatever else the database holds (SPEC §13 item 19); the reconcile task refuses the others too.
@@ -28,6 +28,7 @@ from django.db import close_old_connections, transaction
 
 from analyses.models import Analysis
 from sentinel_operator.metrics import operator_metrics
+from sentinel_operator.tasks import RECONCILE_TASK
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +47,6 @@ BATCH = 200
 def enqueue_reconcile(namespace: str, name: str, due_at: datetime) -> None:
     """Queue ``tasks.reconcile_task`` on django-q2 (the default ``Enqueue``)."""
     from django_q.tasks import async_task
-
-    from sentinel_operator.tasks import RECONCILE_TASK
 
     async_task(
         RECONCILE_TASK,
@@ -165,21 +164,3 @@ class Dispatcher:
                     stop.wait(1.0)
             if not busy:
                 stop.wait(self.poll_interval)
-
-
-def reschedule(
-    analysis_pk: int,
-    *,
-    generation: int,
-    due_at: datetime,
-    backoff_attempt: int,
-) -> bool:
-    """Set the next due time unless the row moved on; return whether it was set.
-
-    The reconciler's outcome replaces the dispatch claim with this. A row marked deleted stays
-    out of the queue. A row whose spec changed while the attempt ran (the watch saw a newer
-    ``generation`` and made it due at once) keeps that earlier due time, so the new spec is
-    evaluated without waiting a whole interval.
-    """
-    rows = Analysis.objects.filter(pk=analysis_pk, deleted_at__isnull=True, generation=generation)
-    return rows.update(next_due_at=due_at, backoff_attempt=backoff_attempt) == 1

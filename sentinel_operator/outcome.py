@@ -36,7 +36,7 @@ from sentinel_cluster.events import record_events
 from sentinel_core.decision import Decision, HistoryEntry
 from sentinel_core.measurement import Measurement
 from sentinel_core.spec import AnalysisSpec
-from sentinel_operator import dispatcher, history
+from sentinel_operator import due, history
 from sentinel_operator.durable import durably
 from sentinel_operator.metrics import operator_metrics
 
@@ -131,7 +131,7 @@ def _bookkeeping(outcome: ReconcileOutcome, now: datetime) -> None:
             )
             _store_notifications(outcome, row, now)
         if row is not None and outcome.requeue_after is not None:
-            dispatcher.reschedule(
+            due.reschedule(
                 row.pk,
                 generation=outcome.attempt.generation if outcome.attempt else row.generation,
                 due_at=now + timedelta(seconds=outcome.requeue_after),

@@ -14,6 +14,7 @@ import pytest
 
 from analyses.models import Analysis, Evaluation
 from sentinel_cluster import kube
+from sentinel_operator import due
 from sentinel_operator.outcome import Result
 from sentinel_operator.prometheus import PrometheusClient
 from sentinel_operator.reconcile import Reconciler
@@ -236,8 +237,6 @@ def test_two_analyses_on_one_target_both_name_themselves(
 def test_an_edited_spec_during_an_attempt_keeps_its_immediate_due_time(
     reconciler: Reconciler, kube_client: kube.KubeClient, namespace: str, case: str
 ) -> None:
-    from sentinel_operator import dispatcher
-
     _create(kube_client, namespace, "ra", metrics=[gauge_metric(case, 0.5)])
     reconciler.reconcile(namespace, "ra")
     row = Analysis.objects.get(namespace=namespace, name="ra")
@@ -245,7 +244,7 @@ def test_an_edited_spec_during_an_attempt_keeps_its_immediate_due_time(
     # The watch saw generation 2 and made the row due now; a late attempt on generation 1 ends.
     Analysis.objects.filter(pk=row.pk).update(generation=2, next_due_at=soon)
     later = soon + timedelta(seconds=30)
-    assert not dispatcher.reschedule(row.pk, generation=1, due_at=later, backoff_attempt=0)
+    assert not due.reschedule(row.pk, generation=1, due_at=later, backoff_attempt=0)
     assert Analysis.objects.get(pk=row.pk).next_due_at == soon
 
 
