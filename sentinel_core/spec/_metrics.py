@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sentinel_core.compare import check_exclusive, parse_compare
-from sentinel_core.durations import parse_duration
-from sentinel_core.names import DNS1123_LABEL
 from sentinel_core.provider import parse_provider
-from sentinel_core.spec_errors import FieldError, report_unknown_fields
-from sentinel_core.spec_types import MetricSpec
+from sentinel_core.spec._durations import parse_duration
+from sentinel_core.spec._errors import FieldError, report_unknown_fields
+from sentinel_core.spec._names import DNS1123_LABEL
+from sentinel_core.spec._types import MetricSpec
 from sentinel_core.thresholds import max_value_required, parse_thresholds
 from sentinel_core.values import number
 
