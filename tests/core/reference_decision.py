@@ -1,4 +1,6 @@
-"""A frozen copy of sentinel_core/decision.py as it was before SPEC §3.1 (commit 5cd7e19).
+"""A frozen copy of the decision (then sentinel_core/decision.py) before relative thresholds.
+
+Copied at commit 5cd7e19, before maxIncrease, baseline and minSamples (docs/resource.md).
 
 The oracle of tests/core/test_decision_window.py: on specs without failureWindow, maxIncrease
 and minSamples, today's ``decide`` must answer exactly as this one did. Never edit it.

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from sentinel_core.compare import Compare, Effect, Sides, judge_comparison, split_sides
 from sentinel_core.conditions import ConditionType, Reason, Verdict
-from sentinel_core.judge import judge
+from sentinel_core.decision import judge
 from sentinel_core.measurement import Measurement
 from sentinel_core.spec import InvalidSpecError, MetricSpec, parse_spec
 from sentinel_core.status import AnalysisStatus

@@ -18,7 +18,8 @@ from sentinel_core.conditions import (
     Reason,
     Verdict,
 )
-from sentinel_core.judge import judge, series_labels
+from sentinel_core.decision import judge
+from sentinel_core.decision._judge import series_labels
 from sentinel_core.measurement import Measurement
 from sentinel_core.rollout import baseline_instant, next_rollout, template_hash
 from sentinel_core.spec import MetricSpec, parse_spec

@@ -1,11 +1,11 @@
 """Judge one metric's measurement against its spec: ``maxValue``, ``maxIncrease``, ``minSamples``.
 
-``decision.decide`` (and ``decision.interrupted``) call ``judge`` once per metric that got an
+``_decide.decide`` (and ``_decide.interrupted``) call ``judge`` once per metric that got an
 answer; the verdicts of all metrics then make the evaluation's verdict. Pure: the baseline and
 the guard were measured by the reconciler, the rollout was detected by it.
 
-A metric with only ``maxValue`` (SPEC §3) is judged exactly as before §3.1 existed: same verdict,
-same message; the worst series' labels are the one addition.
+A metric with only ``maxValue`` (docs/resource.md) is judged exactly as one with the relative
+thresholds left out: same verdict, same message; the worst series' labels are the one addition.
 """
 
 from __future__ import annotations
