@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import close_old_connections, transaction
 
+from analyses import claims
 from analyses.models import Analysis
 from sentinel_operator.metrics import operator_metrics
 from sentinel_operator.tasks import RECONCILE_TASK
@@ -110,16 +111,11 @@ class Dispatcher:
         return queued
 
     def _claim(self, due: list[_Due], claimed_until: datetime) -> list[_Due]:
-        # One write transaction for the whole pass, not one per row (docs/performance.md).
-        with transaction.atomic():
-            return [
-                row
-                for row in due
-                # Compare-and-set on the due time read: a concurrent claim or reschedule wins.
-                if Analysis.objects.filter(
-                    pk=row[0], next_due_at=row[3], deleted_at__isnull=True
-                ).update(next_due_at=claimed_until)
-            ]
+        # A concurrent claim or reschedule wins: only rows still at the due time read are taken.
+        live = Analysis.objects.filter(deleted_at__isnull=True)
+        found = [(row[0], row[3]) for row in due]
+        taken = {pk for pk, _ in claims.claim(live, "next_due_at", found, claimed_until)}
+        return [row for row in due if row[0] in taken]
 
     def _enqueue_together(self, claimed: list[_Due], claimed_until: datetime) -> int:
         """Queue ``claimed`` on the ORM broker in one transaction: all of them or none."""
@@ -145,9 +141,8 @@ class Dispatcher:
     @staticmethod
     def _unclaim(rows: list[_Due], claimed_until: datetime) -> None:
         # The broker failed: make the rows due again at once rather than after the claim.
-        with transaction.atomic():
-            for pk, _, _, due_at in rows:
-                Analysis.objects.filter(pk=pk, next_due_at=claimed_until).update(next_due_at=due_at)
+        found = [(row[0], row[3]) for row in rows]
+        claims.release(Analysis.objects.all(), "next_due_at", found, claimed_until)
 
     def run(self, stop: threading.Event) -> None:
         """Dispatch until ``stop`` is set, while this replica leads."""
