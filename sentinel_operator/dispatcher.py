@@ -1,9 +1,9 @@
 """The due-time dispatcher: hand every analysis to a worker within a second of its due time.
 
-SPEC §5 "Due-time dispatch". Due times live in the database (``Analysis.next_due_at``, set by
-the watch for new or edited resources and by the reconciler after every attempt). django-q2's
-scheduler only looks at its schedules every 30 s, far too coarse, so this loop polls the
-database every ``poll_interval`` (~0.1 s) and queues ``tasks.reconcile_task`` for each due row.
+docs/operator.md "Due-time dispatch". Due times live in the database (``Analysis.next_due_at``, set
+by the watch for new or edited resources and by the reconciler after every attempt). django-q2's
+scheduler only looks at its schedules every 30 s, far too coarse, so this loop polls the database
+every ``poll_interval`` (~0.1 s) and queues ``tasks.reconcile_task`` for each due row.
 
 Claiming: before queueing, a row's ``next_due_at`` is moved forward by ``claim_timeout`` with a
 compare-and-set on the due time it was read with. So a row is queued once even if two passes
@@ -13,7 +13,7 @@ with the real next due time when it finishes (``due.reschedule``). Only the lead
 ``runtime`` runs ``Dispatcher.run`` in a thread.
 
 Scope: with ``SENTINEL_NAMESPACES`` set, only rows in those namespaces are ever dispatched,
-whatever else the database holds (SPEC §13 item 19); the reconcile task refuses the others too.
+whatever else the database holds; the reconcile task refuses the others too.
 """
 
 from __future__ import annotations

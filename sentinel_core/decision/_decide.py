@@ -1,6 +1,6 @@
 """The pure decision core: from what was observed, decide the new status and what to do.
 
-``decide(Observation) -> Decision`` is the whole of SPEC §5's judgement in one function. It
+``decide(Observation) -> Decision`` is the whole of docs/operator.md's judgement in one function. It
 reads the spec, the previous status, the target Deployment's state and the fresh measurements,
 and returns the new status, the actions (pause the target, events) and the requeue kind. It does
 no I/O and reads no clock: the reconciler measures, calls ``decide``, carries the decision out
@@ -75,7 +75,7 @@ class Observation:
     # The target's rollout as the reconciler detected it this attempt (rollout.next_rollout);
     # None keeps the previous status.rollout.
     rollout: Rollout | None = None
-    # Channel names, outage threshold and previous attempt for the intents (SPEC §14).
+    # Channel names, outage threshold and previous attempt for the intents (docs/notifications.md).
     notify_context: notify.NotifyContext = notify.NO_CONTEXT
 
     @property
@@ -140,7 +140,7 @@ _RENEWED = (
 
 
 def decide(obs: Observation) -> Decision:
-    """Return the new status and the actions for one reconcile attempt (SPEC §5)."""
+    """Return the new status and the actions for one reconcile attempt (docs/operator.md)."""
     now = utc_seconds(obs.now)
     prev = obs.previous
     seen = prev.observed_generation
@@ -270,7 +270,7 @@ def resume(
         Reason.RESUMED_BY_USER,
         f"resumed by {who}; the failure count starts again",
     )
-    # A resume clears the failure window too (SPEC §3.1); without one there is none to clear.
+    # A resume clears the failure window too (docs/resource.md); without one there is none to clear.
     window = () if previous.window is not None else None
     status = replace(previous, failures=0, paused_at=None, window=window).with_conditions(paused)
     events: tuple[Event, ...] = ()

@@ -122,7 +122,8 @@ def healthy_condition(
 def rejection(rejected: list[Measurement]) -> tuple[Reason, str]:
     """Return Ready's reason and message for metrics that were refused, not unanswered.
 
-    A provider refusal (SPEC §10.1) comes before a rejected query: nothing was asked at all.
+    A provider refusal (docs/operations.md#metric-providers) comes before a rejected query: nothing
+    was asked at all.
     """
     refused = [m for m in rejected if m.error in PROVIDER_ERRORS]
     if refused:
@@ -131,7 +132,7 @@ def rejection(rejected: list[Measurement]) -> tuple[Reason, str]:
 
 
 def _failed(j: Judgement) -> str:
-    """Return why one metric failed, in the words of SPEC §4's example, with its series."""
+    """Return why one metric failed, in the words of docs/status.md's example, with its series."""
     labels = ", ".join(f"{k}={v}" for k, v in j.result.series)
     return f"{j.why} in series {{{labels}}}" if labels else j.why
 

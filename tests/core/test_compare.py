@@ -1,4 +1,4 @@
-"""New pods against old pods (SPEC §3.2) in the pure core: parse, judge, status, decide.
+"""New pods against old pods (docs/analysis.md) in the pure core: parse, judge, status, decide.
 
 The statistics are SciPy's; what is tested here is how the core uses them: one-sided by
 ``worse``, failing only on significance *and* an effect beyond ``maxEffect``, every

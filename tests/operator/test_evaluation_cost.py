@@ -1,4 +1,6 @@
-"""Regression guard for SPEC §13's CPU budget: what ONE evaluation costs, counted, not timed.
+"""Regression guard for the CPU budget: what ONE evaluation costs, counted, not timed.
+
+The budget and its history are in docs/performance.md.
 
 The operator's CPU per evaluation follows from its database write transactions, SQL statements
 and HTTP requests (docs/performance.md, "Where the time goes"). These tests run one real
