@@ -17,8 +17,6 @@ import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from django.db import close_old_connections
-
 from analyses import claims
 from notifications.models import Delivery, State
 
@@ -84,14 +82,18 @@ class DeliveryPump:
             queued += 1
         return queued
 
+    def _one_pass(self) -> bool:
+        self.pump_due()
+        # Never in a hurry: deliveries are few next to the poll interval.
+        return False
+
     def run(self, stop: threading.Event) -> None:
         """Pump until ``stop`` is set, while this replica leads."""
-        while not stop.is_set():
-            if self._is_leader():
-                try:
-                    self.pump_due()
-                except Exception:
-                    log.exception("notifications: pump pass failed")
-                    close_old_connections()
-                    stop.wait(1.0)
-            stop.wait(self.poll_interval)
+        claims.poll(
+            stop,
+            is_leader=self._is_leader,
+            one_pass=self._one_pass,
+            interval=self.poll_interval,
+            log=log,
+            failed="notifications: pump pass failed",
+        )

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import transaction
 
 from analyses import claims
 from analyses.models import Analysis
@@ -146,16 +146,12 @@ class Dispatcher:
 
     def run(self, stop: threading.Event) -> None:
         """Dispatch until ``stop`` is set, while this replica leads."""
-        while not stop.is_set():
-            busy = False
-            if self._is_leader():
-                try:
-                    # A full batch means more are due: go again without sleeping.
-                    busy = self.dispatch_due() >= self.batch
-                except Exception:
-                    # A database hiccup must not kill the loop; the next pass retries.
-                    log.exception("dispatcher: pass failed")
-                    close_old_connections()
-                    stop.wait(1.0)
-            if not busy:
-                stop.wait(self.poll_interval)
+        claims.poll(
+            stop,
+            is_leader=self._is_leader,
+            # A full batch means more are due: go again without sleeping.
+            one_pass=lambda: self.dispatch_due() >= self.batch,
+            interval=self.poll_interval,
+            log=log,
+            failed="dispatcher: pass failed",
+        )
