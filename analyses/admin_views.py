@@ -23,8 +23,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from analyses import access, services
-from analyses.chart_compare import compare_text
-from analyses.charts import ChartPoint, render_metric_chart
+from analyses.charts import ChartPoint, compare_text, render_metric_chart
 from analyses.models import Analysis, AnalysisMetric, Evaluation, MetricResult
 from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
 from sentinel_core.status import AnalysisStatus, Condition

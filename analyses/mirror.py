@@ -133,7 +133,12 @@ def upsert_from_resource(
     incarnation whose DELETED event was missed: it is marked deleted and keeps its history.
     Raise ``MalformedResource`` when metadata is missing or longer than its column.
     """
-    row, change = _upsert(AnalysisResource.read(obj), now=now or timezone.now(), listed_at=None)
+    return upsert(AnalysisResource.read(obj), now=now)
+
+
+def upsert(resource: AnalysisResource, *, now: datetime | None = None) -> tuple[Analysis, bool]:
+    """Mirror an object already read (the reconciler's); as ``upsert_from_resource`` otherwise."""
+    row, change = _upsert(resource, now=now or timezone.now(), listed_at=None)
     assert row is not None  # only a resync with ``listed_at`` can skip a row
     return row, change in (_Change.CREATED, _Change.UPDATED)
 

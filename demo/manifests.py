@@ -13,7 +13,7 @@ after ``kubectl set image``; on devcluster, which has no ReplicaSets, it says wh
 
 from __future__ import annotations
 
-from sentinel_core.durations import parse_duration
+from sentinel_core.spec import parse_duration
 from testkit.manifests import analysis_manifest, deployment_manifest, to_yaml
 
 NAMESPACE = "default"

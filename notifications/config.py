@@ -1,8 +1,10 @@
-"""Read the notification channels from ``SENTINEL_NOTIFY_CONFIG`` (SPEC §14).
+"""Read the notification channels from ``SENTINEL_NOTIFY_CONFIG`` (docs/notifications.md).
 
 ``sentinel_site.settings`` calls ``load`` once at start-up, so a bad file, an unknown event or
 an Apprise URL whose scheme Apprise does not know stops the process with one line
-(``ImproperlyConfigured``, which ``manage.py`` prints without a traceback). Channel URLs carry
+(``ImproperlyConfigured``, which ``manage.py`` prints without a traceback). The file is read by
+``analyses.config_files``, as the providers file is: the line names the file, the channel and
+the field. Channel URLs carry
 tokens and passwords: nothing here ever puts one in a message; ``Channel.redacted`` is the only
 form that may be shown (admin, API, logs).
 """
@@ -15,13 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import yaml
 from django.core.exceptions import ImproperlyConfigured
+from pydantic import Field, StrictBool, field_validator
 
+from analyses import config_files
 from sentinel_core.notify import DEFAULT_EVENTS, DEFAULT_OUTAGE_AFTER_SECONDS, NotifyEvent
 from sentinel_core.spec import DNS1123_LABEL, parse_duration
 
-_CHANNEL_FIELDS = frozenset({"name", "url", "events", "default"})
+ENV = "SENTINEL_NOTIFY_CONFIG"
 _SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*)://", re.IGNORECASE)
 
 
@@ -101,69 +104,60 @@ def load(env: Mapping[str, str]) -> NotifyConfig:
     return NotifyConfig(channels=read_channels(path), path=path, **settings)
 
 
+class _ChannelModel(config_files.Strict):
+    name: str = Field(max_length=63, pattern=DNS1123_LABEL.pattern)
+    url: str
+    events: list[str] = Field(default_factory=lambda: sorted(DEFAULT_EVENTS), min_length=1)
+    default: StrictBool = False
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        url = value.strip()
+        scheme = _SCHEME.match(url)
+        if scheme is None:
+            raise ValueError("must be an Apprise URL such as json://host/path")
+        # The scheme is safe to show; the rest of the URL is not (tokens, passwords).
+        if not _apprise_accepts(url):
+            raise ValueError(
+                f"Apprise does not accept this {scheme.group(1).lower()}:// URL "
+                "(unknown scheme or malformed; see https://github.com/caronc/apprise/wiki)"
+            )
+        return url
+
+    @field_validator("events")
+    @classmethod
+    def _events(cls, value: list[str]) -> list[str]:
+        known = {e.value for e in NotifyEvent}
+        for event in value:
+            if event not in known:
+                raise ValueError(
+                    f"unknown event {str(event)[:64]!r}; "
+                    f"use {', '.join(e.value for e in NotifyEvent)}"
+                )
+        return value
+
+
+class _ChannelsModel(config_files.Strict):
+    channels: list[_ChannelModel] = Field(default_factory=list)
+
+
 def read_channels(path: str) -> tuple[Channel, ...]:
-    """Return the channels of the YAML file at ``path``."""
-    where = f"SENTINEL_NOTIFY_CONFIG={path}"
+    """Return the channels of the YAML file at ``path``; raise ImproperlyConfigured (one line)."""
+    entries = config_files.Entries(ENV, path, "channels", "channel")
     try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ImproperlyConfigured(f"{where}: cannot read the file ({exc.strerror}).") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ImproperlyConfigured(f"{where}: not valid YAML{line}.") from None
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, Mapping) or set(raw) - {"channels"}:
-        raise ImproperlyConfigured(f"{where}: expected a mapping with one key, channels.")
-    items = raw.get("channels") or []
-    if not isinstance(items, list):
-        raise ImproperlyConfigured(f"{where}: channels must be a list.")
-    channels: list[Channel] = []
-    for index, item in enumerate(items):
-        channel = _channel(item, f"{where}: channels[{index}]")
-        if any(c.name == channel.name for c in channels):
-            raise ImproperlyConfigured(
-                f"{where}: channels[{index}]: duplicate channel name {channel.name!r}."
-            )
-        channels.append(channel)
-    return tuple(channels)
+        # An empty file is no channels.
+        model = config_files.read(path, _ChannelsModel, entries, empty=_ChannelsModel())
+        config_files.check_unique([item.name for item in model.channels], entries)
+    except config_files.ConfigFileError as exc:
+        raise ImproperlyConfigured(str(exc)) from None
+    return tuple(
+        Channel(item.name, item.url, frozenset(NotifyEvent(e) for e in item.events), item.default)
+        for item in model.channels
+    )
 
 
-def _channel(item: object, where: str) -> Channel:
-    if not isinstance(item, Mapping):
-        raise ImproperlyConfigured(f"{where}: must be a mapping with name and url.")
-    unknown = sorted(str(k) for k in set(item) - _CHANNEL_FIELDS)
-    if unknown:
-        raise ImproperlyConfigured(f"{where}: unknown field {unknown[0]!r}.")
-    name = item.get("name")
-    if not isinstance(name, str) or len(name) > 63 or not DNS1123_LABEL.fullmatch(name):
-        raise ImproperlyConfigured(
-            f"{where}.name: must be a DNS-1123 label (lower-case letters, digits and '-')."
-        )
-    where = f"{where} ({name})"
-    url = item.get("url")
-    if not isinstance(url, str) or not _SCHEME.match(url.strip()):
-        raise ImproperlyConfigured(f"{where}.url: must be an Apprise URL such as json://host/path.")
-    url = url.strip()
-    _check_url(url, where)
-    events = item.get("events", sorted(DEFAULT_EVENTS))
-    if not isinstance(events, list) or not events:
-        raise ImproperlyConfigured(f"{where}.events: must be a non-empty list of event names.")
-    known = {e.value for e in NotifyEvent}
-    for event in events:
-        if event not in known:
-            raise ImproperlyConfigured(
-                f"{where}.events: unknown event {str(event)[:64]!r}; "
-                f"use {', '.join(e.value for e in NotifyEvent)}."
-            )
-    default = item.get("default", False)
-    if not isinstance(default, bool):
-        raise ImproperlyConfigured(f"{where}.default: must be true or false.")
-    return Channel(name, url, frozenset(NotifyEvent(e) for e in events), default)
-
-
-def _check_url(url: str, where: str) -> None:
+def _apprise_accepts(url: str) -> bool:
     # Imported here: Apprise loads its plugins on import, which only a configured process needs.
     import logging
 
@@ -171,15 +165,7 @@ def _check_url(url: str, where: str) -> None:
 
     # Apprise may log the URL it could not parse: its records never reach the process's log.
     logging.getLogger("apprise").propagate = False
-
-    scheme = _SCHEME.match(url)
-    assert scheme is not None
-    # The scheme is safe to show; the rest of the URL is not (tokens, passwords).
-    if Apprise.instantiate(url, suppress_exceptions=True) is None:
-        raise ImproperlyConfigured(
-            f"{where}.url: Apprise does not accept this {scheme.group(1).lower()}:// URL "
-            "(unknown scheme or malformed; see https://github.com/caronc/apprise/wiki)."
-        )
+    return Apprise.instantiate(url, suppress_exceptions=True) is not None
 
 
 def _duration(env: Mapping[str, str], name: str, default: str) -> float:

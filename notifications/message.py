@@ -57,7 +57,7 @@ def chart(analysis: Analysis, *, now: datetime) -> bytes:
         .order_by("evaluation__started_at", "id")
         .values_list("name", "evaluation__started_at", "value", "max_value")
     )
-    # The baseline (SPEC §3.1, maxIncrease) where the history rows have one.
+    # The baseline (docs/resource.md, maxIncrease) where the history rows have one.
     baselines: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
     for name, at, base in (
         MetricResult.objects.filter(evaluation__in=evaluations, baseline__isnull=False)

@@ -4,9 +4,10 @@
 ``poll_interval`` it selects pending deliveries whose ``next_attempt_at`` has come, claims each
 with a compare-and-set that moves ``next_attempt_at`` forward by ``CLAIM`` (so a second pass or
 a second replica during a failover does not queue it twice, and a task lost with its worker or
-its broker is queued again when the claim runs out), and queues ``tasks.deliver_task`` with
-that claim, which the task must still find on the row to send. Rows stored by an
-operator that was killed, or by the web app's resume, are picked up the same way.
+its broker is queued again when the claim runs out; ``analyses.claims``, shared with the
+operator's dispatcher), and queues ``tasks.deliver_task`` with that claim, which the task must
+still find on the row to send. Rows stored by an operator that was killed, or by the web app's
+resume, are picked up the same way.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from django.db import close_old_connections
-
+from analyses import claims
 from notifications.models import Delivery, State
 
 log = logging.getLogger(__name__)
@@ -67,31 +67,33 @@ class DeliveryPump:
             .order_by("next_attempt_at")
             .values_list("pk", "next_attempt_at")[:BATCH]
         )
+        if not due:
+            return 0
         queued = 0
         claim = now + CLAIM
-        for pk, at in due:
-            claimed = Delivery.objects.filter(
-                pk=pk, state=State.PENDING, next_attempt_at=at
-            ).update(next_attempt_at=claim)
-            if not claimed:
-                continue
+        pending = Delivery.objects.filter(state=State.PENDING)
+        for pk, at in claims.claim(pending, "next_attempt_at", due, claim):
             try:
                 self._enqueue(pk, claim)
             except Exception:
                 log.exception("notifications: cannot queue delivery %s", pk)
-                Delivery.objects.filter(pk=pk, next_attempt_at=claim).update(next_attempt_at=at)
+                claims.release(Delivery.objects.all(), "next_attempt_at", [(pk, at)], claim)
                 continue
             queued += 1
         return queued
 
+    def _one_pass(self) -> bool:
+        self.pump_due()
+        # Never in a hurry: deliveries are few next to the poll interval.
+        return False
+
     def run(self, stop: threading.Event) -> None:
         """Pump until ``stop`` is set, while this replica leads."""
-        while not stop.is_set():
-            if self._is_leader():
-                try:
-                    self.pump_due()
-                except Exception:
-                    log.exception("notifications: pump pass failed")
-                    close_old_connections()
-                    stop.wait(1.0)
-            stop.wait(self.poll_interval)
+        claims.poll(
+            stop,
+            is_leader=self._is_leader,
+            one_pass=self._one_pass,
+            interval=self.poll_interval,
+            log=log,
+            failed="notifications: pump pass failed",
+        )

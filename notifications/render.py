@@ -11,10 +11,10 @@ The y axis always starts at 0 (or below the lowest value) and ends ``HEADROOM`` 
 highest of data and ``maxValue``, and the panels sit at fixed fractions of the figure
 (``panel_box``), so a test can say where a value must be drawn.
 
-``chart_png`` draws in a child forked for the one picture: matplotlib keeps what a drawing
-allocates (font and text-layout caches, freed arenas the allocator does not return), and in a
-long-lived django-q2 worker that was 20-80 MB of private memory per worker, growing with the
-messages sent, which took the two operator replicas over SPEC §13's 600 MB (the soak,
+``chart_png`` draws in a child forked for the one picture: matplotlib keeps what a drawing allocates
+(font and text-layout caches, freed arenas the allocator does not return), and in a long-lived
+django-q2 worker that was 20-80 MB of private memory per worker, growing with the messages sent,
+which took the two operator replicas over the 600 MB of docs/operations.md#memory (the soak,
 docs/reliability.md). The child's memory is returned when it exits.
 """
 
@@ -73,10 +73,10 @@ class Series:
     """One metric's samples, oldest first; a value of None is an evaluation without data."""
 
     name: str
-    # None for a metric judged only against its baseline (maxIncrease, SPEC §3.1).
+    # None for a metric judged only against its baseline (maxIncrease, docs/resource.md).
     max_value: float | None
     points: Sequence[tuple[datetime, float | None]]
-    # The baseline per sample, when the analysis compares with one (SPEC §3.1).
+    # The baseline per sample, when the analysis compares with one (docs/resource.md).
     baseline: Sequence[tuple[datetime, float | None]] = field(default_factory=tuple)
 
 

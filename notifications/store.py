@@ -1,10 +1,10 @@
 """Turn a decision's notification intents into Delivery rows, before anything is sent.
 
-``sentinel_operator.outcome.record`` calls ``store`` in the transaction that writes the
-attempt's history row; the web side's resume reaches ``on_resumed`` through
-``analyses.signals.resumed``. Nothing here sends: the pump (``pump.DeliveryPump``) queues the
-stored rows for ``tasks.deliver_task``. The unique ``key`` makes storing the same intent twice
-(a replayed decision, a second operator replica) a no-op.
+The reconciler reads ``context_for`` once before it decides; ``sentinel_operator.outcome.record``
+calls ``store`` in the transaction that writes the attempt's history row; the web side's resume
+reaches ``on_resumed`` through ``analyses.signals.resumed``. Nothing here sends: the pump
+(``pump.DeliveryPump``) queues the stored rows for ``tasks.deliver_task``. The unique ``key``
+makes storing the same intent twice (a replayed decision, a second operator replica) a no-op.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def config() -> NotifyConfig:
     return settings.SENTINEL_NOTIFY
 
 
-def context_for(row: Analysis | None, status: AnalysisStatus) -> NotifyContext:
+def context_for(uid: str, status: AnalysisStatus) -> NotifyContext:
     """Return what the pure core needs besides the statuses: names, threshold, last attempt.
 
     The previous attempt's time matters only during an outage (``status``, the previous
@@ -42,13 +42,13 @@ def context_for(row: Analysis | None, status: AnalysisStatus) -> NotifyContext:
     previous = None
     ready = status.condition(ConditionType.READY)
     in_outage = ready is not None and ready.reason == Reason.METRICS_UNAVAILABLE
-    if in_outage and row is not None and row.pk is not None:
+    if in_outage:
         # The newest history row whose decision was written: an attempt the Kubernetes API cut
         # short (ErrorReason) wrote no status and sent nothing, so it neither crossed the
         # outage threshold for MetricsUnavailable nor announced it for Recovered (found by the
         # soak, docs/reliability.md). Served by the evaluation_newest index.
         previous = (
-            Evaluation.objects.filter(analysis=row)
+            Evaluation.objects.filter(analysis__uid=uid)
             .exclude(error_reason__in=[reason.value for reason in ErrorReason])
             .order_by("-started_at", "-id")
             .values_list("started_at", flat=True)

@@ -1,4 +1,4 @@
-"""Record the decision's events as core/v1 Events on the RolloutAnalysis (SPEC §4).
+"""Record the decision's events as core/v1 Events on the RolloutAnalysis (docs/status.md).
 
 The reconciler calls ``record_events`` after the status write; ``decide`` emits events on
 transitions only, so this module never has to deduplicate. Events are advisory: a failure to

@@ -1,8 +1,8 @@
 """Read a Deployment's ReplicaSets: when its rollout began, and which pods are new and old.
 
 The reconciler calls ``newest_replicaset_created`` only when the target's pod template changed
-(SPEC §3.1, ``beforeRollout``), and ``compared_hashes`` once per evaluation of an analysis with
-a ``compare`` metric (SPEC §3.2). Each is one list of the namespace's ReplicaSets by the
+(docs/resource.md, ``beforeRollout``), and ``compared_hashes`` once per evaluation of an analysis
+with a ``compare`` metric (docs/analysis.md). Each is one list of the namespace's ReplicaSets by the
 Deployment's label selector, kept to those the Deployment owns. RBAC: ``list`` on
 ``apps/replicasets``.
 """
@@ -28,7 +28,7 @@ MAX_OLD_HASHES = 20
 def compared_hashes(
     client: kube.KubeClient, deployment: Mapping[str, Any]
 ) -> tuple[str | None, tuple[str, ...]]:
-    """Return the new pods' ``pod-template-hash`` and the old ones' (SPEC §3.2).
+    """Return the new pods' ``pod-template-hash`` and the old ones' (docs/analysis.md).
 
     New is the owned ReplicaSet with the highest revision annotation (creation time breaks a
     tie, and decides alone where no revision is set); old are the others with

@@ -1,4 +1,4 @@
-"""Delay before the next attempt after a transient error (SPEC §5, "requeue is not retry").
+"""Delay before the next attempt after a transient error (docs/operator.md, "requeue is not retry").
 
 The reconciler calls ``next_delay`` when an attempt ends in a transient error; randomness is
 passed in so tests need no patching.

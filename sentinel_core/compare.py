@@ -1,4 +1,4 @@
-"""New pods against old pods (SPEC §3.2): the ``compare`` field and its statistical judgment.
+"""New pods against old pods (docs/analysis.md): the ``compare`` field and its statistical judgment.
 
 ``spec.parse_spec`` calls ``parse_compare`` for each metric (the rules are the CRD's, under the
 same field paths, the CEL messages word for word); ``judge.judge`` calls ``judge_comparison``

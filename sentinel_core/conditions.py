@@ -1,9 +1,9 @@
 """The stable vocabulary of a RolloutAnalysis's status: condition types, reasons, events,
 verdicts and the annotations written on a paused Deployment.
 
-These strings are an API (SPEC §4): scripts, alerts and dashboards match on them, so they live in
-this one module and ``tests/operator/test_status_api.py`` pins the complete set. Messages may
-change between versions; nothing in here may. The decision core, the status types, the REST API
+These strings are an API (docs/status.md): scripts, alerts and dashboards match on them, so they
+live in this one module and ``tests/operator/test_status_api.py`` pins the complete set. Messages
+may change between versions; nothing in here may. The decision core, the status types, the REST API
 and the admin import from here and never spell the strings themselves.
 """
 
@@ -30,7 +30,7 @@ class ConditionStatus(StrEnum):
 
 
 class Reason(StrEnum):
-    """Every condition reason of SPEC §4's table."""
+    """Every condition reason of docs/status.md's table."""
 
     # Ready
     EVALUATING = "Evaluating"
@@ -39,14 +39,14 @@ class Reason(StrEnum):
     INVALID_QUERY = "InvalidQuery"
     INVALID_SPEC = "InvalidSpec"
     # A metric names a provider the operator does not configure, or one its namespace may not
-    # use (SPEC §10.1).
+    # use (docs/operations.md#metric-providers).
     UNKNOWN_PROVIDER = "UnknownProvider"
     PROVIDER_NOT_ALLOWED = "ProviderNotAllowed"
     # Healthy
     WITHIN_THRESHOLDS = "WithinThresholds"
     THRESHOLD_EXCEEDED = "ThresholdExceeded"
     NO_DATA = "NoData"
-    # A minSamples guard under its minimum: too little traffic to judge (SPEC §3.1).
+    # A minSamples guard under its minimum: too little traffic to judge (docs/resource.md).
     INSUFFICIENT_DATA = "InsufficientData"
     # maxIncrease with no baseline to compare with: none has data, or no rollout seen yet.
     NO_BASELINE = "NoBaseline"
@@ -59,7 +59,7 @@ class Reason(StrEnum):
     RESUMED_BY_USER = "ResumedByUser"
 
 
-# Which reasons each condition may carry with each status: SPEC §4's table, as data.
+# Which reasons each condition may carry with each status: docs/status.md's table, as data.
 REASONS: MappingProxyType[ConditionType, MappingProxyType[ConditionStatus, frozenset[Reason]]] = (
     MappingProxyType(
         {

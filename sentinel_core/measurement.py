@@ -23,8 +23,9 @@ class MeasurementError(StrEnum):
     # HTTP 5xx, an HTML or truncated body, ``"status":"error"`` of a transient type): retried
     # with backoff.
     UNAVAILABLE = "Unavailable"
-    # The metric's provider is not configured, or its namespace may not use it (SPEC §10.1):
-    # nothing was queried; permanent until the spec or the operator's configuration changes.
+    # The metric's provider is not configured, or its namespace may not use it
+    # (docs/operations.md#metric-providers): nothing was queried; permanent until the spec or the
+    # operator's configuration changes.
     UNKNOWN_PROVIDER = "UnknownProvider"
     PROVIDER_NOT_ALLOWED = "ProviderNotAllowed"
 

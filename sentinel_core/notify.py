@@ -1,4 +1,4 @@
-"""Notification intents: which transitions of a decision deserve a message (SPEC §14).
+"""Notification intents: which transitions of a decision deserve a message (docs/notifications.md).
 
 ``decision.decide`` and ``decision.resume`` call ``intents`` / ``resumed`` with the status before
 and after, and put what they return in ``Decision.notifications`` / ``Resumption.notifications``.
@@ -24,7 +24,7 @@ from sentinel_core.conditions import ConditionStatus, ConditionType, Reason
 from sentinel_core.status import AnalysisStatus, Condition
 
 DEFAULT_OUTAGE_AFTER_SECONDS = 300.0
-# SPEC §3.1: at most 10 channel names in spec.notify.
+# docs/resource.md: at most 10 channel names in spec.notify.
 MAX_CHANNELS = 10
 
 
@@ -121,7 +121,7 @@ def unknown_channels(names: Sequence[str], context: NotifyContext) -> tuple[str,
 def with_unknown_channels(ready: Condition, names: Sequence[str], ctx: NotifyContext) -> Condition:
     """Return ``ready`` with its message naming unknown channels; status and time unchanged.
 
-    An unknown name must not stop evaluation (SPEC §14), so it is a note, not a reason.
+    An unknown name must not stop evaluation (docs/notifications.md), so it is a note, not a reason.
     """
     unknown = unknown_channels(names, ctx)
     if not unknown:

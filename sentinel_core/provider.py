@@ -1,4 +1,6 @@
-"""Which metric provider a metric uses and who may use it (SPEC §10.1), as pure functions.
+"""Which metric provider a metric uses and who may use it, as pure functions.
+
+The providers file is described in docs/operations.md#metric-providers.
 
 A resource only names a provider (``spec.metrics[].provider``); its address, credentials and
 the namespaces allowed to use it are the operator's configuration. Keeping the name check and

@@ -8,7 +8,7 @@ garbage and the metadata's rules are decided once (``parse_spec``, ``AnalysisSta
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -68,6 +68,39 @@ class AnalysisResource:
             raw_spec=raw_spec,
             raw_status=raw_status,
         )
+
+    def answered(self, answer: Mapping[str, Any], status: AnalysisStatus) -> AnalysisResource:
+        """Return this resource as the API server answered a write of ``status`` through /status.
+
+        The answer differs from what was read only in its resourceVersion and its status, which
+        is ``status``; so nothing is parsed again. Only when the status write met a 409 and the
+        fresh copy it was re-applied to had moved on (a new ``generation``: the spec was edited)
+        is the answer read whole.
+        """
+        metadata = _mapping(answer.get("metadata"))
+        same = (
+            str(metadata.get("uid") or "") == self.uid
+            and non_negative_integer(metadata.get("generation")) == self.generation
+        )
+        if not same:
+            return AnalysisResource.read(answer)
+        return replace(
+            self,
+            resource_version=str(metadata.get("resourceVersion") or ""),
+            status=status,
+            raw_status=dict(_mapping(answer.get("status"))),
+        )
+
+    def reference(self) -> dict[str, Any]:
+        """Return the object's identity as an API object has it (an Event's involvedObject)."""
+        return {
+            "metadata": {
+                "namespace": self.namespace,
+                "name": self.name,
+                "uid": self.uid,
+                "resourceVersion": self.resource_version,
+            }
+        }
 
     @property
     def key(self) -> str:

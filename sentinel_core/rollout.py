@@ -1,4 +1,6 @@
-"""Detect the target's rollouts: a change of its pod template (SPEC §3.1, ``status.rollout``).
+"""Detect the target's rollouts: a change of its pod template (``status.rollout``).
+
+What a rollout means for the baseline is in docs/resource.md.
 
 The reconciler hashes the Deployment's ``spec.template`` with ``template_hash``, asks
 ``next_rollout`` what ``status.rollout`` becomes, measures ``beforeRollout`` baselines at its

@@ -1,4 +1,4 @@
-"""Typed status of a RolloutAnalysis (SPEC §4) and its conversion to and from the resource.
+"""Typed status of a RolloutAnalysis (docs/status.md) and its conversion to and from the resource.
 
 ``AnalysisStatus.from_dict`` reads whatever is in ``.status`` of a resource, tolerating missing
 or garbage fields (a hand-edited status, an older operator) so the decision core can always
@@ -109,7 +109,7 @@ class MetricResult:
     samples: str | None = None
     # Labels of the worst series (at most 10, values cut to 100 characters), sorted by name.
     series: tuple[tuple[str, str], ...] = ()
-    # With compare: the new pods against the old ones (SPEC §3.2); None without a comparison.
+    # With compare: the new pods against the old ones (docs/analysis.md); None without a comparison.
     comparison: Comparison | None = None
     # The lowest bound the value was judged against (maxValue or the baseline's limit). Not
     # part of the resource's status: the operator exports it as sentinel_metric_threshold.
@@ -177,7 +177,7 @@ class MetricResult:
 
 @dataclass(frozen=True)
 class Rollout:
-    """``status.rollout``: the target's current rollout as the operator saw it (SPEC §3.1)."""
+    """``status.rollout``: the target's current rollout as the operator saw it (docs/status.md)."""
 
     # A stable hash of the target's spec.template.
     template_hash: str

@@ -1,4 +1,6 @@
-"""The spec beyond a fixed threshold (SPEC §3.1): ``maxIncrease``, ``baseline``, ``minSamples``.
+"""The spec beyond a fixed threshold: ``maxIncrease``, ``baseline``, ``minSamples``.
+
+Their meaning is in docs/resource.md.
 
 ``sentinel_core.spec`` calls ``parse_thresholds`` for each metric and re-exports the dataclasses.
 Every rule here is also in the CRD (schema or CEL ``x-kubernetes-validations``) under the same
@@ -73,7 +75,7 @@ class Increase(Allowance):
 
 @dataclass(frozen=True)
 class Baseline:
-    """``baseline``: the earlier instant a metric is compared with (SPEC §3.1).
+    """``baseline``: the earlier instant a metric is compared with (docs/resource.md).
 
     Either ``offset`` (a duration as written, ``1h``; ``offset_seconds`` parsed) or
     ``before_rollout`` (the instant the target's current rollout began).

@@ -1,19 +1,19 @@
 """The due-time dispatcher: hand every analysis to a worker within a second of its due time.
 
-SPEC §5 "Due-time dispatch". Due times live in the database (``Analysis.next_due_at``, set by
-the watch for new or edited resources and by the reconciler after every attempt). django-q2's
-scheduler only looks at its schedules every 30 s, far too coarse, so this loop polls the
-database every ``poll_interval`` (~0.1 s) and queues ``tasks.reconcile_task`` for each due row.
+docs/operator.md "Due-time dispatch". Due times live in the database (``Analysis.next_due_at``, set
+by the watch for new or edited resources and by the reconciler after every attempt). django-q2's
+scheduler only looks at its schedules every 30 s, far too coarse, so this loop polls the database
+every ``poll_interval`` (~0.1 s) and queues ``tasks.reconcile_task`` for each due row.
 
 Claiming: before queueing, a row's ``next_due_at`` is moved forward by ``claim_timeout`` with a
 compare-and-set on the due time it was read with. So a row is queued once even if two passes
 (or two replicas during a leader change) see it, and a worker that dies mid-task does not lose
 the analysis: it becomes due again when the claim runs out. The reconciler overwrites the claim
-with the real next due time when it finishes. Only the leader dispatches; ``runtime`` runs
-``Dispatcher.run`` in a thread.
+with the real next due time when it finishes (``due.reschedule``). Only the leader dispatches;
+``runtime`` runs ``Dispatcher.run`` in a thread.
 
 Scope: with ``SENTINEL_NAMESPACES`` set, only rows in those namespaces are ever dispatched,
-whatever else the database holds (SPEC §13 item 19); the reconcile task refuses the others too.
+whatever else the database holds; the reconcile task refuses the others too.
 """
 
 from __future__ import annotations
@@ -24,10 +24,12 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import transaction
 
+from analyses import claims
 from analyses.models import Analysis
 from sentinel_operator.metrics import operator_metrics
+from sentinel_operator.tasks import RECONCILE_TASK
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +48,6 @@ BATCH = 200
 def enqueue_reconcile(namespace: str, name: str, due_at: datetime) -> None:
     """Queue ``tasks.reconcile_task`` on django-q2 (the default ``Enqueue``)."""
     from django_q.tasks import async_task
-
-    from sentinel_operator.tasks import RECONCILE_TASK
 
     async_task(
         RECONCILE_TASK,
@@ -111,16 +111,11 @@ class Dispatcher:
         return queued
 
     def _claim(self, due: list[_Due], claimed_until: datetime) -> list[_Due]:
-        # One write transaction for the whole pass, not one per row (docs/performance.md).
-        with transaction.atomic():
-            return [
-                row
-                for row in due
-                # Compare-and-set on the due time read: a concurrent claim or reschedule wins.
-                if Analysis.objects.filter(
-                    pk=row[0], next_due_at=row[3], deleted_at__isnull=True
-                ).update(next_due_at=claimed_until)
-            ]
+        # A concurrent claim or reschedule wins: only rows still at the due time read are taken.
+        live = Analysis.objects.filter(deleted_at__isnull=True)
+        found = [(row[0], row[3]) for row in due]
+        taken = {pk for pk, _ in claims.claim(live, "next_due_at", found, claimed_until)}
+        return [row for row in due if row[0] in taken]
 
     def _enqueue_together(self, claimed: list[_Due], claimed_until: datetime) -> int:
         """Queue ``claimed`` on the ORM broker in one transaction: all of them or none."""
@@ -146,40 +141,17 @@ class Dispatcher:
     @staticmethod
     def _unclaim(rows: list[_Due], claimed_until: datetime) -> None:
         # The broker failed: make the rows due again at once rather than after the claim.
-        with transaction.atomic():
-            for pk, _, _, due_at in rows:
-                Analysis.objects.filter(pk=pk, next_due_at=claimed_until).update(next_due_at=due_at)
+        found = [(row[0], row[3]) for row in rows]
+        claims.release(Analysis.objects.all(), "next_due_at", found, claimed_until)
 
     def run(self, stop: threading.Event) -> None:
         """Dispatch until ``stop`` is set, while this replica leads."""
-        while not stop.is_set():
-            busy = False
-            if self._is_leader():
-                try:
-                    # A full batch means more are due: go again without sleeping.
-                    busy = self.dispatch_due() >= self.batch
-                except Exception:
-                    # A database hiccup must not kill the loop; the next pass retries.
-                    log.exception("dispatcher: pass failed")
-                    close_old_connections()
-                    stop.wait(1.0)
-            if not busy:
-                stop.wait(self.poll_interval)
-
-
-def reschedule(
-    analysis_pk: int,
-    *,
-    generation: int,
-    due_at: datetime,
-    backoff_attempt: int,
-) -> bool:
-    """Set the next due time unless the row moved on; return whether it was set.
-
-    The reconciler's outcome replaces the dispatch claim with this. A row marked deleted stays
-    out of the queue. A row whose spec changed while the attempt ran (the watch saw a newer
-    ``generation`` and made it due at once) keeps that earlier due time, so the new spec is
-    evaluated without waiting a whole interval.
-    """
-    rows = Analysis.objects.filter(pk=analysis_pk, deleted_at__isnull=True, generation=generation)
-    return rows.update(next_due_at=due_at, backoff_attempt=backoff_attempt) == 1
+        claims.poll(
+            stop,
+            is_leader=self._is_leader,
+            # A full batch means more are due: go again without sleeping.
+            one_pass=lambda: self.dispatch_due() >= self.batch,
+            interval=self.poll_interval,
+            log=log,
+            failed="dispatcher: pass failed",
+        )

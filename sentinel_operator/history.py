@@ -1,4 +1,4 @@
-"""Write the history row of one reconcile attempt (SPEC §6).
+"""Write the history row of one reconcile attempt (docs/status.md#history-outcomes).
 
 ``outcome.record`` calls ``record_attempt`` once per attempt: one ``Evaluation`` row with one
 ``MetricResult`` row per metric, also for attempts that ended in an error. It runs inside

@@ -1,14 +1,14 @@
 """Measure one metric of a spec: its query, then its minSamples guard and its baseline.
 
-The reconciler calls ``measure_metric`` once per metric per evaluation. The metric's own query
-comes first; the guard query (``minSamples``) and the baseline query (the metric's own query at
-an earlier instant, Prometheus's ``time`` parameter) follow only when it answered, each at most
-once. So every extra query counts as a query of the metric, and during an outage a metric still
-sends one request per attempt, never three: backing off keeps sending fewer queries than the
-healthy cadence (SPEC §5). Their errors are the metric's: the same taxonomy, the query named.
+The reconciler calls ``measure_metric`` once per metric per evaluation. The metric's own query comes
+first; the guard query (``minSamples``) and the baseline query (the metric's own query at an earlier
+instant, Prometheus's ``time`` parameter) follow only when it answered, each at most once. So every
+extra query counts as a query of the metric, and during an outage a metric still sends one request
+per attempt, never three: backing off keeps sending fewer queries than the healthy cadence
+(docs/operator.md). Their errors are the metric's: the same taxonomy, the query named.
 
-A ``compare`` metric (SPEC §3.2) adds one range query over ``lookback`` instead of a baseline,
-also only after its own query answered, and none when there are no two sides to compare.
+A ``compare`` metric (docs/analysis.md) adds one range query over ``lookback`` instead of a
+baseline, also only after its own query answered, and none when there are no two sides to compare.
 """
 
 from __future__ import annotations
@@ -92,7 +92,9 @@ def measure_from(
     step: float = 30.0,
     hashes: Hashes = NO_HASHES,
 ) -> Measurement:
-    """Measure ``metric`` through its provider, or refuse it without any query (SPEC §10.1).
+    """Measure ``metric`` through its provider, or refuse it without any query.
+
+    Providers and who may use them: docs/operations.md#metric-providers.
 
     One client serves the metric's query, its guard, its baseline and its range query alike.
     """

@@ -1,4 +1,4 @@
-"""The operator's own Prometheus metrics (SPEC §5 "Own metrics") and the ``/metrics`` page.
+"""The operator's own Prometheus metrics (docs/operator.md "Own metrics") and the ``/metrics`` page.
 
 Two kinds of series, gathered two ways:
 
@@ -11,9 +11,9 @@ Two kinds of series, gathered two ways:
 - **Gauges per analysis** (verdict, failures, paused, ready) and the queue depth are not kept in
   memory at all: ``MirrorCollector`` reads them from the database mirror at scrape time, so they
   are right in every process that can reach the database, the web app's ``/metrics`` included.
-- **Gauges per metric** (``sentinel_metric_value``, ``_threshold``, ``_baseline``; SPEC §4) come
-  the same way, from the newest history row of each live analysis, restricted to the metrics its
-  spec still names: a deleted analysis or a metric removed from the spec has no series at the
+- **Gauges per metric** (``sentinel_metric_value``, ``_threshold``, ``_baseline``; docs/status.md)
+  come the same way, from the newest history row of each live analysis, restricted to the metrics
+  its spec still names: a deleted analysis or a metric removed from the spec has no series at the
   next scrape, with nothing to forget in any process.
 
 The reconciler and dispatcher call ``operator_metrics()``; ``runtime`` serves ``scrape()`` on
@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
-# Dispatch lag must stay under a second (SPEC §5); the buckets are fine around that bound.
+# Dispatch lag must stay under a second (docs/operator.md); the buckets are fine around that bound.
 _LAG_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 15.0, 60.0)
 _DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -201,7 +201,9 @@ class MirrorCollector(Collector):
 
 
 def _notification_failures() -> Metric:
-    """Deliveries that failed after their last retry, per channel (SPEC §14), from the rows.
+    """Deliveries that failed after their last retry, per channel, from the rows.
+
+    docs/notifications.md describes delivery and its retries.
 
     Read from the database like the gauges above, because the deliveries run in the django-q2
     workers, not in the process serving /metrics. Pruning old rows lowers it, which Prometheus

@@ -1,30 +1,37 @@
-"""How one reconcile attempt ended, and the one function that records it.
+"""How one reconcile attempt ended, when it is due again, and the one function that records it.
 
-``reconcile.Reconciler`` ends every attempt in exactly one ``ReconcileOutcome`` and hands it to
-``record``, which carries out everything that follows from an ending, always in the same order:
+``reconcile.Reconciler`` ends every attempt in exactly one ``Outcome``, one of five frozen types,
+each carrying only what its ending has:
 
-1. a deleted analysis leaves the mirror (``mark_deleted``, which drops it from the queue);
-2. after a status write, the decision's events and the mirror refresh from the API server's
-   answer;
-3. the history row of the attempt (SPEC §6), when the analysis has a mirror row, and in the same
-   transaction the Delivery rows of the decision's notification intents (SPEC §14; sent later
-   by the notifications app's tasks, never here);
-4. the next due time and backoff count for the dispatcher;
-5. ``sentinel_reconciles_total`` by result.
+- ``Evaluated``: the decision was carried out and its status written (any verdict, also an
+  invalid spec or query, also Prometheus unavailable: then ``decision.transient`` says so);
+- ``CutShort``: the Kubernetes API failed after the analysis was read; nothing decided was
+  written, the values measured so far are kept in the history row;
+- ``Unreadable``: the analysis itself could not be read (the API server down, or RBAC);
+- ``Deleted``: the analysis is gone (a missing object is success);
+- ``Crashed``: an unexpected exception (a bug, the database).
 
-So whether an attempt was evaluated, cut short by the Kubernetes API, could not even read the
-analysis, or failed unexpectedly, the bookkeeping is written once, here: the events (HTTP)
-first, then steps 1 to 4 in one database transaction, which waits out a database restart
-(``durable.durably``): what the cluster already saw must be recorded.
+``next_due`` is the contract of docs/status.md#requeue-and-backoff in one function: an
+evaluation that got answers is **requeued** at ``+interval`` and its backoff count goes back to
+0; every other live ending is **retried** after ``backoff.next_delay`` with the count one up; a
+deleted analysis is not due again.
+
+``record`` writes down what follows from an outcome, dispatching on its type: the decision's
+events (HTTP, so before the transaction), then in ONE database transaction the mirror (from the
+resource already read, with the API server's answer to the status write), the history row
+(docs/status.md#history-outcomes), the Delivery rows of the decision's notification intents
+(docs/notifications.md; sent later by the notifications app, never here) and the next due time;
+last ``sentinel_reconciles_total`` by ``result``. After a read of the analysis the transaction
+waits out a database restart (``durable.durably``): what the cluster already saw must be
+recorded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
 
 from django.db import transaction
 
@@ -33,117 +40,244 @@ from analyses.models import Analysis
 from notifications import store as notifications
 from sentinel_cluster import kube
 from sentinel_cluster.events import record_events
-from sentinel_core.decision import Decision, HistoryEntry
+from sentinel_core import backoff
+from sentinel_core.conditions import ErrorReason
+from sentinel_core.decision import Decision, interrupted
 from sentinel_core.measurement import Measurement
-from sentinel_core.spec import AnalysisSpec
-from sentinel_operator import dispatcher, history
+from sentinel_core.resource import AnalysisResource
+from sentinel_operator import due, history
 from sentinel_operator.durable import durably
 from sentinel_operator.metrics import operator_metrics
 
 
 class Result(StrEnum):
-    """How one reconcile ended; also the ``result`` label of ``sentinel_reconciles_total``."""
+    """The ``result`` label of ``sentinel_reconciles_total``: an outcome in one word."""
 
-    # Got answers (any verdict, also an invalid query or spec): requeued at +interval.
     EVALUATED = "evaluated"
     # Prometheus or the Kubernetes API failed for now: retried with backoff.
     TRANSIENT = "transient"
     # The Kubernetes API refused (RBAC): retried with backoff, logged as an error.
     FORBIDDEN = "forbidden"
-    # The analysis is gone: nothing is requeued (a missing object is success).
     DELETED = "deleted"
-    # An unexpected exception (a bug, the database): backed off, logged, re-raised.
     ERROR = "error"
 
 
 @dataclass(frozen=True)
-class ReconcileOutcome:
-    """Everything one reconcile attempt leaves to be recorded."""
+class Evaluated:
+    """The decision was carried out and its status written."""
+
+    # The analysis as read, with the status and resourceVersion the API server answered.
+    resource: AnalysisResource
+    decision: Decision
+    measurements: tuple[Measurement, ...]
+    attempt: history.Attempt
+
+
+@dataclass(frozen=True)
+class CutShort:
+    """The Kubernetes API failed after the analysis was read; nothing decided was written."""
+
+    resource: AnalysisResource
+    error: kube.KubeError
+    # Measured before the failure: judged into the history row, never counted.
+    measurements: tuple[Measurement, ...]
+    attempt: history.Attempt
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """The analysis itself could not be read; its mirror row is found by key."""
 
     namespace: str
     name: str
-    result: Result
-    # Seconds until the analysis is due again; None when it is not requeued (deleted).
-    requeue_after: float | None = None
-    # Retries so far: 0 after an evaluation, counting up through transient errors.
-    backoff_attempt: int = 0
-    # The mirror row the attempt is recorded on; None when the analysis was never mirrored.
-    row: Analysis | None = None
-    # The history row's facts and entry; None when the attempt leaves no row.
-    attempt: history.Attempt | None = None
-    history: HistoryEntry | None = None
-    spec: AnalysisSpec | None = None
-    measurements: tuple[Measurement, ...] = ()
-    # The decision carried out, and the API server's answer to its status write.
-    decision: Decision | None = None
-    written: Mapping[str, Any] | None = None
-    # Of a deleted analysis: its uid ("" matches whichever live row holds the name).
+    error: kube.KubeError
+    started: datetime
+    finished: datetime
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """The analysis is gone: its mirror row leaves the queue, its history stays."""
+
+    namespace: str
+    name: str
+    # "" (a 404 on the first read) matches whichever live row holds the name.
     uid: str = ""
-    error: str = ""
+
+
+@dataclass(frozen=True)
+class Crashed:
+    """An unexpected exception: backed off by key rather than left to the dispatch claim."""
+
+    namespace: str
+    name: str
+
+
+Outcome = Evaluated | CutShort | Unreadable | Deleted | Crashed
+
+
+@dataclass(frozen=True)
+class Due:
+    """When an analysis is due again and its backoff count from then on."""
+
+    at: datetime
+    backoff_attempt: int
+
+
+def result(outcome: Outcome) -> Result:
+    """Return the one-word label of ``outcome``."""
+    match outcome:
+        case Evaluated(decision=decision):
+            return Result.TRANSIENT if decision.transient else Result.EVALUATED
+        case CutShort(error=error) | Unreadable(error=error):
+            return Result.FORBIDDEN if isinstance(error, kube.Forbidden) else Result.TRANSIENT
+        case Deleted():
+            return Result.DELETED
+        case Crashed():
+            return Result.ERROR
+
+
+def next_due(
+    outcome: Outcome, *, interval: float, backoff_attempt: int, now: datetime, rng: random.Random
+) -> Due | None:
+    """Return when the analysis is due again after ``outcome``; None when it is not.
+
+    ``interval`` and ``backoff_attempt`` are the analysis's as the bookkeeping found them.
+    Requeue is not retry: only an evaluation that got answers waits the interval and resets the
+    count; anything transient (and a crash) waits ``backoff.next_delay`` of the next attempt.
+    """
+    match outcome:
+        case Deleted():
+            return None
+        case Evaluated(decision=decision) if not decision.transient:
+            return Due(now + timedelta(seconds=decision.interval_seconds), 0)
+        case _:
+            attempt = backoff_attempt + 1
+            delay = backoff.next_delay(attempt, interval, rng)
+            return Due(now + timedelta(seconds=delay), attempt)
 
 
 def record(
-    outcome: ReconcileOutcome, *, client: kube.KubeClient, now: datetime, instance: str = ""
-) -> None:
-    """Write down what ``outcome`` says, in the order the module docstring gives."""
-    written = outcome.written
-    if written is not None and outcome.decision is not None:
+    outcome: Outcome,
+    *,
+    client: kube.KubeClient,
+    now: datetime,
+    rng: random.Random,
+    instance: str = "",
+) -> Due | None:
+    """Write down what ``outcome`` says (the module docstring's order); return its next due."""
+    if isinstance(outcome, Evaluated):
         # HTTP, so before the transaction: SQLite's one write lock is never held over a request.
-        record_events(client, written, outcome.decision.events, now=now, instance=instance)
-    if _has_bookkeeping(outcome):
-        durably(
-            lambda: _bookkeeping(outcome, now),
-            what=f"the outcome of {outcome.namespace}/{outcome.name}",
+        record_events(
+            client,
+            outcome.resource.reference(),
+            outcome.decision.events,
+            now=now,
+            instance=instance,
         )
-    operator_metrics().reconciles.labels(outcome.result.value).inc()
+    if isinstance(outcome, Unreadable | Crashed):
+        # Nothing reached the cluster, so nothing must be waited for: a database that is down
+        # fails this at once and the dispatch claim brings the analysis back.
+        scheduled = _bookkeeping(outcome, now, rng)
+    else:
+        scheduled = durably(
+            lambda: _bookkeeping(outcome, now, rng), what=f"the outcome of {_key(outcome)}"
+        )
+    operator_metrics().reconciles.labels(result(outcome).value).inc()
+    return scheduled
 
 
-def _has_bookkeeping(outcome: ReconcileOutcome) -> bool:
-    # An empty transaction would still take SQLite's write lock (BEGIN IMMEDIATE).
-    return (
-        outcome.result == Result.DELETED
-        or (outcome.written is not None and outcome.decision is not None)
-        or outcome.row is not None
-    )
-
-
-def _bookkeeping(outcome: ReconcileOutcome, now: datetime) -> None:
+def _bookkeeping(outcome: Outcome, now: datetime, rng: random.Random) -> Due | None:
     """Mirror, history, notifications and next due time in ONE write transaction.
 
     One transaction per attempt instead of four (docs/performance.md): on SQLite each one is a
     turn at the only write lock. ``durably`` retries it whole after a lost connection, so it is
     never half written.
     """
-    row = outcome.row
     with transaction.atomic():
-        if outcome.result == Result.DELETED:
-            mirror.mark_deleted(outcome.namespace, outcome.name, outcome.uid, now=now)
-        written = outcome.written
-        if written is not None and outcome.decision is not None:
-            mirror.upsert_from_resource(written, now=now)
-        if row is not None and outcome.attempt is not None and outcome.history is not None:
-            history.record_attempt(
-                row,
-                outcome.attempt,
-                outcome.history,
-                spec=outcome.spec,
-                measurements=outcome.measurements,
-            )
-            _store_notifications(outcome, row, now)
-        if row is not None and outcome.requeue_after is not None:
-            dispatcher.reschedule(
-                row.pk,
-                generation=outcome.attempt.generation if outcome.attempt else row.generation,
-                due_at=now + timedelta(seconds=outcome.requeue_after),
-                backoff_attempt=outcome.backoff_attempt,
-            )
+        match outcome:
+            case Deleted(namespace=namespace, name=name, uid=uid):
+                mirror.mark_deleted(namespace, name, uid, now=now)
+                return None
+            case Evaluated(resource=resource, decision=decision):
+                row, _ = mirror.upsert(resource, now=now)
+                spec = resource.valid_spec
+                history.record_attempt(
+                    row,
+                    outcome.attempt,
+                    decision.history,
+                    spec=spec,
+                    measurements=outcome.measurements,
+                )
+                # Only a decision whose status was written happened; one cut short decides again.
+                if decision.notifications:
+                    named = spec.notify if spec is not None else ()
+                    notifications.store(row, resource.uid, named, decision.notifications, now=now)
+                interval = decision.interval_seconds
+            case CutShort(resource=resource, error=error):
+                row, _ = mirror.upsert(resource, now=now)
+                spec = resource.valid_spec
+                entry = interrupted(
+                    spec,
+                    outcome.measurements,
+                    reason=_error_reason(error),
+                    message=str(error),
+                    rollout=resource.status.rollout,
+                )
+                history.record_attempt(
+                    row, outcome.attempt, entry, spec=spec, measurements=outcome.measurements
+                )
+                interval = resource.summary.interval_seconds
+            case Unreadable(namespace=namespace, name=name, error=error):
+                found = _live_row(namespace, name)
+                if found is None:
+                    return None
+                row = found
+                facts = history.Attempt(
+                    started_at=outcome.started,
+                    finished_at=outcome.finished,
+                    duration_seconds=max(0.0, (outcome.finished - outcome.started).total_seconds()),
+                    generation=row.generation,
+                    failures_after=row.failures,
+                )
+                entry = interrupted(None, (), reason=_error_reason(error), message=str(error))
+                history.record_attempt(row, facts, entry, spec=None, measurements=())
+                interval = float(row.interval_seconds)
+            case Crashed(namespace=namespace, name=name):
+                found = _live_row(namespace, name)
+                if found is None:
+                    return None
+                row = found
+                interval = float(row.interval_seconds)
+        scheduled = next_due(
+            outcome, interval=interval, backoff_attempt=row.backoff_attempt, now=now, rng=rng
+        )
+        assert scheduled is not None  # only Deleted is never due again, and it returned
+        generation = (
+            outcome.attempt.generation
+            if isinstance(outcome, Evaluated | CutShort)
+            else row.generation
+        )
+        due.reschedule(
+            row.pk,
+            generation=generation,
+            due_at=scheduled.at,
+            backoff_attempt=scheduled.backoff_attempt,
+        )
+        return scheduled
 
 
-def _store_notifications(outcome: ReconcileOutcome, row: Analysis, now: datetime) -> None:
-    # Only a decision whose status was written happened; an attempt cut short decides again.
-    decision, written = outcome.decision, outcome.written
-    if decision is None or written is None or not decision.notifications:
-        return
-    uid = str(written.get("metadata", {}).get("uid", ""))
-    named = outcome.spec.notify if outcome.spec is not None else ()
-    notifications.store(row, uid, named, decision.notifications, now=now)
+def _live_row(namespace: str, name: str) -> Analysis | None:
+    return Analysis.objects.live().filter(namespace=namespace, name=name).first()
+
+
+def _error_reason(error: kube.KubeError) -> ErrorReason:
+    if isinstance(error, kube.Forbidden):
+        return ErrorReason.KUBERNETES_FORBIDDEN
+    return ErrorReason.KUBERNETES_UNAVAILABLE
+
+
+def _key(outcome: Outcome) -> str:
+    if isinstance(outcome, Evaluated | CutShort):
+        return outcome.resource.key
+    return f"{outcome.namespace}/{outcome.name}"

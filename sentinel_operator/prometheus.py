@@ -90,7 +90,8 @@ class PrometheusClient:
         # host:port only: a URL may carry user:password, and messages are shown to users.
         port = f":{parts.port}" if parts.port else ""
         self._where = f"{parts.hostname}{port}"
-        # SPEC §10.1: messages name the provider, and no secret of it may reach a message.
+        # docs/operations.md#metric-providers: messages name the provider, and no secret of it may
+        # reach a message.
         self.provider = provider
         self._secrets = tuple(s for s in (token, *secrets) if s)
         self._on_response = on_response
@@ -154,7 +155,7 @@ class PrometheusClient:
             return unavailable(metric, message)
 
         try:
-            # Streamed, so that the body is read only up to ``max_bytes`` (SPEC §13 item 18):
+            # Streamed, so that the body is read only up to ``max_bytes``:
             # one query matching every series must not exhaust the worker's memory.
             with self._session.get(
                 f"{self.base_url}{path}",

@@ -1,4 +1,7 @@
-"""The providers file (SENTINEL_PROVIDERS_FILE, SPEC §10.1): its schema and its one-line errors.
+"""The providers file (SENTINEL_PROVIDERS_FILE, docs/operations.md#metric-providers): its schema.
+
+``analyses.config_files`` reads it, as it reads the notification channels: one line per mistake,
+naming the file, the provider and the field.
 
 Every address and secret of a metric provider is the operator's configuration, never a
 resource's: a resource names a provider, this file says where it is, how to authenticate and
@@ -10,13 +13,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from analyses import config_files
 from sentinel_core.provider import DEFAULT_PROVIDER, MAX_PROVIDER_NAME_LENGTH
 
 ENV = "SENTINEL_PROVIDERS_FILE"
@@ -30,20 +32,16 @@ _MAX_TIMEOUT = 300.0
 _MAX_SECRET_BYTES = 64 * 1024
 
 
-class ProvidersError(ValueError):
-    """The providers file is unusable; ``str()`` is the one line to log or exit with."""
+# The providers file is unusable; ``str()`` is the one line to log or exit with.
+ProvidersError = config_files.ConfigFileError
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-class BasicAuth(_Strict):
+class BasicAuth(config_files.Strict):
     username: Annotated[str, Field(min_length=1)]
     password_file: str = Field(alias="passwordFile", min_length=1)
 
 
-class TLS(_Strict):
+class TLS(config_files.Strict):
     ca_file: str | None = Field(default=None, alias="caFile", min_length=1)
     cert_file: str | None = Field(default=None, alias="certFile", min_length=1)
     key_file: str | None = Field(default=None, alias="keyFile", min_length=1)
@@ -55,7 +53,7 @@ class TLS(_Strict):
         return self
 
 
-class ProviderModel(_Strict):
+class ProviderModel(config_files.Strict):
     name: str = Field(
         min_length=1,
         max_length=MAX_PROVIDER_NAME_LENGTH,
@@ -109,7 +107,7 @@ class ProviderModel(_Strict):
         return self
 
 
-class ProvidersModel(_Strict):
+class ProvidersModel(config_files.Strict):
     providers: list[ProviderModel] = Field(min_length=1)
 
 
@@ -143,44 +141,10 @@ def parse_file(path: str, *, read_secrets: bool = True) -> tuple[Provider, ...]:
     ``read_secrets`` False checks the schema only (the web app, which mounts no Secret, only
     needs names and namespaces).
     """
-    where = f"{ENV} {path}"
-    try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ProvidersError(f"{where}: cannot read it: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ProvidersError(f"{where}: not valid YAML{at}") from None
-    try:
-        model = ProvidersModel.model_validate(raw)
-    except ValidationError as exc:
-        raise ProvidersError(f"{where}: {_first_error(exc, raw)}") from None
-    first: dict[str, int] = {}
-    for index, item in enumerate(model.providers):
-        if item.name in first:
-            raise ProvidersError(
-                f"{where}: provider {item.name!r} field name: duplicate, already provider "
-                f"#{first[item.name] + 1}"
-            )
-        first[item.name] = index
-    return tuple(_provider(where, item, read_secrets) for item in model.providers)
-
-
-def _first_error(exc: ValidationError, raw: Any) -> str:
-    error = exc.errors()[0]
-    loc = list(error["loc"])
-    message = str(error["msg"]).removeprefix("Value error, ")
-    if len(loc) < 2 or loc[0] != "providers" or not isinstance(loc[1], int):
-        field_name = ".".join(str(p) for p in loc) or "(top level)"
-        return f"field {field_name}: {message}"
-    index = loc[1]
-    items = raw.get("providers") if isinstance(raw, dict) else None
-    item = items[index] if isinstance(items, list) and index < len(items) else None
-    name = item.get("name") if isinstance(item, dict) else None
-    who = f"provider {name!r}" if isinstance(name, str) and name else f"provider #{index + 1}"
-    rest = ".".join(str(p) for p in loc[2:]) or "(the provider)"
-    return f"{who} field {rest}: {message}"
+    entries = config_files.Entries(ENV, path, "providers", "provider")
+    model = config_files.read(path, ProvidersModel, entries)
+    config_files.check_unique([item.name for item in model.providers], entries)
+    return tuple(_provider(entries.where, item, read_secrets) for item in model.providers)
 
 
 def _provider(where: str, item: ProviderModel, read_secrets: bool) -> Provider:

@@ -1,4 +1,6 @@
-"""The operator's metric providers (SPEC §10.1): one Prometheus-API client each, kept current.
+"""The operator's metric providers: one Prometheus-API client each, kept current.
+
+The providers file is described in docs/operations.md#metric-providers.
 
 ``Providers`` holds a ``PrometheusClient`` per configured provider, each with its own pooled
 ``requests.Session`` carrying that provider's headers, credentials and certificates. Before

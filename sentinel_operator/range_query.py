@@ -1,7 +1,7 @@
 """Ask Prometheus for a metric's samples over a time range (``/api/v1/query_range``).
 
 ``measuring.measure_metric`` calls ``measure_range`` once per evaluation of a ``compare``
-metric (SPEC §3.2), after the metric's instant query answered. It goes through the same
+metric (docs/analysis.md), after the metric's instant query answered. It goes through the same
 ``PrometheusClient.fetch`` as the instant query: the same token, timeout, size cap and error
 taxonomy, one HTTP request, never a retry, never an exception; the request counts as one of
 the metric's in the operator's counters.

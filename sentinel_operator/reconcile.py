@@ -1,31 +1,33 @@
-"""Reconcile one RolloutAnalysis by key: fetch, measure, decide, act, write, requeue.
+"""Reconcile one RolloutAnalysis by key: read, measure, decide, act, write; then record.
 
 ``Reconciler.reconcile(namespace, name)`` is called by the django-q2 task
 (``tasks.reconcile_task``) that the due-time dispatcher queues. It is level-based: it reads the
 current state every time and never looks at the event that made the analysis due.
 
-The contract, once (controller-runtime's, SPEC §5 "requeue is not retry"):
+The contract, once (controller-runtime's; docs/status.md#requeue-and-backoff):
 
-- The resource is gone (404): the mirror row is marked deleted, which drops it from the
-  dispatch queue at once. Done; nothing is requeued (a missing object is success).
+- The resource is gone (404): ``Deleted``; the mirror row is marked deleted, which drops it from
+  the dispatch queue at once. Nothing is requeued (a missing object is success).
 - An evaluation got answers from Prometheus (any verdict, also an invalid query or spec, also a
-  missing target): the status is written and the analysis is **requeued** at ``+interval``;
-  ``backoff_attempt`` goes back to 0.
-- A **transient error** (Prometheus unavailable, or any Kubernetes API error, a status write
-  still conflicting after ``writes.CONFLICT_RETRIES`` re-reads): **retried** after
-  ``backoff.next_delay(attempt, interval, rng)``, ``attempt`` counting up. Forbidden (RBAC) is
-  retried the same way (capped backoff, never a crash loop) but logged as an error naming the
-  missing permission, since only a person can fix it.
+  missing target): ``Evaluated``; the status is written and the analysis is **requeued** at
+  ``+interval``, its backoff count back to 0.
+- A **transient error** (Prometheus unavailable: ``Evaluated`` with a transient decision; any
+  Kubernetes API error: ``CutShort`` or ``Unreadable``; a status write still conflicting after
+  ``writes.CONFLICT_RETRIES`` re-reads): **retried** after ``backoff.next_delay``, the count one
+  up. Forbidden (RBAC) is retried the same way (capped backoff, never a crash loop) but logged
+  as an error naming the refused request, since only a person can fix it.
 
-One attempt, in order: GET the analysis; parse its spec; GET the target Deployment in the
-analysis's own namespace only (404 is ``TargetState(exists=False)``, not an error); measure every
-metric (one query each; none when the spec is invalid); ``decide``; carry out the pause
-(``writes.pause``: a merge patch with the Deployment's resourceVersion, ``paused-by`` kept a
-union) BEFORE the status write; write status through ``/status`` (``writes.write_status``: on a
-409 re-read and re-apply the same decided status, never measure or count again). Every attempt
-then ends in one ``ReconcileOutcome``, which ``outcome.record`` writes down: events, mirror,
-history row, next due time, metrics. Prometheus's URL and token come from ``settings.SENTINEL``
-(see ``tasks``), never from a resource.
+One attempt, in order, each step once: GET the analysis and read it (``AnalysisResource.read``,
+the one parse of the attempt, handed along from here); GET the target Deployment in the
+analysis's own namespace only (404 is ``TargetState(exists=False)``, not an error); measure
+every metric (none when the spec is invalid); ``decide``; carry out the pause (``writes.pause``)
+BEFORE the status write; write status through ``/status`` (``writes.write_status``: on a 409
+re-read and re-apply the same decided status, never measure or count again). The attempt then
+ends in one ``outcome.Outcome``, which ``outcome.record`` writes down: events, then mirror,
+history row, notifications and next due time in one transaction, then metrics. Nothing is
+written to the database before ``decide``; the one thing read for it (the notification context,
+only during an outage) is read once and handed in. Prometheus's URL and token come from
+``settings.SENTINEL`` (see ``tasks``), never from a resource.
 """
 
 from __future__ import annotations
@@ -34,71 +36,59 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from analyses import mirror
-from analyses.models import Analysis
 from notifications import store as notifications
 from sentinel_cluster import kube, writes
 from sentinel_cluster.replicasets import compared_hashes, newest_replicaset_created
-from sentinel_core import backoff
-from sentinel_core.conditions import ErrorReason
-from sentinel_core.decision import Observation, decide, interrupted
+from sentinel_core.decision import Observation, decide
 from sentinel_core.measurement import Measurement
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.rollout import baseline_instant, next_rollout, template_hash
-from sentinel_core.spec import DEFAULT_INTERVAL_SECONDS, AnalysisSpec
+from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import Rollout
 from sentinel_core.target import TargetState
 from sentinel_operator.history import Attempt
 from sentinel_operator.measuring import NO_HASHES, measure_from
 from sentinel_operator.metrics import operator_metrics
-from sentinel_operator.outcome import ReconcileOutcome, Result, record
-from sentinel_operator.prometheus import PrometheusClient
+from sentinel_operator.outcome import (
+    Crashed,
+    CutShort,
+    Deleted,
+    Due,
+    Evaluated,
+    Outcome,
+    Unreadable,
+    record,
+)
 from sentinel_operator.providers import Providers
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class _Context:
-    """One attempt's inputs, read before anything is measured."""
-
-    resource: AnalysisResource
-    raw: Mapping[str, Any]
-    row: Analysis
-    started: datetime
-    start_mono: float
-
-
 class Reconciler:
-    """Reconcile analyses against one API server and one Prometheus."""
+    """Reconcile analyses against one API server and the configured metric providers."""
 
     def __init__(
         self,
         client: kube.KubeClient,
-        prometheus: PrometheusClient,
+        providers: Providers,
         *,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         monotonic: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
         instance: str = "",
-        providers: Providers | None = None,
     ) -> None:
         self.client = client
-        self.prometheus = prometheus
-        # SPEC §10.1: each metric's provider; without a providers file only ``default``.
-        self.providers = providers if providers is not None else Providers.single(prometheus)
+        # Each metric's provider (docs/operations.md#metric-providers); tests: Providers.single.
+        self.providers = providers
         self._now = now
         self._monotonic = monotonic
         self._rng = rng or random.Random()
         self.instance = instance
 
-    def reconcile(
-        self, namespace: str, name: str, *, due_at: datetime | None = None
-    ) -> ReconcileOutcome:
+    def reconcile(self, namespace: str, name: str, *, due_at: datetime | None = None) -> Outcome:
         """Run one attempt for ``namespace/name``, record its outcome and return it.
 
         ``due_at`` is when the analysis was due, for the dispatch lag.
@@ -115,32 +105,32 @@ class Reconciler:
             # dispatch claim (minutes), then let django-q2 see the exception.
             log.exception("reconcile %s/%s failed unexpectedly", namespace, name)
             try:
-                self._record(self._backed_off(namespace, name, Result.ERROR, ""))
+                self._record(Crashed(namespace, name))
             except Exception:
                 log.exception("reconcile %s/%s: cannot reschedule it either", namespace, name)
             raise
-        self._record(outcome)
+        scheduled = self._record(outcome)
+        if isinstance(outcome, CutShort | Unreadable):
+            _log_refusal(outcome, scheduled, self._now())
         metrics.evaluation_duration.observe(self._monotonic() - start_mono)
         return outcome
 
-    def _record(self, outcome: ReconcileOutcome) -> None:
-        record(outcome, client=self.client, now=self._now(), instance=self.instance)
+    def _record(self, outcome: Outcome) -> Due | None:
+        return record(
+            outcome, client=self.client, now=self._now(), rng=self._rng, instance=self.instance
+        )
 
     # -- one attempt -----------------------------------------------------------------------
 
-    def _attempt(
-        self, namespace: str, name: str, started: datetime, start_mono: float
-    ) -> ReconcileOutcome:
+    def _attempt(self, namespace: str, name: str, started: datetime, start_mono: float) -> Outcome:
         try:
             raw = self.client.request("GET", kube.analysis_path(namespace, name))
         except kube.NotFound:
-            return ReconcileOutcome(namespace, name, Result.DELETED)
+            return Deleted(namespace, name)
         except kube.KubeError as exc:
-            return self._unreadable(namespace, name, exc, started)
+            return Unreadable(namespace, name, exc, started, self._now())
 
-        row, _ = mirror.upsert_from_resource(raw, now=started)
         resource = AnalysisResource.read(raw)
-        ctx = _Context(resource, raw, row, started, start_mono)
         spec = resource.valid_spec
         measurements: tuple[Measurement, ...] = ()
         rollout = resource.status.rollout
@@ -149,26 +139,7 @@ class Reconciler:
             if spec is not None:
                 target, deployment = self._target(namespace, spec)
                 rollout = self._rollout(rollout, deployment, started)
-                self.providers.refresh()
-                # compare (SPEC §3.2): one list of the target's ReplicaSets per evaluation.
-                compares = any(metric.compare is not None for metric in spec.metrics)
-                hashes = (
-                    compared_hashes(self.client, deployment)
-                    if compares and deployment is not None
-                    else NO_HASHES
-                )
-                measurements = tuple(
-                    measure_from(
-                        self.providers,
-                        namespace,
-                        metric,
-                        baseline_at=baseline_instant(metric, rollout, started),
-                        now=started,
-                        step=spec.interval_seconds,
-                        hashes=hashes,
-                    )
-                    for metric in spec.metrics
-                )
+                measurements = self._measure(namespace, spec, deployment, rollout, started)
             decision = decide(
                 Observation(
                     namespace=namespace,
@@ -180,7 +151,7 @@ class Reconciler:
                     measurements=measurements,
                     now=started,
                     rollout=rollout,
-                    notify_context=notifications.context_for(row, resource.status),
+                    notify_context=notifications.context_for(resource.uid, resource.status),
                 )
             )
             # Pause first: a status claiming RolloutPaused over an unpaused target would later
@@ -195,33 +166,16 @@ class Reconciler:
                     decision.pause.reason,
                 )
             status = decision.status.to_dict()
-            written = writes.write_status(self.client, raw, lambda _fresh: status)
+            answer = writes.write_status(self.client, raw, lambda _fresh: status)
         except writes.AnalysisGone:
-            return ReconcileOutcome(namespace, name, Result.DELETED, uid=resource.uid)
+            return Deleted(namespace, name, uid=resource.uid)
         except kube.KubeError as exc:
-            return self._cut_short(ctx, exc, measurements)
-
-        transient = decision.transient
-        attempt = ctx.row.backoff_attempt + 1 if transient else 0
-        delay = (
-            backoff.next_delay(attempt, decision.interval_seconds, self._rng)
-            if transient
-            else decision.interval_seconds
-        )
-        return ReconcileOutcome(
-            namespace,
-            name,
-            Result.TRANSIENT if transient else Result.EVALUATED,
-            requeue_after=delay,
-            backoff_attempt=attempt,
-            row=ctx.row,
-            attempt=self._facts(ctx, decision.status.failures),
-            history=decision.history,
-            spec=spec,
-            measurements=measurements,
-            decision=decision,
-            written=written,
-            error=decision.history.error_message,
+            return CutShort(resource, exc, measurements, self._facts(resource, started, start_mono))
+        return Evaluated(
+            resource.answered(answer, decision.status),
+            decision,
+            measurements,
+            self._facts(resource, started, start_mono, failures=decision.status.failures),
         )
 
     def _target(
@@ -239,7 +193,10 @@ class Reconciler:
     def _rollout(
         self, previous: Rollout | None, deployment: Mapping[str, Any] | None, now: datetime
     ) -> Rollout | None:
-        """Return the target's rollout: a changed pod template starts a new one (SPEC §3.1)."""
+        """Return the target's rollout: a changed pod template starts a new one.
+
+        docs/resource.md describes the rollout and the baseline before it.
+        """
         if deployment is None:
             return previous
         current = template_hash((deployment.get("spec") or {}).get("template") or {})
@@ -249,113 +206,72 @@ class Reconciler:
             newest = newest_replicaset_created(self.client, deployment, current)
         return next_rollout(previous, current, newest_replicaset=newest, now=now)
 
-    # -- endings other than an evaluation --------------------------------------------------
-
-    def _cut_short(
-        self, ctx: _Context, exc: kube.KubeError, measurements: tuple[Measurement, ...]
-    ) -> ReconcileOutcome:
-        """The Kubernetes API failed after the analysis was read: back off, keep the values."""
-        resource = ctx.resource
-        forbidden = isinstance(exc, kube.Forbidden)
-        attempt = ctx.row.backoff_attempt + 1
-        delay = backoff.next_delay(attempt, resource.summary.interval_seconds, self._rng)
-        self._log_refusal(resource.key, exc, forbidden, delay)
-        return ReconcileOutcome(
-            resource.namespace,
-            resource.name,
-            Result.FORBIDDEN if forbidden else Result.TRANSIENT,
-            requeue_after=delay,
-            backoff_attempt=attempt,
-            row=ctx.row,
-            attempt=self._facts(ctx, resource.status.failures),
-            history=interrupted(
-                resource.valid_spec,
-                measurements,
-                reason=_error_reason(forbidden),
-                message=str(exc),
-                rollout=resource.status.rollout,
-            ),
-            spec=resource.valid_spec,
-            measurements=measurements,
-            error=str(exc),
+    def _measure(
+        self,
+        namespace: str,
+        spec: AnalysisSpec,
+        deployment: Mapping[str, Any] | None,
+        rollout: Rollout | None,
+        now: datetime,
+    ) -> tuple[Measurement, ...]:
+        """Measure every metric of ``spec`` at its provider, each query at most once."""
+        self.providers.refresh()
+        # New pods against old pods (docs/resource.md): one list of the target's ReplicaSets.
+        compares = any(metric.compare is not None for metric in spec.metrics)
+        hashes = (
+            compared_hashes(self.client, deployment)
+            if compares and deployment is not None
+            else NO_HASHES
+        )
+        return tuple(
+            measure_from(
+                self.providers,
+                namespace,
+                metric,
+                baseline_at=baseline_instant(metric, rollout, now),
+                now=now,
+                step=spec.interval_seconds,
+                hashes=hashes,
+            )
+            for metric in spec.metrics
         )
 
-    def _unreadable(
-        self, namespace: str, name: str, exc: kube.KubeError, started: datetime
-    ) -> ReconcileOutcome:
-        """The analysis itself could not be read: back off its mirror row by key."""
-        forbidden = isinstance(exc, kube.Forbidden)
-        level = logging.ERROR if forbidden else logging.WARNING
-        log.log(level, "reconcile %s/%s: cannot read it: %s", namespace, name, exc)
-        outcome = self._backed_off(
-            namespace, name, Result.FORBIDDEN if forbidden else Result.TRANSIENT, str(exc)
-        )
-        row = outcome.row
-        if row is None:
-            return outcome
-        now = self._now()
-        facts = Attempt(
-            started_at=started,
-            finished_at=now,
-            duration_seconds=max(0.0, (now - started).total_seconds()),
-            generation=row.generation,
-            failures_after=row.failures,
-        )
-        entry = interrupted(None, (), reason=_error_reason(forbidden), message=str(exc))
-        return ReconcileOutcome(
-            namespace,
-            name,
-            outcome.result,
-            requeue_after=outcome.requeue_after,
-            backoff_attempt=outcome.backoff_attempt,
-            row=row,
-            attempt=facts,
-            history=entry,
-            error=str(exc),
-        )
-
-    def _backed_off(
-        self, namespace: str, name: str, result: Result, error: str
-    ) -> ReconcileOutcome:
-        """Return an outcome backing off the live mirror row of ``namespace/name`` by key."""
-        row = Analysis.objects.live().filter(namespace=namespace, name=name).first()
-        interval = float(row.interval_seconds) if row is not None else DEFAULT_INTERVAL_SECONDS
-        attempt = (row.backoff_attempt if row is not None else 0) + 1
-        return ReconcileOutcome(
-            namespace,
-            name,
-            result,
-            requeue_after=backoff.next_delay(attempt, interval, self._rng),
-            backoff_attempt=attempt,
-            row=row,
-            error=error,
-        )
-
-    def _facts(self, ctx: _Context, failures: int) -> Attempt:
-        now = self._now()
+    def _facts(
+        self,
+        resource: AnalysisResource,
+        started: datetime,
+        start_mono: float,
+        *,
+        failures: int | None = None,
+    ) -> Attempt:
+        """Return the history row's facts; ``failures`` after it (unchanged when not decided)."""
         return Attempt(
-            started_at=ctx.started,
-            finished_at=now,
-            duration_seconds=max(0.0, self._monotonic() - ctx.start_mono),
-            generation=ctx.resource.generation,
-            failures_after=failures,
+            started_at=started,
+            finished_at=self._now(),
+            duration_seconds=max(0.0, self._monotonic() - start_mono),
+            generation=resource.generation,
+            failures_after=resource.status.failures if failures is None else failures,
         )
 
-    @staticmethod
-    def _log_refusal(key: str, exc: kube.KubeError, forbidden: bool, delay: float) -> None:
-        if forbidden:
-            log.error(
-                "reconcile %s: the Kubernetes API refused a request (check the operator's RBAC): "
-                "%s; retrying in %.0f s",
-                key,
-                exc,
-                delay,
-            )
-        else:
-            log.warning(
-                "reconcile %s: Kubernetes API error: %s; retrying in %.1f s", key, exc, delay
-            )
 
-
-def _error_reason(forbidden: bool) -> ErrorReason:
-    return ErrorReason.KUBERNETES_FORBIDDEN if forbidden else ErrorReason.KUBERNETES_UNAVAILABLE
+def _log_refusal(outcome: CutShort | Unreadable, scheduled: Due | None, now: datetime) -> None:
+    """Log a Kubernetes API failure: a refusal (RBAC) as an error, anything else as a warning."""
+    if isinstance(outcome, CutShort):
+        key = outcome.resource.key
+    else:
+        key = f"{outcome.namespace}/{outcome.name}"
+    retry = (
+        f"retrying in {(scheduled.at - now).total_seconds():.1f} s"
+        if scheduled is not None
+        else "not mirrored, so not retried"
+    )
+    if isinstance(outcome.error, kube.Forbidden):
+        log.error(
+            "reconcile %s: the Kubernetes API refused a request (check the operator's RBAC): "
+            "%s; %s",
+            key,
+            outcome.error,
+            retry,
+        )
+    else:
+        log.warning("reconcile %s: Kubernetes API error: %s; %s", key, outcome.error, retry)

@@ -223,7 +223,8 @@ class OperatorRuntime:
             now=_now, is_leader=self._is_leader, namespaces=settings.SENTINEL.namespaces
         )
         self._spawn("dispatcher", lambda: dispatcher.run(self.stop_event))
-        # Notifications are sent by workers, queued by the leader like reconciles (SPEC §14).
+        # Notifications are sent by workers, queued by the leader like reconciles
+        # (docs/notifications.md).
         pump = DeliveryPump(now=_now, is_leader=self._is_leader)
         self._spawn("notify-pump", lambda: pump.run(self.stop_event))
 
@@ -269,8 +270,8 @@ def preload_worker_modules() -> None:
 
     Apprise, matplotlib and its font cache imported in each worker on its first message are a
     private copy per worker (about 60 MB each); imported here they are pages every forked worker
-    shares, which keeps both replicas within SPEC §13's 600 MB (found by the soak,
-    docs/reliability.md). Without a channel configured the workers never send, so neither is
+    shares, which keeps both replicas within the 600 MB of docs/operations.md#memory (found by the
+    soak, docs/reliability.md). Without a channel configured the workers never send, so neither is
     imported at all (about 35 MB less per replica).
     """
     if not settings.SENTINEL_NOTIFY.channels:

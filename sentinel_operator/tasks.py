@@ -23,7 +23,7 @@ from notifications import store as notifications
 from sentinel_cluster import kube
 from sentinel_core.measurement import Measurement
 from sentinel_operator.metrics import operator_metrics, provider_metrics
-from sentinel_operator.outcome import ReconcileOutcome
+from sentinel_operator.outcome import result
 from sentinel_operator.providers import Providers
 from sentinel_operator.reconcile import Reconciler
 
@@ -70,9 +70,8 @@ def build_reconciler(client: kube.KubeClient | None = None) -> Reconciler:
         on_response=_count_provider_request,
         on_reload_failure=provider_metrics().reload_failures.inc,
     )
-    prometheus = providers.default
     instance = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
-    return Reconciler(client, prometheus, instance=instance, providers=providers)
+    return Reconciler(client, providers, instance=instance)
 
 
 def reconciler() -> Reconciler:
@@ -93,8 +92,7 @@ def reconcile_task(namespace: str, name: str, due_at: str | None = None) -> str:
         log.warning("reconcile %s/%s refused: outside SENTINEL_NAMESPACES", namespace, name)
         return OUT_OF_SCOPE
     due = datetime.fromisoformat(due_at) if due_at else None
-    result: ReconcileOutcome = reconciler().reconcile(namespace, name, due_at=due)
-    return result.result.value
+    return result(reconciler().reconcile(namespace, name, due_at=due)).value
 
 
 def resync_task(client: kube.KubeClient | None = None) -> str:

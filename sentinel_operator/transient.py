@@ -4,7 +4,7 @@ The operator logs what a dispatcher pass, a pump pass, a watch or a reconcile co
 ``log.exception``: a traceback is what a bug needs. But when PostgreSQL restarts, Redis goes away
 or the API server is down, every loop says so at once, and the soak counted 25-70 tracebacks
 per restart (docs/reliability.md) for what is an expected transient that the operator recovers
-from by design (claims, relists, retries). SPEC: no traceback for the user.
+from by design (claims, relists, retries). A user is never shown a traceback.
 ``TransientErrors``, installed on the log handlers by ``runoperator``, turns such a record into
 its message plus one line saying what was unavailable and why; every other error keeps its
 traceback.

@@ -1,4 +1,4 @@
-"""Keep the database mirror current from a watch on RolloutAnalyses (SPEC §6).
+"""Keep the database mirror current from a watch on RolloutAnalyses (docs/operator.md).
 
 ``AnalysisWatch.run`` (one thread per watched scope, started by ``runtime`` and active only
 while this replica leads) lists RolloutAnalyses (all namespaces, or one namespace of

@@ -1,4 +1,4 @@
-"""compared_hashes against both clusters: which pods are new and which old (SPEC §3.2).
+"""compared_hashes against both clusters: which pods are new and which old (docs/analysis.md).
 
 On the real cluster the controller manager makes the ReplicaSets: the newest by the
 ``deployment.kubernetes.io/revision`` annotation is new, the others with replicas are old, and

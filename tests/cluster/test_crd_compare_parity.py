@@ -1,4 +1,4 @@
-"""SPEC §3.2: the CRD and ``parse_spec`` refuse the same ``compare`` specs on the same paths.
+"""docs/analysis.md: the CRD and ``parse_spec`` refuse the same ``compare`` specs on the same paths.
 
 As tests/cluster/test_crd_thresholds_parity.py does for §3.1: each invalid spec breaks one rule
 of ``compare`` (schema or CEL); the real kube-apiserver and devcluster (which evaluates the same

@@ -1,4 +1,4 @@
-"""SPEC §3.1: the CRD and ``parse_spec`` refuse the same specs with the same field paths.
+"""docs/resource.md: the CRD and ``parse_spec`` refuse the same specs with the same field paths.
 
 Each invalid spec below breaks one rule of maxIncrease, baseline, minSamples or failureWindow.
 The real kube-apiserver (its schema and CEL ``x-kubernetes-validations``) answers 422 with

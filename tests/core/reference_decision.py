@@ -1,4 +1,6 @@
-"""A frozen copy of sentinel_core/decision.py as it was before SPEC §3.1 (commit 5cd7e19).
+"""A frozen copy of the decision (then sentinel_core/decision.py) before relative thresholds.
+
+Copied at commit 5cd7e19, before maxIncrease, baseline and minSamples (docs/resource.md).
 
 The oracle of tests/core/test_decision_window.py: on specs without failureWindow, maxIncrease
 and minSamples, today's ``decide`` must answer exactly as this one did. Never edit it.
@@ -101,7 +103,7 @@ class Resumption:
 
 
 def decide(obs: Observation) -> Decision:
-    """Return the new status and the actions for one reconcile attempt (SPEC §5)."""
+    """Return the new status and the actions for one reconcile attempt (docs/operator.md)."""
     now = utc_seconds(obs.now)
     prev = obs.previous
     seen = prev.observed_generation
@@ -375,7 +377,8 @@ def _pair(
 
 def _judge(metric: MetricSpec, m: Measurement) -> MetricResult:
     series = f"worst of {m.series} series" if m.series > 1 else ""
-    # NaN is no data (SPEC §5); the client already maps it to None, this guards the contract.
+    # NaN is no data (docs/operator.md); the client already maps it to None, this guards the
+    # contract.
     if m.value is None or math.isnan(m.value):
         return MetricResult(
             name=metric.name,

@@ -1,4 +1,4 @@
-"""New pods against old pods (SPEC §3.2) in the pure core: parse, judge, status, decide.
+"""New pods against old pods (docs/analysis.md) in the pure core: parse, judge, status, decide.
 
 The statistics are SciPy's; what is tested here is how the core uses them: one-sided by
 ``worse``, failing only on significance *and* an effect beyond ``maxEffect``, every
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from sentinel_core.compare import Compare, Effect, Sides, judge_comparison, split_sides
 from sentinel_core.conditions import ConditionType, Reason, Verdict
-from sentinel_core.judge import judge
+from sentinel_core.decision import judge
 from sentinel_core.measurement import Measurement
 from sentinel_core.spec import InvalidSpecError, MetricSpec, parse_spec
 from sentinel_core.status import AnalysisStatus

@@ -1,4 +1,4 @@
-"""Example tests of the pure decision core: every rule of SPEC §5, one scenario at a time.
+"""Example tests of the pure decision core: every rule of docs/operator.md, one scenario at a time.
 
 ``World`` plays the reconciler around ``decide``: it feeds measurements, keeps the status and
 carries out pauses on a simulated target, so a test reads like a sequence of evaluations.
@@ -101,7 +101,7 @@ class World:
     def decide_with(
         self, measurements: tuple[Measurement, ...], rollout: Rollout | None = None
     ) -> Decision:
-        """Evaluate with the rollout the reconciler detected (SPEC §3.1)."""
+        """Evaluate with the rollout the reconciler detected (docs/resource.md)."""
         decision = decide(replace(self.observe(measurements), rollout=rollout))
         self.apply(decision)
         return decision

@@ -10,7 +10,7 @@ Invariants checked after every single decision:
 - no decision ever unpauses: a paused target stays paused;
 - ``lastTransitionTime`` changes exactly when a condition's status changes;
 - events are emitted only on the transitions they name, with their fixed types;
-- the status always fits the CRD's status schema and SPEC §4's table, and round-trips.
+- the status always fits the CRD's status schema and docs/status.md's table, and round-trips.
 """
 
 from __future__ import annotations

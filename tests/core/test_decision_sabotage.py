@@ -1,4 +1,4 @@
-"""SPEC §13's sabotage list (items 1-9 and 14), as far as the pure decision core decides them.
+"""The sabotage list, as far as the pure decision core decides them.
 
 Each test runs a sequence of reconcile attempts through ``decide`` (and ``next_delay`` for the
 requeue cadence) and asserts conditions, events, history outcomes and that nothing was paused

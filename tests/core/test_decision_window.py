@@ -1,4 +1,4 @@
-"""SPEC §3.1 in the decision core: failureWindow counting, and nothing else changed.
+"""docs/resource.md in the decision core: failureWindow counting, and nothing else changed.
 
 Properties over random histories (hypothesis):
 
@@ -31,8 +31,8 @@ from tests.core.test_status_api import check_status
 kind = st.sampled_from(
     ("pass", "fail", "fail", "nodata", "unavailable", "invalid", "lowtraffic", "nobaseline")
 )
-# The window test's p99-latency also has a guard and a baseline (SPEC §3.1), so that every kind
-# of Inconclusive (NoData, InsufficientData, NoBaseline) is exercised.
+# The window test's p99-latency also has a guard and a baseline (docs/resource.md), so that every
+# kind of Inconclusive (NoData, InsufficientData, NoBaseline) is exercised.
 GUARDED = {
     "name": "p99-latency",
     "query": "q",

@@ -1,8 +1,8 @@
-"""One metric's judgement beyond fixed thresholds (SPEC §3.1), and what decide makes of it.
+"""One metric's judgement beyond fixed thresholds (docs/resource.md), and what decide makes of it.
 
 minSamples guards, maxIncrease against a baseline (percent, absolute, a baseline of 0, none),
 beforeRollout before and after a rollout, the worst series' labels, and the one-sentence why in
-the metric message, the Healthy message and the RolloutPaused event (SPEC §4's example).
+the metric message, the Healthy message and the RolloutPaused event (docs/status.md's example).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from sentinel_core.conditions import (
     Reason,
     Verdict,
 )
-from sentinel_core.judge import judge, series_labels
+from sentinel_core.decision import judge
+from sentinel_core.decision._judge import series_labels
 from sentinel_core.measurement import Measurement
 from sentinel_core.rollout import baseline_instant, next_rollout, template_hash
 from sentinel_core.spec import MetricSpec, parse_spec

@@ -1,4 +1,4 @@
-"""Notification intents of the pure core (SPEC §14): one per transition, never one per
+"""Notification intents of the pure core (docs/notifications.md): one per transition, never one per
 evaluation, with a key that a replayed decision reproduces."""
 
 from __future__ import annotations

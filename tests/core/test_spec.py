@@ -1,4 +1,4 @@
-"""parse_spec: SPEC §3's rules, the CRD defaults and Go-style durations, with field paths."""
+"""parse_spec: the rules of docs/resource.md, the CRD defaults, Go durations, field paths."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""parse_spec's size limits (SPEC §3.1): 20 metrics, 4,096-character queries, 63-character names.
+"""parse_spec's size limits: 20 metrics, 4,096-character queries, 63-character names.
+
+The limits are listed in docs/resource.md.
 
 The same limits are the CRD's ``maxItems`` / ``maxLength``; this file pins parse_spec's side and
 that the CRD file declares the same numbers (tests/api/test_spec_limits.py checks both answers).

@@ -1,4 +1,4 @@
-"""parse_spec for SPEC §3.1: maxIncrease, baseline, minSamples, failureWindow, rule by rule.
+"""parse_spec for docs/resource.md: maxIncrease, baseline, minSamples, failureWindow, rule by rule.
 
 The same cases against the real API server are tests/cluster/test_crd_thresholds_parity.py.
 """

@@ -1,4 +1,4 @@
-"""Status is an API (SPEC §4): pin every stable string, check the docs name each one, and check
+"""Status is an API (docs/status.md): pin every stable string, check the docs name each, and check
 that the typed status reads garbage tolerantly and writes exactly the CRD's status schema."""
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ TABLE = {
         "TargetNotFound",
         "InvalidQuery",
         "InvalidSpec",
-        # SPEC §10.1: a metric's provider is not configured, or not for this namespace.
+        # docs/operations.md#metric-providers: a metric's provider is not configured, or not for
+        # this namespace.
         "UnknownProvider",
         "ProviderNotAllowed",
     },
@@ -178,7 +179,7 @@ def check_schema(value: Any, schema: dict[str, Any], path: str = "status") -> No
 
 
 def check_status(status: AnalysisStatus) -> dict[str, Any]:
-    """Check a status against the CRD schema and SPEC §4's table; return its dict."""
+    """Check a status against the CRD schema and docs/status.md's table; return its dict."""
     raw = status.to_dict()
     check_schema(raw, STATUS_SCHEMA)
     assert "pausedAt" in raw

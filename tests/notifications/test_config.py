@@ -1,4 +1,8 @@
-"""SENTINEL_NOTIFY_CONFIG: the file's shape, and one clear line for every mistake (SPEC §14)."""
+"""SENTINEL_NOTIFY_CONFIG: the file's shape, and one clear line for every mistake.
+
+docs/notifications.md describes the file; the line names file, channel and field, as the
+providers file's does (``analyses.config_files``).
+"""
 
 from __future__ import annotations
 
@@ -65,32 +69,46 @@ def test_unconfigured_means_no_channels_and_no_check() -> None:
     ("text", "expected"),
     [
         ("channels: [", "not valid YAML at line 1"),
-        ("- a\n", "expected a mapping with one key, channels"),
-        ("channels: {a: 1}", "channels must be a list"),
-        ("channels: [{name: Bad_Name, url: 'json://h/'}]", "channels[0].name: must be a DNS-1123"),
+        ("- a\n", "field (top level): Input should be a valid dictionary"),
+        ("channels: {a: 1}", "field channels: Input should be a valid list"),
+        (
+            "channels: [{name: Bad_Name, url: 'json://h/'}]",
+            "channel 'Bad_Name' field name: String should match pattern",
+        ),
+        ("channels: [{url: 'json://h/'}]", "channel #1 field name: Field required"),
         ("channels: [{name: a, url: 'nope://h/x'}]", "Apprise does not accept this nope:// URL"),
-        ("channels: [{name: a, url: 'no scheme'}]", "channels[0] (a).url: must be an Apprise URL"),
+        (
+            "channels: [{name: a, url: 'no scheme'}]",
+            "channel 'a' field url: must be an Apprise URL",
+        ),
         (
             "channels: [{name: a, url: 'json://h/', events: [Paused, Bogus]}]",
-            "unknown event 'Bogus'",
+            "channel 'a' field events: unknown event 'Bogus'",
         ),
-        ("channels: [{name: a, url: 'json://h/', default: 'yes'}]", "default: must be true"),
-        ("channels: [{name: a, url: 'json://h/', colour: red}]", "unknown field 'colour'"),
+        (
+            "channels: [{name: a, url: 'json://h/', default: 'yes'}]",
+            "channel 'a' field default: Input should be a valid boolean",
+        ),
+        (
+            "channels: [{name: a, url: 'json://h/', colour: red}]",
+            "channel 'a' field colour: Extra inputs are not permitted",
+        ),
         (
             "channels: [{name: a, url: 'json://h/'}, {name: a, url: 'json://h/'}]",
-            "duplicate channel name 'a'",
+            "channel 'a' field name: duplicate, already channel #1",
         ),
     ],
 )
 def test_mistakes_are_one_sentence(tmp_path: Path, text: str, expected: str) -> None:
     with pytest.raises(ImproperlyConfigured) as caught:
         load(write(tmp_path, text))
+    assert str(caught.value).startswith(f"SENTINEL_NOTIFY_CONFIG {tmp_path / 'notify.yaml'}: ")
     assert expected in str(caught.value)
     assert "\n" not in str(caught.value)
 
 
 def test_missing_file_and_bad_settings(tmp_path: Path) -> None:
-    with pytest.raises(ImproperlyConfigured, match="cannot read the file"):
+    with pytest.raises(ImproperlyConfigured, match="cannot read it: No such file"):
         load({"SENTINEL_NOTIFY_CONFIG": str(tmp_path / "absent.yaml")})
     with pytest.raises(ImproperlyConfigured, match="SENTINEL_NOTIFY_OUTAGE_AFTER='soon'"):
         load({"SENTINEL_NOTIFY_OUTAGE_AFTER": "soon"})
@@ -111,5 +129,5 @@ def test_start_up_stops_with_one_line_and_no_secret(tmp_path: Path) -> None:
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("rollout-sentinel: configuration error: SENTINEL_NOTIFY_CONFIG=")
+    assert lines[0].startswith("rollout-sentinel: configuration error: SENTINEL_NOTIFY_CONFIG ")
     assert "nope://" in lines[0] and SECRET not in done.stderr + done.stdout

@@ -1,4 +1,4 @@
-"""SPEC §13 item 23: a notification channel down — refusing connections, answering 500, or
+"""Sabotage: a notification channel down — refusing connections, answering 500, or
 holding the request past the timeout. The delivery is retried with exponential backoff and
 recorded as failed; the reconcile is never delayed or failed by it.
 

@@ -61,7 +61,7 @@ def test_previous_attempt_is_looked_up_only_during_an_outage(conf: NotifyConfig)
     row = factories.analysis("checkout")
     factories.history(row, [0.1, 0.2])
     calm = AnalysisStatus()
-    assert store.context_for(row, calm).previous_attempt is None
+    assert store.context_for(row.uid, calm).previous_attempt is None
     outage = AnalysisStatus(
         conditions=(
             Condition(
@@ -71,7 +71,7 @@ def test_previous_attempt_is_looked_up_only_during_an_outage(conf: NotifyConfig)
     )
     newest = row.evaluations.order_by("-started_at").first()
     assert newest is not None
-    context = store.context_for(row, outage)
+    context = store.context_for(row.uid, outage)
     assert context.previous_attempt == newest.started_at
     assert context.channels == {"everyone", "team", "chatty"}
 
@@ -101,7 +101,7 @@ def test_an_attempt_that_wrote_no_status_is_not_the_previous_attempt(conf: Notif
             ),
         )
     )
-    assert store.context_for(row, outage).previous_attempt == decided.started_at
+    assert store.context_for(row.uid, outage).previous_attempt == decided.started_at
 
 
 def test_pump_queues_once_and_a_stale_task_sends_nothing(conf: NotifyConfig) -> None:

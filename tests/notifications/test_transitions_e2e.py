@@ -1,5 +1,5 @@
 """End to end: one message per transition across a killed operator, a kubectl resume and a
-Prometheus outage longer than SENTINEL_NOTIFY_OUTAGE_AFTER (SPEC §14).
+Prometheus outage longer than SENTINEL_NOTIFY_OUTAGE_AFTER (docs/notifications.md).
 
 These are about the operator's own processes and Prometheus, so they run on devcluster only
 (``tests/notifications/test_webhook_e2e.py`` runs on both clusters).

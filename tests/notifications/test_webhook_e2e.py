@@ -1,5 +1,5 @@
 """End to end: a regression pauses the Deployment and exactly one message reaches a real JSON
-webhook on loopback, with the PNG of the metric (SPEC §14).
+webhook on loopback, with the PNG of the metric (docs/notifications.md).
 
 kubectl, ``runoperator``, the real Prometheus and the session cluster, as in
 ``tests/operator/test_runtime_e2e.py``; the channel is an Apprise ``json://`` URL pointing at

@@ -70,7 +70,7 @@ def shared_namespace(
         yield namespace
     finally:
         shared_operator.proxy.pass_through()
-        # Deleted analyses stop being evaluated at once (SPEC §5), so nothing lingers.
+        # Deleted analyses stop being evaluated at once (docs/operator.md), so nothing lingers.
         items = kube_client.request("GET", kube.analyses_path(namespace)).get("items") or []
         for item in items:
             with contextlib.suppress(kube.NotFound):

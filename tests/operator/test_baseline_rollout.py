@@ -1,4 +1,4 @@
-"""SPEC §13 item 22, the rollout part: a regression relative to the pre-rollout baseline.
+"""Sabotage, the rollout part: a regression relative to the pre-rollout baseline.
 
 On each cluster (``kube_cluster``): a Deployment and an analysis whose only fixed bound is a
 generous ``maxValue``, plus ``maxIncrease: {percent: 50}`` against ``baseline: {beforeRollout:

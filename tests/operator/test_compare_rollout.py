@@ -1,4 +1,4 @@
-"""SPEC §3.2 end to end: new pods against old pods on the real control plane.
+"""docs/analysis.md end to end: new pods against old pods on the real control plane.
 
 The real controller manager makes the ReplicaSets: ``kubectl set image`` creates the new one
 (2 replicas, default strategy: no kubelet, so the old ReplicaSet stays at 2 and the new one at 1,

@@ -1,4 +1,6 @@
-"""measure_metric against the real Prometheus: the guard and the baseline queries (SPEC §3.1).
+"""measure_metric against the real Prometheus: the guard and the baseline queries.
+
+The guard and the baseline are described in docs/resource.md.
 
 The baseline is the metric's own query sent with Prometheus's ``time`` parameter, answered from
 the history Prometheus really scraped; the proxy in front of it shows the parameter and counts

@@ -1,4 +1,4 @@
-"""The per-metric gauges on the operator's own ``/metrics`` (SPEC §4, issue 13 item 5).
+"""The per-metric gauges on the operator's own ``/metrics`` (docs/status.md, issue 13 item 5).
 
 ``sentinel_metric_value``, ``sentinel_metric_threshold`` and ``sentinel_metric_baseline`` follow
 the real evaluations of a ``runoperator`` against the real Prometheus, labelled namespace,

@@ -1,11 +1,11 @@
 """The operator imports what its workers send notifications with before it forks them, and
 nothing heavy that it does not need.
 
-Found by the chaos soak (docs/reliability.md): each django-q2 worker imported Apprise and
-matplotlib on its first message, a private copy per worker, and the two replicas of the ``ha``
-overlay went from at most 363 MB to 717 MB (PSS), over SPEC §13's 600 MB. Imported in the parent,
-the pages are shared by every forked worker. Without a channel nothing is ever sent, so neither
-is imported; SciPy (``compare`` only) is imported on the first comparison.
+Found by the chaos soak (docs/reliability.md): each django-q2 worker imported Apprise and matplotlib
+on its first message, a private copy per worker, and the two replicas of the ``ha`` overlay went
+from at most 363 MB to 717 MB (PSS), over the 600 MB of docs/operations.md#memory. Imported in the
+parent, the pages are shared by every forked worker. Without a channel nothing is ever sent, so
+neither is imported; SciPy (``compare`` only) is imported on the first comparison.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The range query of compare (SPEC §3.2) against the real Prometheus, and measure_metric's use.
+"""The range query of compare against the real Prometheus, and measure_metric's use of it.
+
+What compare decides is in docs/analysis.md.
 
 ``measure_range`` goes through the instant query's ``fetch``: the same taxonomy (a refused
 query, an outage, an HTML page, an answer over the cap), one request, never an exception. A

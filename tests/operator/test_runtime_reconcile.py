@@ -14,8 +14,11 @@ import pytest
 
 from analyses.models import Analysis, Evaluation
 from sentinel_cluster import kube
-from sentinel_operator.outcome import Result
+from sentinel_operator import due
+from sentinel_operator.outcome import Evaluated, Result
+from sentinel_operator.outcome import result as result_of
 from sentinel_operator.prometheus import PrometheusClient
+from sentinel_operator.providers import Providers
 from sentinel_operator.reconcile import Reconciler
 from testkit.clusters import Cluster
 from testkit.devcluster import DevCluster
@@ -32,7 +35,9 @@ PAUSED_BY = "sentinel.example.com/paused-by"
 @pytest.fixture
 def reconciler(kube_client: kube.KubeClient, fault_proxy: FaultProxy) -> Reconciler:
     prometheus = PrometheusClient(fault_proxy.url, timeout=2.0)
-    return Reconciler(kube_client, prometheus, rng=random.Random(7), instance="test")
+    return Reconciler(
+        kube_client, Providers.single(prometheus), rng=random.Random(7), instance="test"
+    )
 
 
 def _create(client: kube.KubeClient, namespace: str, name: str, **spec: object) -> None:
@@ -69,7 +74,7 @@ def test_a_conflicting_status_write_is_reapplied_without_measuring_again(
     )
     fault_proxy.reset()
     result = reconciler.reconcile(namespace, "ra")
-    assert result.result == Result.EVALUATED
+    assert result_of(result) == Result.EVALUATED
     assert fault_proxy.query_count == 1
     status = kube_client.request("GET", kube.analysis_path(namespace, "ra"))["status"]
     assert status["failures"] == 1  # counted once, not once per write
@@ -96,7 +101,7 @@ def test_the_target_is_looked_up_in_the_analysis_namespace_only(
     _deploy(kube_client, "default", target)
     _create(kube_client, namespace, "ra", target=target, metrics=[gauge_metric(case, 0.5)])
     result = reconciler.reconcile(namespace, "ra")
-    assert result.result == Result.EVALUATED
+    assert result_of(result) == Result.EVALUATED
     resource = kube_client.request("GET", kube.analysis_path(namespace, "ra"))
     assert condition(resource, "Ready")["reason"] == "TargetNotFound"
     assert resource["status"]["lastVerdict"] == "Pass"  # metrics are still evaluated
@@ -118,19 +123,27 @@ def test_prometheus_outage_backs_off_and_recovery_resets(
     gauge(0.9)
     _deploy(kube_client, namespace)
     _create(kube_client, namespace, "ra", metrics=[gauge_metric(case, 0.5)], interval="10s")
-    assert reconciler.reconcile(namespace, "ra").result == Result.EVALUATED
+    assert result_of(reconciler.reconcile(namespace, "ra")) == Result.EVALUATED
 
     fault_proxy.fail(502)
     delays = []
     for attempt in (1, 2, 3):
+        before = datetime.now(UTC)
         result = reconciler.reconcile(namespace, "ra")
-        assert result.result == Result.TRANSIENT
-        assert result.requeue_after is not None
-        delays.append(result.requeue_after)
+        after = datetime.now(UTC)
+        assert result_of(result) == Result.TRANSIENT
         row = Analysis.objects.get(namespace=namespace, name="ra")
         assert row.backoff_attempt == attempt
+        assert row.next_due_at is not None
+        # The delay was added to a moment between ``before`` and ``after``.
+        delays.append(
+            ((row.next_due_at - after).total_seconds(), (row.next_due_at - before).total_seconds())
+        )
     # 5 s, 10 s, 20 s with +-10% jitter: each wait longer than the last, then above interval.
-    assert 4.5 <= delays[0] <= 5.5 and 9 <= delays[1] <= 11 and 18 <= delays[2] <= 22
+    for (shortest, longest), (low, high) in zip(
+        delays, ((4.5, 5.5), (9, 11), (18, 22)), strict=True
+    ):
+        assert longest >= low and shortest <= high
     resource = kube_client.request("GET", kube.analysis_path(namespace, "ra"))
     assert condition(resource, "Ready")["reason"] == "MetricsUnavailable"
     assert resource["status"]["failures"] == 1  # errors leave the count alone
@@ -142,10 +155,14 @@ def test_prometheus_outage_backs_off_and_recovery_resets(
     assert reasons.count("MetricsUnavailable") == 1
 
     fault_proxy.pass_through()
+    before = datetime.now(UTC)
     result = reconciler.reconcile(namespace, "ra")
-    assert result.result == Result.EVALUATED
-    assert result.requeue_after == 10.0
-    assert Analysis.objects.get(namespace=namespace, name="ra").backoff_attempt == 0
+    after = datetime.now(UTC)
+    assert result_of(result) == Result.EVALUATED
+    row = Analysis.objects.get(namespace=namespace, name="ra")
+    assert row.backoff_attempt == 0
+    assert row.next_due_at is not None
+    assert before + timedelta(seconds=10) <= row.next_due_at <= after + timedelta(seconds=10)
     wait_until(
         lambda: (
             "MetricsRecovered"
@@ -164,19 +181,20 @@ def test_forbidden_is_reported_and_backed_off(
     case: str,
 ) -> None:
     _create(kube_client, namespace, "ra", metrics=[gauge_metric(case, 0.5)])
-    assert reconciler.reconcile(namespace, "ra").result == Result.EVALUATED
+    assert result_of(reconciler.reconcile(namespace, "ra")) == Result.EVALUATED
     refused = Reconciler(
         kube.KubeClient(kube_cluster.api_client(token="revoked")),
-        reconciler.prometheus,
+        reconciler.providers,
         rng=random.Random(1),
     )
     for attempt in (1, 2):
+        before = datetime.now(UTC)
         result = refused.reconcile(namespace, "ra")
-        assert result.result == Result.FORBIDDEN
-        assert result.requeue_after is not None and result.requeue_after >= 4.5
+        assert result_of(result) == Result.FORBIDDEN
         row = Analysis.objects.get(namespace=namespace, name="ra")
         assert row.backoff_attempt == attempt
-        assert row.next_due_at is not None and row.next_due_at > datetime.now(UTC)
+        assert row.next_due_at is not None
+        assert row.next_due_at >= before + timedelta(seconds=4.5)
     errors = Evaluation.objects.filter(analysis__namespace=namespace, outcome="Error")
     assert {e.error_reason for e in errors} == {"KubernetesForbidden"}
 
@@ -191,8 +209,7 @@ def test_a_deleted_analysis_leaves_the_queue_and_keeps_its_history(
     reconciler.reconcile(namespace, "ra")
     kube_client.request("DELETE", kube.analysis_path(namespace, "ra"))
     result = reconciler.reconcile(namespace, "ra")
-    assert result.result == Result.DELETED
-    assert result.requeue_after is None
+    assert result_of(result) == Result.DELETED
     row = Analysis.objects.get(namespace=namespace, name="ra")
     assert row.deleted_at is not None and row.next_due_at is None
     assert Evaluation.objects.filter(analysis=row).count() == 1
@@ -210,7 +227,8 @@ def test_two_analyses_on_one_target_both_name_themselves(
     _deploy(kube_client, namespace)
     for name in ("first", "second"):
         _create(kube_client, namespace, name, metrics=[gauge_metric(case, 0.5)], failure_limit=1)
-    assert reconciler.reconcile(namespace, "first").decision.pause is not None  # type: ignore[union-attr]
+    first = reconciler.reconcile(namespace, "first")
+    assert isinstance(first, Evaluated) and first.decision.pause is not None
     # The second pause races a change to the Deployment: it re-reads and keeps the union.
     api_faults.inject_fault(
         path_regex=f"/namespaces/{namespace}/deployments/checkout$",
@@ -218,7 +236,7 @@ def test_two_analyses_on_one_target_both_name_themselves(
         status=409,
         times=1,
     )
-    assert reconciler.reconcile(namespace, "second").result == Result.EVALUATED
+    assert result_of(reconciler.reconcile(namespace, "second")) == Result.EVALUATED
     deployment = kube_client.request("GET", kube.deployment_path(namespace, "checkout"))
     assert deployment["spec"]["paused"] is True
     assert deployment["metadata"]["annotations"][PAUSED_BY] == (
@@ -229,15 +247,13 @@ def test_two_analyses_on_one_target_both_name_themselves(
         assert condition(resource, "RolloutPaused")["reason"] == "FailureLimitReached"
     # Idempotent: evaluating again neither re-pauses nor re-announces.
     again = reconciler.reconcile(namespace, "first")
-    assert again.decision is not None and again.decision.pause is None
+    assert isinstance(again, Evaluated) and again.decision.pause is None
     assert again.decision.events == ()
 
 
 def test_an_edited_spec_during_an_attempt_keeps_its_immediate_due_time(
     reconciler: Reconciler, kube_client: kube.KubeClient, namespace: str, case: str
 ) -> None:
-    from sentinel_operator import dispatcher
-
     _create(kube_client, namespace, "ra", metrics=[gauge_metric(case, 0.5)])
     reconciler.reconcile(namespace, "ra")
     row = Analysis.objects.get(namespace=namespace, name="ra")
@@ -245,7 +261,7 @@ def test_an_edited_spec_during_an_attempt_keeps_its_immediate_due_time(
     # The watch saw generation 2 and made the row due now; a late attempt on generation 1 ends.
     Analysis.objects.filter(pk=row.pk).update(generation=2, next_due_at=soon)
     later = soon + timedelta(seconds=30)
-    assert not dispatcher.reschedule(row.pk, generation=1, due_at=later, backoff_attempt=0)
+    assert not due.reschedule(row.pk, generation=1, due_at=later, backoff_attempt=0)
     assert Analysis.objects.get(pk=row.pk).next_due_at == soon
 
 
@@ -287,7 +303,7 @@ def test_every_status_shape_is_accepted_by_the_cluster(
     ]
     _deploy(kube_client, namespace)
     _create(kube_client, namespace, "ra", metrics=metrics)
-    assert reconciler.reconcile(namespace, "ra").result == Result.EVALUATED
+    assert result_of(reconciler.reconcile(namespace, "ra")) == Result.EVALUATED
     resource = kube_client.request("GET", kube.analysis_path(namespace, "ra"))
     for type_, status, reason in (ready, healthy):
         found = condition(resource, type_)

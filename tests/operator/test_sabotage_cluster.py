@@ -1,4 +1,4 @@
-"""Sabotage, cluster side (SPEC §13 items 7-10, 14, 15), end to end.
+"""Sabotage, cluster side, end to end.
 
 A real ``runoperator`` process against the session cluster of each kind (devcluster and the
 real kube-apiserver with its controllers) and the real Prometheus, driven with kubectl: the

@@ -1,4 +1,4 @@
-"""Sabotage of the processes (SPEC §13 items 11-13), end to end.
+"""Sabotage of the processes, end to end.
 
 The API server stopped and started again (on ``real`` the session's kube-apiserver, etcd and
 kube-controller-manager themselves, on ``dev`` a devcluster of the test's own persisted in a data

@@ -1,4 +1,4 @@
-"""Sabotage item 18 (SPEC §13): Prometheus answers 200 with a 200 MB body.
+"""Sabotage item 18: Prometheus answers 200 with a 200 MB body.
 
 The read is capped (``SENTINEL_PROMETHEUS_MAX_BYTES``, default 4 MiB): the client stops reading,
 the analysis goes ``Ready=False/MetricsUnavailable`` saying the answer was too large, nothing is

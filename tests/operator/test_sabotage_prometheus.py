@@ -1,4 +1,4 @@
-"""Sabotage, Prometheus side (SPEC §13 items 1-6), end to end.
+"""Sabotage, Prometheus side, end to end.
 
 A real ``runoperator`` process evaluates analyses in a devcluster against the real Prometheus,
 and each test breaks Prometheus in one way: 502s from the ``fault_proxy``, the server stopped
@@ -44,7 +44,7 @@ pytestmark = pytest.mark.clusters("dev")
 
 INTERVAL = 5.0
 NAME = "checkout"
-# SPEC §5: the recovery is noticed within max(interval, 60 s).
+# docs/operator.md: the recovery is noticed within max(interval, 60 s).
 RECOVERY_BOUND = max(INTERVAL, 60.0)
 
 

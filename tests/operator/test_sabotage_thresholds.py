@@ -1,4 +1,4 @@
-"""SPEC §13 item 22, end to end with the real Prometheus: guards, offsets and flapping.
+"""Sabotage, end to end with the real Prometheus: guards, offsets and flapping.
 
 - A ``minSamples`` guard under its minimum: the metric is far over ``maxValue`` but the
   evaluation is ``Inconclusive``, ``Healthy=Unknown/InsufficientData``, no failure is counted,

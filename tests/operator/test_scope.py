@@ -1,4 +1,4 @@
-"""Sabotage item 19, operator side (SPEC §13): an analysis outside SENTINEL_NAMESPACES is never
+"""Sabotage item 19, operator side: an analysis outside SENTINEL_NAMESPACES is never
 evaluated, mirrored or paused for.
 
 The watch is per namespace already; these tests hold the other doors shut. End to end, a real

@@ -42,9 +42,7 @@ def reconciler_for(client: kube.KubeClient, path: Path, default_url: str) -> Rec
         metrics.latency.labels(provider).observe(seconds)
 
     providers = Providers(path=str(path), default_url=default_url, timeout=3.0, on_response=count)
-    return Reconciler(
-        client, providers.default, providers=providers, rng=random.Random(3), instance="test"
-    )
+    return Reconciler(client, providers, rng=random.Random(3), instance="test")
 
 
 def create(client: kube.KubeClient, namespace: str, name: str, *metrics: dict[str, Any]) -> None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from analyses.chart_compare import compare_text
-from analyses.charts import ChartPoint, render_metric_chart
+from analyses.charts import ChartPoint, compare_text, render_metric_chart
 from tests.ui.test_charts import SVG, T0, _by_class, _luminance, _parse, _polyline_points
 
 

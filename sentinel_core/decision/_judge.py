@@ -1,11 +1,11 @@
 """Judge one metric's measurement against its spec: ``maxValue``, ``maxIncrease``, ``minSamples``.
 
-``decision.decide`` (and ``decision.interrupted``) call ``judge`` once per metric that got an
+``_decide.decide`` (and ``_decide.interrupted``) call ``judge`` once per metric that got an
 answer; the verdicts of all metrics then make the evaluation's verdict. Pure: the baseline and
 the guard were measured by the reconciler, the rollout was detected by it.
 
-A metric with only ``maxValue`` (SPEC §3) is judged exactly as before §3.1 existed: same verdict,
-same message; the worst series' labels are the one addition.
+A metric with only ``maxValue`` (docs/resource.md) is judged exactly as one with the relative
+thresholds left out: same verdict, same message; the worst series' labels are the one addition.
 """
 
 from __future__ import annotations
@@ -66,18 +66,19 @@ def judge(metric: MetricSpec, m: Measurement, rollout: Rollout | None = None) ->
         if has_value and m.value is not None:
             base = _with(base, value=m.text if m.text is not None else format_value(m.value))
         return _judge_compare(metric, m, base)
-    # NaN is no data (SPEC §5); the client already maps it to None, this guards the contract.
+    # NaN is no data (docs/operator.md); the client already maps it to None, this guards the
+    # contract.
     if m.value is None or math.isnan(m.value):
         message = m.message or "no data: empty result or NaN"
         return _inconclusive(base, Reason.NO_DATA, message)
     value = m.text if m.text is not None else format_value(m.value)
     base = _with(base, value=value)
     if metric.max_increase is None:
-        # SPEC §3's fixed threshold, unchanged.
+        # docs/resource.md's fixed threshold, unchanged.
         assert metric.max_value is not None  # parse_spec: at least one bound
         failed = m.value > metric.max_value
         message = m.message or (f"worst of {m.series} series" if m.series > 1 else "")
-        # The words of the Healthy message before SPEC §3.1, unchanged.
+        # The words of the Healthy message before docs/resource.md, unchanged.
         why = f"{metric.name} is {value}, above maxValue {format_value(metric.max_value)}"
         return Judgement(
             _with(
@@ -156,7 +157,7 @@ def _judge_relative(
 
 
 def _judge_compare(metric: MetricSpec, m: Measurement, base: MetricResult) -> Judgement:
-    """Judge the new pods against the old ones (SPEC §3.2) from the samples fetched."""
+    """Judge the new pods against the old ones (docs/analysis.md) from the samples fetched."""
     assert metric.compare is not None
     # The worst series of the instant query says nothing about which side is worse.
     base = _with(base, series=())

@@ -47,15 +47,15 @@ class MetricSpec:
 
     name: str
     query: str
-    # At least one of max_value and max_increase is set (SPEC §3.1); baseline comes with
+    # At least one of max_value and max_increase is set (docs/resource.md); baseline comes with
     # max_increase.
     max_value: float | None = None
     max_increase: Increase | None = None
     baseline: Baseline | None = None
     min_samples: MinSamples | None = None
-    # As written; None is the operator's ``default`` provider (SPEC §10.1).
+    # As written; None is the operator's ``default`` provider (docs/operations.md#metric-providers).
     provider: str | None = None
-    # New pods against old pods (SPEC §3.2); excludes max_value and max_increase.
+    # New pods against old pods (docs/analysis.md); excludes max_value and max_increase.
     compare: Compare | None = None
 
     def to_dict(self) -> dict[str, object]:
@@ -87,9 +87,9 @@ class AnalysisSpec:
     interval_seconds: float = DEFAULT_INTERVAL_SECONDS
     failure_limit: int = DEFAULT_FAILURE_LIMIT
     dry_run: bool = False
-    # M-of-N counting (SPEC §3.1): None keeps consecutive counting.
+    # M-of-N counting (docs/resource.md): None keeps consecutive counting.
     failure_window: int | None = None
-    # Notification channel names (SPEC §14); the operator's configuration defines them.
+    # Notification channel names (docs/notifications.md); the operator's configuration defines them.
     notify: tuple[str, ...] = ()
 
     @property

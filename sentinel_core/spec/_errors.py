@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sentinel_core.spec_types import SpecSummary
+from sentinel_core.spec._types import SpecSummary
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""Parse the ``spec.metrics`` list: each metric's name, query, limits and provider (SPEC §3.1).
+"""Parse the ``spec.metrics`` list: each metric's name, query, limits and provider.
+
+The fields are described in docs/resource.md.
 
 The thresholds (``maxIncrease``, ``baseline``, ``minSamples``) and ``compare`` have their own
 parsers; this module checks the metric's own fields and assembles ``MetricSpec``.
@@ -9,16 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sentinel_core.compare import check_exclusive, parse_compare
-from sentinel_core.durations import parse_duration
-from sentinel_core.names import DNS1123_LABEL
 from sentinel_core.provider import parse_provider
-from sentinel_core.spec_errors import FieldError, report_unknown_fields
-from sentinel_core.spec_types import MetricSpec
+from sentinel_core.spec._durations import parse_duration
+from sentinel_core.spec._errors import FieldError, report_unknown_fields
+from sentinel_core.spec._names import DNS1123_LABEL
+from sentinel_core.spec._types import MetricSpec
 from sentinel_core.thresholds import max_value_required, parse_thresholds
 from sentinel_core.values import number
 
-# Size limits against abuse (SPEC §3.1), the CRD's maxItems / maxLength: one analysis must not
-# make the operator send dozens of queries per evaluation, or a query of megabytes.
+# Size limits against abuse (docs/resource.md), the CRD's maxItems / maxLength: one analysis must
+# not make the operator send dozens of queries per evaluation, or a query of megabytes.
 MAX_METRICS = 20
 MAX_QUERY_LENGTH = 4096
 MAX_METRIC_NAME_LENGTH = 63

@@ -1,6 +1,6 @@
 """Draw a metric chart's layers: grid, maxValue, baseline, rollout, pauses, values, time axis.
 
-Each function takes the chart's ``Frame`` and returns SVG fragments; ``charts.render_metric_chart``
+Each function takes the chart's ``Frame`` and returns SVG fragments; ``_render.render_metric_chart``
 stacks them. Pure: points in, markup out; every text is escaped.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from html import escape
 
-from analyses.chart_scale import ChartPoint, Frame, is_breach, nice_step
-from analyses.chart_svg import (
+from analyses.charts._scale import ChartPoint, Frame, is_breach, nice_step
+from analyses.charts._svg import (
     BASELINE,
     BREACH,
     GRID,

@@ -2,8 +2,8 @@
 
 The admin's analysis page calls ``render_metric_chart`` once per metric with the values of its
 newest evaluations, and puts the result straight into the HTML: the graph needs no JavaScript,
-no chart library and nothing from outside the app (SPEC §8). The function is pure (rows in,
-markup out), so its tests parse the SVG instead of looking at pixels.
+no chart library and nothing from outside the app (docs/api.md, the web UI). The function is
+pure (rows in, markup out), so its tests parse the SVG instead of looking at pixels.
 
 What a platform engineer reads from it: the value over time, the ``maxValue`` line with the zone
 above it shaded, samples over the line in red, evaluations without data as grey ticks on the
@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from html import escape
 
-from analyses.chart_compare import comparison_lines
-from analyses.chart_layers import (
+from analyses.charts._compare import comparison_lines
+from analyses.charts._layers import (
     draw_baseline,
     draw_grid,
     draw_pauses,
@@ -31,12 +31,9 @@ from analyses.chart_layers import (
     draw_threshold,
     draw_time_axis,
 )
-from analyses.chart_scale import ChartPoint, frame_for, is_breach
-from analyses.chart_svg import clock, svg_text
+from analyses.charts._scale import ChartPoint, frame_for, is_breach
+from analyses.charts._svg import clock, svg_text
 from sentinel_core.values import format_value
-
-# ChartPoint is part of render_metric_chart's signature: callers import both from here.
-__all__ = ["ChartPoint", "render_metric_chart"]
 
 
 def render_metric_chart(

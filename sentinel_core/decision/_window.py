@@ -1,9 +1,10 @@
-"""Count failures: consecutive (SPEC §5), or M of the last N decisive verdicts (SPEC §3.1).
+"""Count failures: consecutive, or M of the last N decisive verdicts (``spec.failureWindow``).
 
-``decision.decide`` calls ``count`` once per evaluation. Without ``spec.failureWindow`` the
-count is SPEC §5's: a Fail adds one, a Pass resets to 0, anything else leaves it. With it,
-``status.window`` keeps the last ``failureWindow`` decisive verdicts (Pass or Fail; Inconclusive
-and errors are skipped) and ``failures`` is the number of Fails among them.
+``_decide.decide`` calls ``count`` once per evaluation
+(docs/status.md#how-the-verdict-and-the-count-are-made). Without ``spec.failureWindow`` a Fail
+adds one, a Pass resets to 0, anything else leaves it. With it, ``status.window`` keeps the last
+``failureWindow`` decisive verdicts (Pass or Fail; Inconclusive and errors are skipped) and
+``failures`` is the number of Fails among them.
 """
 
 from __future__ import annotations

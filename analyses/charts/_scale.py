@@ -1,7 +1,7 @@
 """Shape a chart's data: the points it draws and where on the plot each value and moment falls.
 
-``charts.render_metric_chart`` builds one ``Frame`` per chart with ``frame_for``; the drawing
-layers (``chart_layers``) place everything through it. Pure arithmetic, no markup.
+``_render.render_metric_chart`` builds one ``Frame`` per chart with ``frame_for``; the drawing
+layers (``_layers``) place everything through it. Pure arithmetic, no markup.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class ChartPoint:
     baseline: float | None = None
     # The lowest bound it was judged against; None falls back to the chart's max_value.
     limit: float | None = None
-    # With compare (SPEC §3.2): the new and the old pods' medians (None: no comparison).
+    # With compare (docs/resource.md): the new and the old pods' medians (None: no comparison).
     new_median: float | None = None
     old_median: float | None = None
 

@@ -1,16 +1,16 @@
 """Parse and validate a RolloutAnalysis ``spec`` into a typed, frozen ``AnalysisSpec``.
 
-This module is the single source of the spec rules of SPEC §3 (the same ones the CRD's schema
-enforces in the API server): the reconciler calls ``parse_spec`` on every resource it reads, and
-the REST API's serializer calls it to return field errors before anything reaches the cluster.
-Defaults are applied here exactly as the CRD applies them.
+This module is the single source of the spec rules of docs/resource.md (the same ones the CRD's
+schema enforces in the API server): the reconciler calls ``parse_spec`` on every resource it
+reads, and the REST API's serializer calls it to return field errors before anything reaches the
+cluster. Defaults are applied here exactly as the CRD applies them.
 
 Unknown fields are ignored by default, as the API server prunes them; ``strict=True`` reports them
 instead (useful for a REST client's typo such as ``maxvalue``).
 
-This is the public surface of the spec: the metrics' rules live in ``spec_metrics``, the
-dataclasses in ``spec_types``, the errors in ``spec_errors`` and the name patterns in ``names``,
-and all of them are importable from here.
+The package's ``__init__`` is the spec's public surface; the metrics' rules live in
+``_metrics``, the dataclasses in ``_types``, the errors in ``_errors``, the name patterns in
+``_names`` and the durations in ``_durations``.
 """
 
 from __future__ import annotations
@@ -18,62 +18,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sentinel_core.compare import Compare
-from sentinel_core.durations import MIN_INTERVAL_SECONDS, check_interval, parse_duration
-from sentinel_core.names import DNS1123_LABEL, DNS1123_SUBDOMAIN
-from sentinel_core.spec_errors import (
+from sentinel_core.spec._durations import check_interval, parse_duration
+from sentinel_core.spec._errors import (
     FieldError,
     InvalidSpecError,
     report_unknown_fields,
     shown_value,
 )
-from sentinel_core.spec_metrics import (
-    MAX_METRIC_NAME_LENGTH,
-    MAX_METRICS,
-    MAX_QUERY_LENGTH,
+from sentinel_core.spec._metrics import (
     parse_metrics,
 )
-from sentinel_core.spec_types import (
+from sentinel_core.spec._names import DNS1123_LABEL, DNS1123_SUBDOMAIN
+from sentinel_core.spec._types import (
     DEFAULT_FAILURE_LIMIT,
     DEFAULT_INTERVAL,
     DEFAULT_INTERVAL_SECONDS,
     DEFAULT_TARGET_KIND,
     AnalysisSpec,
-    MetricSpec,
     SpecSummary,
     Target,
 )
-from sentinel_core.thresholds import Baseline, Increase, MinSamples
 from sentinel_core.values import integer
-
-# Re-exported: the spec's dataclasses, errors, limits and patterns are all importable from here.
-__all__ = [
-    "DEFAULT_FAILURE_LIMIT",
-    "DEFAULT_INTERVAL",
-    "DEFAULT_INTERVAL_SECONDS",
-    "DEFAULT_TARGET_KIND",
-    "DNS1123_LABEL",
-    "DNS1123_SUBDOMAIN",
-    "MAX_FAILURE_WINDOW",
-    "MAX_METRICS",
-    "MAX_METRIC_NAME_LENGTH",
-    "MAX_NOTIFY",
-    "MAX_QUERY_LENGTH",
-    "MIN_INTERVAL_SECONDS",
-    "AnalysisSpec",
-    "Baseline",
-    "Compare",
-    "FieldError",
-    "Increase",
-    "InvalidSpecError",
-    "MetricSpec",
-    "MinSamples",
-    "SpecSummary",
-    "Target",
-    "check_interval",
-    "parse_duration",
-    "parse_spec",
-]
 
 MAX_NOTIFY = 10
 # The CRD declares failureLimit as int32.

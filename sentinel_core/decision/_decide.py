@@ -1,6 +1,6 @@
 """The pure decision core: from what was observed, decide the new status and what to do.
 
-``decide(Observation) -> Decision`` is the whole of SPEC §5's judgement in one function. It
+``decide(Observation) -> Decision`` is the whole of docs/operator.md's judgement in one function. It
 reads the spec, the previous status, the target Deployment's state and the fresh measurements,
 and returns the new status, the actions (pause the target, events) and the requeue kind. It does
 no I/O and reads no clock: the reconciler measures, calls ``decide``, carries the decision out
@@ -20,18 +20,6 @@ from datetime import datetime
 from typing import NamedTuple
 
 from sentinel_core import notify
-from sentinel_core.condition_rules import (
-    _FALSE,
-    _TRUE,
-    _UNKNOWN,
-    _clip,
-    _Conditions,
-    _errors,
-    _healthy,
-    _ready,
-    _rejection,
-    _target,
-)
 from sentinel_core.conditions import (
     EVENT_TYPES,
     ConditionType,
@@ -42,7 +30,20 @@ from sentinel_core.conditions import (
     Reason,
     Verdict,
 )
-from sentinel_core.judge import judge
+from sentinel_core.decision._judge import judge
+from sentinel_core.decision._rules import (
+    FALSE,
+    TRUE,
+    UNKNOWN,
+    Conditions,
+    clip,
+    errors_text,
+    healthy_condition,
+    ready_condition,
+    rejection,
+    target_text,
+)
+from sentinel_core.decision._window import count, describe
 from sentinel_core.measurement import PROVIDER_ERRORS, Measurement, MeasurementError
 from sentinel_core.rollout import is_new
 from sentinel_core.spec import (
@@ -54,7 +55,6 @@ from sentinel_core.spec import (
 from sentinel_core.status import AnalysisStatus, Condition, MetricResult, Rollout
 from sentinel_core.target import PauseTarget, TargetState
 from sentinel_core.values import format_time, utc_seconds
-from sentinel_core.window import count, describe
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class Observation:
     # The target's rollout as the reconciler detected it this attempt (rollout.next_rollout);
     # None keeps the previous status.rollout.
     rollout: Rollout | None = None
-    # Channel names, outage threshold and previous attempt for the intents (SPEC §14).
+    # Channel names, outage threshold and previous attempt for the intents (docs/notifications.md).
     notify_context: notify.NotifyContext = notify.NO_CONTEXT
 
     @property
@@ -140,14 +140,14 @@ _RENEWED = (
 
 
 def decide(obs: Observation) -> Decision:
-    """Return the new status and the actions for one reconcile attempt (SPEC §5)."""
+    """Return the new status and the actions for one reconcile attempt (docs/operator.md)."""
     now = utc_seconds(obs.now)
     prev = obs.previous
     seen = prev.observed_generation
     spec_changed = seen is not None and seen != obs.generation
     # A spec edit starts the count afresh before anything else is counted.
     failures = 0 if spec_changed else prev.failures
-    conds = _Conditions(prev, now, obs.generation)
+    conds = Conditions(prev, now, obs.generation)
     if isinstance(obs.spec, InvalidSpecError):
         return _decide_invalid_spec(obs.spec, conds, failures)
     spec = obs.spec
@@ -170,9 +170,9 @@ def decide(obs: Observation) -> Decision:
         paused_at = None
         paused = conds.set(
             ConditionType.ROLLOUT_PAUSED,
-            _FALSE,
+            FALSE,
             Reason.RESUMED_BY_USER,
-            f"{_target(spec)} was resumed by a person; the failure count starts again",
+            f"{target_text(spec)} was resumed by a person; the failure count starts again",
         )
         events.append(_event(EventReason.ROLLOUT_RESUMED, paused.message))
 
@@ -182,10 +182,10 @@ def decide(obs: Observation) -> Decision:
     counted = count(window, failures, prev.window, verdict, reset=spec_changed or resumed)
     failures = counted.failures
 
-    ready = _ready(obs.namespace, obs.target.exists, spec, conds, unavailable, rejected)
+    ready = ready_condition(obs.namespace, obs.target.exists, spec, conds, unavailable, rejected)
     ready = notify.with_unknown_channels(ready, spec.notify, obs.notify_context)
     events.extend(_ready_events(prev.condition(ConditionType.READY), ready, spec_changed))
-    healthy = _healthy(prev, conds, verdict, judgements, unavailable, rejected)
+    healthy = healthy_condition(prev, conds, verdict, judgements, unavailable, rejected)
 
     # Pause only right after an evaluation that got answers, never in the attempt that saw a
     # resume (the person gets one interval before the next failure may pause again).
@@ -208,22 +208,22 @@ def decide(obs: Observation) -> Decision:
                     name=spec.target.name,
                     paused_by=target.paused_by if ours else (*target.paused_by, obs.key),
                     paused_at=now,
-                    reason=_clip(f"{obs.key}: {detail}"),
+                    reason=clip(f"{obs.key}: {detail}"),
                 )
             paused_at = now
             paused = conds.set(
                 ConditionType.ROLLOUT_PAUSED,
-                _TRUE,
+                TRUE,
                 Reason.FAILURE_LIMIT_REACHED,
-                f"paused {_target(spec)}: {detail}",
+                f"paused {target_text(spec)}: {detail}",
             )
             events.append(_event(EventReason.ROLLOUT_PAUSED, paused.message))
-    elif paused is None or (paused.status != _TRUE and paused.reason != Reason.RESUMED_BY_USER):
+    elif paused is None or (paused.status != TRUE and paused.reason != Reason.RESUMED_BY_USER):
         # ResumedByUser stays until the next pause, so the resume remains visible.
         note = " (dryRun: never pauses)" if spec.dry_run else ""
         paused = conds.set(
             ConditionType.ROLLOUT_PAUSED,
-            _FALSE,
+            FALSE,
             Reason.NOT_PAUSED,
             describe(window, failures, spec.failure_limit) + note,
         )
@@ -237,11 +237,11 @@ def decide(obs: Observation) -> Decision:
         )
         history = HistoryEntry(Outcome(verdict.value), None, "", judged, pause is not None)
     elif unavailable:
-        message = _errors(unavailable)
+        message = errors_text(unavailable)
         history = HistoryEntry(Outcome.ERROR, Reason.METRICS_UNAVAILABLE, message, judged)
     else:
-        reason = _rejection(rejected)[0]
-        history = HistoryEntry(Outcome.ERROR, reason, _errors(rejected), judged)
+        reason = rejection(rejected)[0]
+        history = HistoryEntry(Outcome.ERROR, reason, errors_text(rejected), judged)
     return Decision(
         status=status,
         pause=pause,
@@ -262,15 +262,15 @@ def resume(
     sets ``RolloutPaused=False/ResumedByUser``, with a ``RolloutResumed`` event when this analysis
     had paused the target. ``via`` names the channel for the message ("the UI", "the REST API").
     """
-    conds = _Conditions(previous, utc_seconds(now), previous.observed_generation)
+    conds = Conditions(previous, utc_seconds(now), previous.observed_generation)
     who = f"{actor} through {via}" if actor else f"a person through {via}"
     paused = conds.set(
         ConditionType.ROLLOUT_PAUSED,
-        _FALSE,
+        FALSE,
         Reason.RESUMED_BY_USER,
         f"resumed by {who}; the failure count starts again",
     )
-    # A resume clears the failure window too (SPEC §3.1); without one there is none to clear.
+    # A resume clears the failure window too (docs/resource.md); without one there is none to clear.
     window = () if previous.window is not None else None
     status = replace(previous, failures=0, paused_at=None, window=window).with_conditions(paused)
     events: tuple[Event, ...] = ()
@@ -303,25 +303,25 @@ def interrupted(
     )
 
 
-def _decide_invalid_spec(error: InvalidSpecError, conds: _Conditions, failures: int) -> Decision:
+def _decide_invalid_spec(error: InvalidSpecError, conds: Conditions, failures: int) -> Decision:
     prev = conds.previous
     message = "spec is invalid: " + "; ".join(str(e) for e in error.errors)
     not_evaluated = "not evaluated: the spec is invalid"
     updated = [
-        conds.set(ConditionType.READY, _FALSE, Reason.INVALID_SPEC, message),
-        conds.set(ConditionType.HEALTHY, _UNKNOWN, Reason.NOT_EVALUATED, not_evaluated),
+        conds.set(ConditionType.READY, FALSE, Reason.INVALID_SPEC, message),
+        conds.set(ConditionType.HEALTHY, UNKNOWN, Reason.NOT_EVALUATED, not_evaluated),
     ]
     # The target named by an invalid spec cannot be trusted, so RolloutPaused stays as it was.
     if prev.condition(ConditionType.ROLLOUT_PAUSED) is None:
         updated.append(
-            conds.set(ConditionType.ROLLOUT_PAUSED, _FALSE, Reason.NOT_PAUSED, not_evaluated)
+            conds.set(ConditionType.ROLLOUT_PAUSED, FALSE, Reason.NOT_PAUSED, not_evaluated)
         )
     status = replace(prev, observed_generation=conds.generation, failures=failures)
     return Decision(
         status=status.with_conditions(*updated),
         pause=None,
         events=(),
-        history=HistoryEntry(Outcome.ERROR, Reason.INVALID_SPEC, _clip(message)),
+        history=HistoryEntry(Outcome.ERROR, Reason.INVALID_SPEC, clip(message)),
         transient=False,
         interval_seconds=DEFAULT_INTERVAL_SECONDS,
     )
@@ -364,10 +364,10 @@ def _ready_events(before: Condition | None, after: Condition, spec_changed: bool
 def _rollout_message(spec: AnalysisSpec, rollout: Rollout | None) -> str:
     assert rollout is not None and rollout.started_at is not None
     return (
-        f"new pod template {rollout.template_hash} on {_target(spec)}, rollout started at "
+        f"new pod template {rollout.template_hash} on {target_text(spec)}, rollout started at "
         f"{format_time(rollout.started_at)}: beforeRollout baselines are taken from then"
     )
 
 
 def _event(reason: EventReason, message: str) -> Event:
-    return Event(EVENT_TYPES[reason], reason, _clip(message))
+    return Event(EVENT_TYPES[reason], reason, clip(message))

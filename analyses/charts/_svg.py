@@ -1,6 +1,6 @@
 """The chart's SVG vocabulary: its colours, its text element and how it writes moments.
 
-Shared by ``charts`` and ``chart_layers`` so that every label looks and reads the same.
+Shared by ``_render`` and ``_layers`` so that every label looks and reads the same.
 """
 
 from __future__ import annotations

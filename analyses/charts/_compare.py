@@ -1,6 +1,8 @@
-"""Draw a ``compare`` metric's two sides (SPEC §3.2): the new pods' and the old pods' medians.
+"""Draw a ``compare`` metric's two sides: the new pods' and the old pods' medians.
 
-``charts.render_metric_chart`` calls ``comparison_lines`` with its own coordinate mapping when
+What ``compare`` means is in docs/resource.md (new pods against old pods).
+
+``_render.render_metric_chart`` calls ``comparison_lines`` with its own coordinate mapping when
 any point carries a comparison: the new pods as a solid orange line, the old pods as a dashed
 slate line, a gap where an evaluation had no comparison (``NoComparison``), and a legend. Pure:
 points in, SVG fragments out; every text is escaped.

@@ -1,0 +1,31 @@
+"""Write an analysis's next due time: the one column the dispatcher reads and the reconciler sets.
+
+``outcome.record`` calls ``reschedule`` once per attempt, inside its bookkeeping transaction, to
+replace the dispatcher's claim with the real next due time. It lives below both the dispatcher
+and the reconciler so that neither has to import the other (the layers contract in
+``pyproject.toml`` keeps it so).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from analyses.models import Analysis
+
+
+def reschedule(
+    analysis_pk: int,
+    *,
+    generation: int,
+    due_at: datetime,
+    backoff_attempt: int,
+) -> bool:
+    """Set the next due time unless the row moved on; return whether it was set.
+
+    The reconciler's outcome replaces the dispatch claim with this. A row marked deleted stays
+    out of the queue. A row whose spec changed while the attempt ran (the watch saw a newer
+    ``generation`` and made it due at once) keeps that earlier due time, so the new spec is
+    evaluated without waiting a whole interval.
+    """
+    rows = Analysis.objects.filter(pk=analysis_pk, deleted_at__isnull=True, generation=generation)
+    return rows.update(next_due_at=due_at, backoff_attempt=backoff_attempt) == 1
