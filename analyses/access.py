@@ -1,4 +1,4 @@
-"""Who may do what, where: the web app's one policy module (SPEC §7.1).
+"""Who may do what, where: the web app's one policy module (docs/security.md#who-can-do-what).
 
 Model permissions (view / add / change / delete on ``Analysis``) say *what* a user may do and
 are checked by the API's permission class and the admin as before; this module says *where*.

@@ -1,4 +1,4 @@
-"""Throttled admin logins (SPEC §7.1 "logins are throttled").
+"""Throttled admin logins (docs/security.md#abuse-limits).
 
 ``analyses.admin`` installs ``ThrottledLoginForm`` as the admin site's login form. After
 ``SENTINEL_LOGIN_ATTEMPTS`` failures within ``SENTINEL_LOGIN_WINDOW_SECONDS`` for one username,

@@ -181,8 +181,9 @@ def watch_can_skip(obj: Mapping[str, Any]) -> bool:
 def mark_deleted(namespace: str, name: str, uid: str, *, now: datetime | None = None) -> None:
     """Mark the live row of the deleted resource; keep it and its history for the retention.
 
-    Clearing ``next_due_at`` drops it from the dispatch queue at once (SPEC §5). An empty ``uid``
-    (a delete seen without the object) matches whichever live row holds the name.
+    Clearing ``next_due_at`` drops it from the dispatch queue at once
+    (docs/operator.md#deleted-analysis). An empty ``uid`` (a delete seen without the object) matches
+    whichever live row holds the name.
     """
     rows = Analysis.objects.live().filter(namespace=namespace, name=name)
     if uid:

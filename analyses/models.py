@@ -1,9 +1,10 @@
 """The mirror of RolloutAnalysis resources and their evaluation history.
 
-The cluster owns spec and status (SPEC §1); ``Analysis`` and ``AnalysisMetric`` are a copy kept
-current by the watch through ``analyses.mirror`` so the admin and the REST API read fast. The
+The cluster owns spec and status (docs/operator.md); ``Analysis`` and ``AnalysisMetric`` are a copy
+kept current by the watch through ``analyses.mirror`` so the admin and the REST API read fast. The
 operator adds the due-time dispatch fields on ``Analysis`` and writes one ``Evaluation`` with its
-``MetricResult`` rows per attempt (SPEC §6). Nothing here talks to the cluster.
+``MetricResult`` rows per attempt (docs/operator.md#mirror-and-history). Nothing here talks to the
+cluster.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def _choices(values: type[StrEnum]) -> list[tuple[str, str]]:
     return [(member.value, member.value) for member in values]
 
 
-# The strings are an API owned by sentinel_core.conditions (SPEC §4); never spell them here.
+# The strings are an API owned by sentinel_core.conditions (docs/status.md); never spell them here.
 VERDICT_CHOICES = _choices(Verdict)
 OUTCOME_CHOICES = _choices(Outcome)
 
@@ -53,7 +54,7 @@ class Analysis(models.Model):
     target_name = models.CharField(max_length=253, blank=True)
     interval_seconds = models.FloatField(default=DEFAULT_INTERVAL_SECONDS)
     failure_limit = models.PositiveIntegerField(default=3)
-    # spec.failureWindow (SPEC §3.1); null counts consecutive failures.
+    # spec.failureWindow (docs/resource.md#failure-window); null counts consecutive failures.
     failure_window = models.PositiveIntegerField(null=True, blank=True)
     dry_run = models.BooleanField(default=False)
 
@@ -81,8 +82,8 @@ class Analysis(models.Model):
     # that is older than the row (and must not undo it) from one that is newer.
     mirrored_at = models.DateTimeField(null=True, blank=True)
 
-    # Due-time dispatch (SPEC §5): when the operator's loop should next hand this analysis to a
-    # worker. Null means not scheduled (deleted, or not yet picked up).
+    # Due-time dispatch (docs/operator.md#due-time-dispatch): when the operator's loop should next
+    # hand this analysis to a worker. Null means not scheduled (deleted, or not yet picked up).
     next_due_at = models.DateTimeField(null=True, blank=True, db_index=True)
     # Consecutive transient errors; drives the exponential backoff, reset on success.
     backoff_attempt = models.PositiveIntegerField(default=0)
@@ -136,7 +137,8 @@ class AnalysisMetric(models.Model):
     position = models.PositiveSmallIntegerField(default=0)
     name = models.CharField(max_length=63)
     query = models.TextField()
-    # At least one of max_value and max_increase_* is set (SPEC §3.1); the spec parser says so.
+    # At least one of max_value and max_increase_* is set (docs/resource.md#metrics); the spec
+    # parser says so.
     max_value = models.FloatField(null=True, blank=True)
     # maxIncrease: at most one of the two.
     max_increase_percent = models.FloatField(null=True, blank=True)
@@ -147,7 +149,8 @@ class AnalysisMetric(models.Model):
     # minSamples: the guard query and its minimum; empty query means no guard.
     min_samples_query = models.TextField(blank=True)
     min_samples_min = models.FloatField(null=True, blank=True)
-    # compare (SPEC §3.2) in the resource's shape, defaults written out; empty without one.
+    # compare (docs/resource.md#new-pods-against-old-pods) in the resource's shape, defaults written
+    # out; empty without one.
     compare = models.JSONField(default=dict, blank=True)
 
     class Meta:
@@ -182,7 +185,7 @@ class AnalysisMetric(models.Model):
 
 
 class Evaluation(models.Model):
-    """One evaluation attempt of one analysis, successful or not (SPEC §6)."""
+    """One evaluation attempt, successful or not (docs/status.md#history-outcomes)."""
 
     # No index of its own: evaluation_newest starts with analysis and serves lookups by it.
     analysis = models.ForeignKey(

@@ -1,4 +1,6 @@
-"""Which metric providers a namespace may use, as the web app sees them (SPEC §10.1).
+"""Which metric providers a namespace may use, as the web app sees them.
+
+Providers are described in docs/resource.md#providers.
 
 The REST API and the admin form refuse a provider the operator would refuse, with a field
 error, and the form offers only the providers a namespace may use. The web app reads only the

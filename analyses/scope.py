@@ -1,4 +1,4 @@
-"""``SENTINEL_NAMESPACES`` as the web app's boundary (SPEC §7.1 "Scope").
+"""``SENTINEL_NAMESPACES`` as the web app's boundary (docs/security.md#who-can-do-what).
 
 The API serializer, the admin form and ``analyses.services`` ask ``in_scope`` before a write;
 ``analyses.access`` filters every queryset the API, the admin and the overview show through

@@ -1,4 +1,6 @@
-"""Write RolloutAnalysis resources to the cluster, then mirror the API server's answer (SPEC §6).
+"""Write RolloutAnalysis resources to the cluster, then mirror the API server's answer.
+
+Why the cluster comes first: docs/api.md#writes-go-to-the-cluster-first.
 
 The REST API (``analyses.api.views``) and the admin call these functions; nothing else in the
 web app writes resources. Every write goes to the cluster FIRST, with a precondition, and only
@@ -39,7 +41,7 @@ from sentinel_core.status import AnalysisStatus
 
 # A person is waiting for the answer: give up sooner than the operator's 10 s.
 REQUEST_TIMEOUT = 5.0
-# Top-level spec fields that may be absent (SPEC §3.1): an update leaving one out removes it.
+# Top-level spec fields that may be absent (docs/resource.md): an update leaving one out removes it.
 _OPTIONAL_SPEC_FIELDS = ("failureWindow", "notify")
 
 
@@ -227,7 +229,9 @@ def resume_analysis(
     client: kube.KubeClient | None = None,
     now: datetime | None = None,
 ) -> ResumeResult:
-    """Resume the rollout this analysis guards, as a person asked (SPEC §5, "never auto-resume").
+    """Resume the rollout this analysis guards, as a person asked.
+
+    Only a person resumes (docs/operator.md#never-auto-resume).
 
     Take this analysis out of the ``paused-by`` annotation of the target Deployment in the
     analysis's namespace and unpause it if this analysis had paused it

@@ -1,4 +1,6 @@
-"""Single sign-on behind an authenticating proxy (SPEC §7.1), on Django's remote-user machinery.
+"""Single sign-on behind an authenticating proxy, on Django's remote-user machinery.
+
+How to run it safely: docs/security.md#running-behind-an-sso-proxy.
 
 With ``SENTINEL_REMOTE_USER_HEADER`` set (e.g. ``X-Forwarded-User``), ``ProxyUserMiddleware``
 logs in the user the proxy names, creating it on first sight, and ``ProxyUserBackend`` syncs

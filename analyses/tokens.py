@@ -1,4 +1,4 @@
-"""Issue and check REST API tokens (SPEC §7).
+"""Issue and check REST API tokens (docs/api.md#authentication-and-errors).
 
 ``create_api_token`` (the management command) calls ``issue``; the DRF authentication class
 ``analyses.api.authentication.ApiTokenAuthentication`` calls ``check``. A token is shown once,

@@ -1,4 +1,5 @@
-"""Benchmarks of SPEC §13 (not tests): run each module with ``python -m bench.<name>``.
+"""Benchmarks (not tests): run each module with ``python -m bench.<name>``.
 
-Each prints its figures; ``docs/performance.md`` records what was measured and how.
+Each prints its figures; ``docs/performance.md`` states the targets and records what was
+measured and how.
 """

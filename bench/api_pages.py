@@ -7,7 +7,7 @@ with ``bench.seed_history`` (10,000 analyses, 1,000,000 evaluations with two met
 each), creates a user holding only the ``view_analysis`` permission and a token for it with
 ``manage.py create_api_token``, serves ``gunicorn sentinel_site.wsgi`` on a free port, and
 times 50-row pages sequentially with ``requests`` (a new connection per request: gunicorn's
-sync workers do not keep connections alive). SPEC §13 target: p99 <= 50 ms.
+sync workers do not keep connections alive). Target (docs/performance.md#summary): p99 <= 50 ms.
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ class Timing:
     # The same requests as gunicorn's access log timed them (inside the worker).
     server_p50: float
     server_p99: float
-    # Whether SPEC §13's target covers this page (plain pages; filters are extra).
+    # Whether the target (docs/performance.md#summary) covers this page (plain pages; filters are
+    # extra).
     target: bool
 
 

@@ -1,4 +1,6 @@
-"""Calibrate compare (SPEC §3.2): false failures with no regression, detection of real ones.
+"""Calibrate compare: false failures with no regression, detection of real ones.
+
+The figures and what they mean: docs/analysis.md#calibration-benchcompare_calibrationpy.
 
 Both sides are drawn from one distribution for ``--seeds`` seeds (at least 1,000) and judged by
 the product's own ``sentinel_core.compare.judge_comparison``: the share that fails is the
@@ -139,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--confidences", default="0.95,0.99", help="comma-separated")
     args = parser.parse_args(argv)
     if args.seeds < 1000:
-        print("--seeds must be at least 1000 (SPEC §3.2)", file=sys.stderr)
+        print("--seeds must be at least 1000, the calibration's minimum", file=sys.stderr)
         return 2
     sizes = tuple(int(s) for s in args.sizes.split(","))
     confidences = tuple(float(c) for c in args.confidences.split(","))

@@ -2,7 +2,7 @@
 
 ``python -m bench.operator_throughput [--analyses 1000] [--interval 30] [--workers 2] [--json]``
 
-Phases, all in one run (SPEC §13, first target):
+Phases, all in one run (docs/performance.md#summary, first target):
 
 1. Start devcluster (CRD applied), the metrics app (one latency histogram and one gauge per
    ``--apps`` app, fed every second) and Prometheus scraping it; create one Deployment per

@@ -1,7 +1,7 @@
 """``python -m demo`` (``make demo``): the whole Rollout Sentinel story on one machine.
 
 devcluster (or, with ``make demo CLUSTER=real``, the real control plane of ``realcluster``) with
-the CRD, a ``checkout`` Deployment and the SPEC §3 analysis; a demo app whose latency regresses
+the CRD, a ``checkout`` Deployment and its analysis; a demo app whose latency regresses
 after a while, scraped by the real Prometheus; the operator and the web UI.
 Modules: ``settings`` (environment knobs), ``app`` (the synthetic checkout service),
 ``manifests`` (what is applied), ``children`` (the subprocesses), ``status`` (the status log),

@@ -1,14 +1,14 @@
 """The demo's ``checkout`` service: a latency histogram fed by synthetic requests.
 
-``python -m demo`` (``demo.runner``) runs one ``CheckoutApp`` in a thread of its own process.
-It serves ``/metrics`` (prometheus-client) on a free local port with
+``python -m demo`` (``demo.runner``) runs one ``CheckoutApp`` in a thread of its own process. It
+serves ``/metrics`` (prometheus-client) on a free local port with
 ``http_request_duration_seconds{app="checkout"}``, and a background thread records
-``requests_per_second`` synthetic requests: healthy (p99 about 0.09 s) until
-``regression_after`` seconds have passed, then a regression where 3 % of requests take
-0.3-0.45 s, which ``histogram_quantile(0.99, rate(...))`` reports as a p99 of about 0.4 s —
-above the analysis's 0.25 s. With ``set_replicasets`` (the real control plane) it also plays
-the pods: ``checkout_pod_request_duration_seconds{pod_template_hash=...}``, the new
-ReplicaSet's pods regressed like the rest, the old ones healthy (SPEC §3.2).
+``requests_per_second`` synthetic requests: healthy (p99 about 0.09 s) until ``regression_after``
+seconds have passed, then a regression where 3 % of requests take 0.3-0.45 s, which
+``histogram_quantile(0.99, rate(...))`` reports as a p99 of about 0.4 s — above the analysis's 0.25
+s. With ``set_replicasets`` (the real control plane) it also plays the pods:
+``checkout_pod_request_duration_seconds{pod_template_hash=...}``, the new ReplicaSet's pods
+regressed like the rest, the old ones healthy (docs/resource.md#new-pods-against-old-pods).
 """
 
 from __future__ import annotations

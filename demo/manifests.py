@@ -1,12 +1,12 @@
 """What the demo applies to devcluster besides the CRD: a ``checkout`` Deployment, the analysis.
 
 ``demo.runner`` applies them with the real kubectl, built with the kit's builders
-(``testkit.manifests``). The analysis is SPEC §3's, with the interval and the query's rate()
-window as the demo's settings choose (shorter than production's, so that the regression shows
-within a few minutes), and a second metric beside the fixed one (SPEC §3.1): the same p99
-judged against its own value one rate window earlier (``maxIncrease`` + ``baseline.offset``),
-guarded by a minimum request count (``minSamples``). It fails as soon as the p99 climbs half
-again above where it was, while the fixed metric waits for 0.25 s. A third metric (SPEC §3.2)
+(``testkit.manifests``). The analysis is docs/resource.md's, with the interval and the query's
+rate() window as the demo's settings choose (shorter than production's, so that the regression shows
+within a few minutes), and a second metric beside the fixed one (docs/resource.md#baselines): the
+same p99 judged against its own value one rate window earlier (``maxIncrease`` +
+``baseline.offset``), guarded by a minimum request count (``minSamples``). It fails as soon as the
+p99 climbs half again above where it was, while the fixed metric waits for 0.25 s. A third metric
 compares the new pods' mean latency with the old pods' (``compare``): on the real control plane
 after ``kubectl set image``; on devcluster, which has no ReplicaSets, it says why it cannot.
 """
@@ -39,7 +39,7 @@ POD_HISTOGRAM = "checkout_pod_request_duration_seconds"
 
 
 def query(rate_window: str) -> str:
-    """Return SPEC §3's p99 latency query over ``rate_window``."""
+    """Return the p99 latency query of docs/resource.md over ``rate_window``."""
     return (
         "histogram_quantile(0.99, rate(http_request_duration_seconds_bucket"
         f'{{app="{NAME}"}}[{rate_window}]))'
@@ -64,7 +64,7 @@ def workload(*, interval: str, rate_window: str) -> str:
 
 
 def compare_metric(interval: str, rate_window: str) -> dict[str, object]:
-    """Return the new pods' mean latency against the old pods' (SPEC §3.2)."""
+    """Return the new pods' mean latency against the old pods' (a ``compare`` metric)."""
     by = "sum by (pod_template_hash)"
     selector = f'{{app="{NAME}"}}[{rate_window}]'
     lookback = f"{round(parse_duration(interval) * COMPARE_STEPS)}s"

@@ -1,5 +1,6 @@
-"""Tell the demo's checkout app which pods are new and which old (SPEC §3.2), on realcluster.
+"""Tell the demo's checkout app which pods are new and which old, on realcluster.
 
+The two sides are those ``compare`` judges (docs/status.md#new-pods-against-old-pods-compare).
 No kubelet runs pods there, so the app plays their traffic: ``HashFollower`` lists the
 Deployment's ReplicaSets every two seconds (the product's own ``compared_hashes``, the rule the
 operator uses) and hands the hashes to ``CheckoutApp.set_replicasets``. After ``kubectl set

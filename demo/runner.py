@@ -175,7 +175,8 @@ class Demo:
         self._wait_for_cluster(timeout=READY_TIMEOUT[self._cluster_name])
         self._apply()
         if self._cluster_name == "realcluster" and self._cluster is not None:
-            # The app plays the real ReplicaSets' pods for latency-vs-old (SPEC §3.2).
+            # The app plays the real ReplicaSets' pods for latency-vs-old
+            # (docs/resource.md#new-pods-against-old-pods).
             client = kube_client(self._cluster)
             self._hashes = HashFollower(
                 client, manifests.NAMESPACE, manifests.NAME, self._app.set_replicasets

@@ -3,7 +3,7 @@
 Defaults tell the story in a few minutes for a person at a terminal; the demo's own test
 (``tests/demo``) shortens it and moves everything to free ports and a scratch directory.
 ``SENTINEL_DEMO_CLUSTER`` (``make demo CLUSTER=real``) picks the cluster: devcluster by default,
-or the real control plane that ``make realcluster`` builds (SPEC §9a).
+or the real control plane that ``make realcluster`` builds (docs/realcluster.md).
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Local Kubernetes API server for development, tests and the demo (SPEC §9)."""
+"""Local Kubernetes API server for development, tests and the demo (docs/devcluster.md)."""

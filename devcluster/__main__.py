@@ -41,7 +41,7 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m devcluster",
-        description="Local Kubernetes API server for development and tests (SPEC §9).",
+        description="Local Kubernetes API server for development and tests (docs/devcluster.md).",
     )
     parser.add_argument("--port", type=int, required=True, help="port to listen on (0: any)")
     parser.add_argument("--kubeconfig", type=Path, required=True, help="where to write it")

@@ -41,7 +41,7 @@ class SentinelConfig:
     # behind a NetworkPolicy, since it names every analysis.
     metrics_address: str = "127.0.0.1"
     metrics_port: int = 9100
-    # -- who may do what, where (SPEC §7.1) --
+    # -- who may do what, where (docs/security.md) --
     # "django" (namespace grants in the admin) or "kubernetes" (SubjectAccessReviews).
     authz: str = "django"
     # Header of the authenticating proxy carrying the user ("" = single sign-on off), and
@@ -60,7 +60,8 @@ class SentinelConfig:
     # Proxies in front that append to X-Forwarded-For; 0 trusts only the socket's address, so
     # a client cannot dodge the token-failure throttle by inventing the header.
     num_proxies: int = 0
-    # SENTINEL_PROVIDERS_FILE (SPEC §10.1): "" means SENTINEL_PROMETHEUS_URL is the only one.
+    # SENTINEL_PROVIDERS_FILE (docs/operations.md#metric-providers): "" means
+    # SENTINEL_PROMETHEUS_URL is the only one.
     providers_file: str = ""
 
 
@@ -214,8 +215,8 @@ def load(env: Mapping[str, str], base_dir: Path) -> SentinelConfig:
         prometheus_timeout=_seconds(
             "SENTINEL_PROMETHEUS_TIMEOUT", env.get("SENTINEL_PROMETHEUS_TIMEOUT", "5"), maximum=60
         ),
-        # A cap on each Prometheus answer, so one query matching every series cannot exhaust
-        # a worker's memory (SPEC §13 item 18); at most 1 GiB.
+        # A cap on each Prometheus answer, so one query matching every series cannot exhaust a
+        # worker's memory (docs/status.md#ready-is-the-analysis-able-to-do-its-job); at most 1 GiB.
         **_metrics_addr(env.get("SENTINEL_METRICS_ADDR", "127.0.0.1:9100")),
         prometheus_max_bytes=_positive_int(
             "SENTINEL_PROMETHEUS_MAX_BYTES",
@@ -243,7 +244,7 @@ _HTTP_HEADER = re.compile(r"^[A-Za-z0-9-]+$")
 
 
 def _security(env: Mapping[str, str]) -> dict[str, Any]:
-    """Return the SPEC §7.1 settings: authorization mode, SSO headers, metrics token, TLS."""
+    """Return the settings of docs/security.md: authorization, SSO headers, metrics token, TLS."""
     authz = env.get("SENTINEL_AUTHZ", "django").strip().lower() or "django"
     if authz not in _AUTHZ_MODES:
         raise ImproperlyConfigured(

@@ -15,7 +15,7 @@ def post_worker_init(worker: Any) -> None:
 
     Evaluation pages allocate reference cycles (prefetched rows point at each other), which
     trigger a full collection every few dozen requests; a full collection walks every object of
-    Django, DRF and drf-spectacular and took 55-65 ms, the whole p99 budget of SPEC §13.
+    Django, DRF and drf-spectacular and took 55-65 ms, the whole p99 budget of docs/performance.md.
     Freezing them after the worker loaded the app cut the p99 of those pages from 80-85 ms to
     30-35 ms (docs/performance.md).
     """

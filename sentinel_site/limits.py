@@ -1,4 +1,4 @@
-"""Site-wide request limits and the web app's guarded ``/metrics`` (SPEC §7.1).
+"""Site-wide request limits and the web app's guarded ``/metrics`` (docs/security.md#abuse-limits).
 
 ``BodySizeLimitMiddleware`` answers 413 to any request announcing a body over
 ``DATA_UPLOAD_MAX_MEMORY_SIZE`` before anything reads it (Django itself would answer 400, and

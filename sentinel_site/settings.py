@@ -8,8 +8,8 @@ from sentinel_site import config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 SENTINEL = config.load(os.environ, BASE_DIR)
-# Notification channels (SPEC §14): SENTINEL_NOTIFY_CONFIG, checked here so a bad file stops
-# start-up with one line.
+# Notification channels (docs/notifications.md): SENTINEL_NOTIFY_CONFIG, checked here so a bad file
+# stops start-up with one line.
 SENTINEL_NOTIFY = notify_config.load(os.environ)
 
 SECRET_KEY = SENTINEL.secret_key
@@ -48,7 +48,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-# Larger bodies are refused with 413 before any parsing (SPEC §7.1: 1 MiB).
+# Larger bodies are refused with 413 before any parsing (docs/security.md#abuse-limits: 1 MiB).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 
 ROOT_URLCONF = "sentinel_site.urls"
@@ -119,7 +119,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": "INFO"},
 }
 
-# --- REST API (analyses/api; SPEC §7) -------------------------------------------------------
+# --- REST API (analyses/api; docs/api.md) ---------------------------------------------------
 # Kubeconfig the web app writes resources with (analyses.services.kube_client); None means the
 # kubernetes client's own discovery: $KUBECONFIG, ~/.kube/config, then the in-cluster config.
 SENTINEL_KUBECONFIG: str | None = None
@@ -173,7 +173,7 @@ SPECTACULAR_SETTINGS = {
 }
 # --- end REST API ---------------------------------------------------------------------------
 
-# --- Who may do what, where (SPEC §7.1; analyses/access.py, analyses/sso.py) ----------------
+# --- Who may do what, where (docs/security.md; analyses/access.py, analyses/sso.py) ---------
 # Only these namespaces exist for the API, the admin and the services; () means all.
 SENTINEL_NAMESPACES: tuple[str, ...] = SENTINEL.namespaces
 # "django": NamespaceGrant rows; "kubernetes": a SubjectAccessReview per question.

@@ -1,4 +1,4 @@
-"""The REST API (SPEC §7): DRF views over the mirror, writes through ``analyses.services``.
+"""The REST API (docs/api.md): DRF views over the mirror, writes through ``analyses.services``.
 
 The layer sits above the operator and the clients: it imports ``analyses.services``,
 ``analyses.models`` and ``sentinel_operator``'s pure modules, and nothing below imports it.

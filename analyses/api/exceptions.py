@@ -107,7 +107,7 @@ class NotFoundView(APIView):
     """Answer any unknown path under the API with a JSON 404 instead of Django's HTML page.
 
     A DRF view so that, like every path under ``/api/``, it is 401 without credentials: what
-    exists there is no business of the anonymous (SPEC §7.1).
+    exists there is no business of the anonymous (docs/security.md#who-can-do-what).
     """
 
     # Authentication and throttles come from the REST_FRAMEWORK defaults.

@@ -1,4 +1,4 @@
-"""Django model permissions on ``Analysis`` for every endpoint (SPEC §7)."""
+"""Django model permissions on ``Analysis`` for every endpoint (docs/api.md)."""
 
 from __future__ import annotations
 

@@ -72,7 +72,7 @@ def _comparison_schema() -> dict[str, Any]:
 
 @extend_schema_field(_comparison_schema(), component_name="Comparison")
 class ComparisonField(serializers.Field):
-    """``metricResults[].comparison`` as in the status (SPEC §3.2); ``{}`` without compare."""
+    """``metricResults[].comparison`` as in the status (docs/status.md#fields); ``{}`` if none."""
 
     def to_representation(self, value: Any) -> Any:
         return value or None
@@ -99,8 +99,10 @@ class AnalysisSerializer(serializers.Serializer):
             "last seen by the mirror."
         ),
     )
-    spec = SpecField(help_text="As in the custom resource (SPEC §3); defaults are filled in.")
-    status = StatusField(read_only=True, help_text="Written by the operator (SPEC §4).")
+    spec = SpecField(
+        help_text="As in the custom resource (docs/resource.md); defaults are filled in."
+    )
+    status = StatusField(read_only=True, help_text="Written by the operator (docs/status.md).")
 
     def get_fields(self) -> dict[str, serializers.Field]:
         fields = super().get_fields()
@@ -132,7 +134,8 @@ class AnalysisSerializer(serializers.Serializer):
         if isinstance(namespace, str) and not scope.in_scope(namespace):
             errors["namespace"] = [scope.outside_message(namespace)]
         elif isinstance(namespace, str) and isinstance(values.get("spec"), AnalysisSpec):
-            # SPEC §10.1: the operator's configuration decides who may use which provider.
+            # The operator's configuration decides who may use which provider
+            # (docs/resource.md#providers).
             providers = [m.provider for m in values["spec"].metrics]
             errors.update(provider_access.refusals(namespace, providers))
         if isinstance(self.instance, Analysis):
@@ -250,7 +253,7 @@ class MetricResultSerializer(serializers.ModelSerializer):
 
 
 class EvaluationSerializer(serializers.ModelSerializer):
-    """One evaluation attempt (SPEC §6)."""
+    """One evaluation attempt (docs/status.md#history-outcomes)."""
 
     startedAt = serializers.DateTimeField(source="started_at")
     finishedAt = serializers.DateTimeField(source="finished_at")

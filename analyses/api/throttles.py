@@ -1,4 +1,4 @@
-"""DRF throttles of the REST API (SPEC §7.1 "Abuse limits"): 429 with ``Retry-After``.
+"""DRF throttles of the REST API (docs/security.md#abuse-limits): 429 with ``Retry-After``.
 
 ``EvaluateThrottle`` limits ``evaluate/`` per user (each call makes the operator query
 Prometheus); ``TokenFailureThrottle`` limits failed token authentications per client address,

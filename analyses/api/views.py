@@ -1,4 +1,4 @@
-"""The analysis endpoints of SPEC §7, composed from DRF mixins and hooks.
+"""The analysis endpoints of docs/api.md, composed from DRF mixins and hooks.
 
 Reads come from the mirror (fast, and what the operator and the admin see); writes go through
 ``analyses.services``, which writes the cluster first and mirrors its answer. Routes are in

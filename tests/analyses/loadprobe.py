@@ -1,4 +1,4 @@
-"""Concurrent database writers for tests/site/test_sqlite_under_load.py (SPEC §5).
+"""Concurrent database writers for tests/site/test_sqlite_under_load.py.
 
 Runs in its own process with the default settings (``python -m tests.analyses.loadprobe``):
 ``seed`` mirrors a few analyses; ``drive`` enqueues django-q2 tasks running ``record_probe``

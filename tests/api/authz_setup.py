@@ -1,4 +1,4 @@
-"""Grant a user rights in a namespace both ways the web app can be told (SPEC §7.1).
+"""Grant a user rights in a namespace both ways the web app can be told.
 
 ``SENTINEL_AUTHZ=django`` reads ``NamespaceGrant`` rows; ``SENTINEL_AUTHZ=kubernetes`` asks the
 cluster, so there the same rights are a Role and a RoleBinding in devcluster, whose RBAC

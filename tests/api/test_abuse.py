@@ -1,4 +1,6 @@
-"""Abuse limits of the web app (SPEC §7.1): sizes, nesting, throttles, tokens, auth on docs.
+"""Abuse limits of the web app: sizes, nesting, throttles, tokens, auth on docs.
+
+The limits are those of docs/security.md#abuse-limits.
 
 Over HTTP against the live server like the other API tests. Throttle rates are lowered through
 ``REST_FRAMEWORK`` for the test, and Django's cache (where DRF keeps throttle history) is

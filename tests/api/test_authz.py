@@ -1,4 +1,4 @@
-"""Per-namespace authorization in the REST API, in both SENTINEL_AUTHZ modes (§13 item 20).
+"""Per-namespace authorization in the REST API, in both SENTINEL_AUTHZ modes.
 
 A user holding every model permission but granted only namespace ``a`` cannot see, edit,
 resume or evaluate analyses in ``b``: they are not listed and are 404, and creating one there is

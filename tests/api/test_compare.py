@@ -1,6 +1,6 @@
-"""compare over the REST API (SPEC §3.2): the resource's shape reaches the cluster (defaults
-applied by the API server) and the mirror, and a broken one is refused with ``parse_spec``'s
-own field errors, nothing written.
+"""compare over the REST API (docs/api.md#beyond-fixed-thresholds): the resource's shape
+reaches the cluster (defaults applied by the API server) and the mirror, and a broken one is
+refused with ``parse_spec``'s own field errors, nothing written.
 """
 
 from __future__ import annotations

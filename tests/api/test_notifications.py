@@ -1,7 +1,7 @@
-"""Notifications through the REST API (SPEC §14): a resume through the API is one Resumed
-message naming the user, sent to a real webhook; ``GET …/notifications/`` lists deliveries with
-the evaluations endpoint's authentication, scope and per-namespace authorization, and never a
-channel's URL."""
+"""Notifications through the REST API (docs/api.md#notifications): a resume through the API is
+one Resumed message naming the user, sent to a real webhook; ``GET …/notifications/`` lists
+deliveries with the evaluations endpoint's authentication, scope and per-namespace
+authorization, and never a channel's URL."""
 
 from __future__ import annotations
 

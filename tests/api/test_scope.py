@@ -1,4 +1,4 @@
-"""SENTINEL_NAMESPACES bounds the web app (SPEC §7.1 "Scope", §13 item 19, the web side).
+"""SENTINEL_NAMESPACES bounds the web app (docs/security.md#who-can-do-what, the web side).
 
 An analysis outside the scope may be in the cluster and in the mirror (applied with kubectl,
 mirrored as the watch would): the API never lists or shows it, and refuses to create one there

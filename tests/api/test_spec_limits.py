@@ -1,4 +1,6 @@
-"""Size limits against abuse (SPEC §3.1): the REST API's 400 and the API server's 422 agree.
+"""Size limits against abuse: the REST API's 400 and the API server's 422 agree.
+
+The limits are those of docs/resource.md#size-limits.
 
 At most 20 metrics, queries of at most 4,096 characters, metric names of at most 63. The REST
 API applies them through ``parse_spec`` before anything reaches the cluster; the API server

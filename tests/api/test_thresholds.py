@@ -1,4 +1,4 @@
-"""Beyond fixed thresholds over the REST API (SPEC §3.1, issue 13 item 6): maxIncrease with a
+"""Beyond fixed thresholds over the REST API (docs/resource.md#baselines): maxIncrease with a
 baseline, minSamples and failureWindow have the custom resource's shape, reach the cluster and
 the mirror, are refused with ``parse_spec``'s own field errors, and the status fields the
 operator writes for them (baseline, samples, series, window, rollout) come back unchanged.

@@ -2,7 +2,7 @@
 
 The rules are ``sentinel_core.spec.parse_spec``'s (the CRD's); these cases check that the
 API applies them, reports every error at once under the field path, and stops before the
-cluster (SPEC §13 item 16).
+cluster (docs/resource.md#validation).
 """
 
 from __future__ import annotations

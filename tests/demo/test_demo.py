@@ -1,10 +1,10 @@
 """``python -m demo`` end to end: banner, UI login, status, a real pause, and a clean Ctrl-C.
 
-The demo runs as a subprocess with its story shortened through its environment knobs
-(regression after 5 s, a 5 s interval over a 20 s rate window), on free ports and in a
-scratch directory, against real devcluster, Prometheus, operator, runserver and kubectl.
-``make demo CLUSTER=real`` runs once more, on the real control plane (SPEC §9a), only as long
-as it takes to come up, give the analysis a status and stop on a terminal's Ctrl-C.
+The demo runs as a subprocess with its story shortened through its environment knobs (regression
+after 5 s, a 5 s interval over a 20 s rate window), on free ports and in a scratch directory,
+against real devcluster, Prometheus, operator, runserver and kubectl. ``make demo CLUSTER=real``
+runs once more, on the real control plane (docs/realcluster.md), only as long as it takes to come
+up, give the analysis a status and stop on a terminal's Ctrl-C.
 """
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ def test_demo_tells_the_story_and_stops_cleanly(
         return (analysis.get("status") or {}).get("lastVerdict")
 
     assert wait_until(verdict, timeout=30, interval=0.5) in {"Pass", "Fail", "Inconclusive"}
-    # The third metric (SPEC §3.2) says why devcluster cannot compare new pods with old ones.
+    # The third metric (``compare``) says why devcluster cannot compare new pods with old ones.
     assert "no comparison: the target has no ReplicaSet yet" in wait_until(
         lambda: _compare_message(kubeconfig), timeout=15, interval=0.5
     )

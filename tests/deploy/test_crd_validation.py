@@ -1,4 +1,4 @@
-"""SPEC §13 item 16 (cluster side): the CRD as deploy/ installs it rejects invalid analyses.
+"""The CRD as deploy/ installs it rejects invalid analyses (docs/resource.md#validation).
 
 A few representative cases through ``kubectl apply`` against the cluster the ``ha`` overlay was
 applied to: the API server answers 422 ``Invalid`` naming the field path, and nothing is

@@ -1,5 +1,6 @@
-"""SPEC §12 "Pods" and the guard rail objects: what every rendered overlay promises, and a real
+"""Pods, network and the guard rail objects: what every rendered overlay promises, and a real
 kube-apiserver (realcluster, with PodSecurity and ValidatingAdmissionPolicy) accepting it all.
+The promises are those of docs/operations.md#pods-and-the-network.
 
 devcluster does not serve NetworkPolicies or admission policies (``NOT_ON_DEVCLUSTER``), so
 those are applied here, to realcluster: each overlay with ``--dry-run=server`` and then for

@@ -1,4 +1,6 @@
-"""SPEC §12 "Image": only the runtime packages, a base pinned by digest, a non-root user.
+"""The image: only the runtime packages, a base pinned by digest, a non-root user.
+
+What it promises and why: docs/operations.md#the-image.
 
 Docker cannot build here, so the build is replayed with what Docker would use: the build
 context is the repository filtered by ``.dockerignore`` (its allow-list read from the file),

@@ -1,12 +1,12 @@
 """deploy/ renders with the real kubectl kustomize and is accepted by an API server.
 
-Every overlay is rendered by ``kubectl kustomize`` (client side: no server involved) and
-applied with ``kubectl apply --dry-run=server`` (validated, admitted, defaulted — and nothing
-stored) to the session cluster of each kind, and applied for real into a fresh cluster of each
-kind (``single``) and the session clusters (``ha``, the ``deployed`` fixture). The rendered
-objects are checked for what the overlays promise (SPEC §12): one replica on SQLite on a
-volume for ``single``, several replicas on PostgreSQL and Redis for ``ha``, the same CRD as
-crds/, and exactly SPEC §12's RBAC.
+Every overlay is rendered by ``kubectl kustomize`` (client side: no server involved) and applied
+with ``kubectl apply --dry-run=server`` (validated, admitted, defaulted — and nothing stored) to the
+session cluster of each kind, and applied for real into a fresh cluster of each kind (``single``)
+and the session clusters (``ha``, the ``deployed`` fixture). The rendered objects are checked for
+what the overlays promise (docs/operations.md#the-overlays): one replica on SQLite on a volume for
+``single``, several replicas on PostgreSQL and Redis for ``ha``, the same CRD as crds/, and exactly
+the RBAC of docs/operations.md#two-serviceaccounts-rule-by-rule.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from tests.deploy.kustomize import (
 
 NAMESPACED_TEAMS = ("team-a", "team-b")  # SENTINEL_NAMESPACES of deploy/overlays/namespaced
 
-# SPEC §12, one list per account.
+# docs/operations.md#two-serviceaccounts-rule-by-rule, one list per account.
 OPERATOR_RULES = [
     {
         "apiGroups": ["sentinel.example.com"],
@@ -269,7 +269,8 @@ def test_rendered_overlay_carries_the_crd_and_exactly_the_spec_rbac(
             assert {"secretRef": {"name": HOME, "optional": True}} in refs
             config = next(ref["configMapRef"]["name"] for ref in refs if "configMapRef" in ref)
             assert config == _one(objects, "ConfigMap")["metadata"]["name"]
-            # The notification channels (SPEC §14): a file of an optional Secret, read-only.
+            # The notification channels (docs/notifications.md): a file of an optional Secret,
+            # read-only.
             assert {
                 "name": "notify",
                 "mountPath": "/etc/rollout-sentinel/notify",

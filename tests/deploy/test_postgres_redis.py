@@ -1,4 +1,4 @@
-"""SPEC §12: the ``ha`` configuration — PostgreSQL and Redis — against real servers.
+"""The ``ha`` configuration — PostgreSQL and Redis — against real servers.
 
 A throwaway PostgreSQL (Debian's ``postgresql``: initdb + pg_ctl, password authentication) and a
 throwaway ``redis-server`` are started on free ports; ``manage.py migrate`` runs against the

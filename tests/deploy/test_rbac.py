@@ -1,4 +1,4 @@
-"""SPEC §13 item 17: the operator under deploy/'s RBAC works; with a verb missing it says so.
+"""The operator under deploy/'s RBAC works; with a verb missing it says so, without crashing.
 
 The ``ha`` overlay is applied for real to the session cluster of each kind (``deployed``
 fixture: devcluster's RBAC authorizer, and the real kube-apiserver's); the operator runs as
@@ -28,7 +28,8 @@ from testkit.prometheus import PrometheusServer
 from testkit.waiting import wait_until
 from tests.deploy.kustomize import HOME, OPERATOR_ACCOUNT, Deployed, render
 
-# SPEC §12's list for the operator's account as `kubectl auth can-i --list` prints it.
+# The operator's list (docs/operations.md#two-serviceaccounts-rule-by-rule) as `kubectl auth can-i
+# --list` prints it.
 SPEC_ROWS = {
     "rolloutanalyses.sentinel.example.com": ["get", "list", "watch"],
     "rolloutanalyses.sentinel.example.com/status": ["update", "patch"],

@@ -1,6 +1,6 @@
-"""SPEC §12 "Two ServiceAccounts": the web app's account can do exactly its list, the operator's
-cannot do the web app's part, and the ``namespaced`` overlay grants both only in the namespaces
-of ``SENTINEL_NAMESPACES``.
+"""Two ServiceAccounts (docs/security.md#what-each-account-can-touch): the web app's account can
+do exactly its list, the operator's cannot do the web app's part, and the ``namespaced`` overlay
+grants both only in the namespaces of ``SENTINEL_NAMESPACES``.
 
 Tokens are minted by ``kubectl create token`` for the accounts deploy/ creates, so every answer
 comes from exactly deploy/'s RBAC on the API server (the operator's own list and its run under
@@ -34,7 +34,8 @@ from tests.deploy.kustomize import (
     render,
 )
 
-# SPEC §12's list for the web app's account as `kubectl auth can-i --list` prints it.
+# The web app's list (docs/operations.md#two-serviceaccounts-rule-by-rule) as `kubectl auth can-i
+# --list` prints it.
 WEB_ROWS = {
     "rolloutanalyses.sentinel.example.com": [
         "get",

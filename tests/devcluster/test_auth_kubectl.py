@@ -1,6 +1,6 @@
 """devcluster's TLS, tokens and RBAC as the real kubectl sees them.
 
-The operator's least-privilege RBAC (SPEC §12) is applied with kubectl, a token is made
+The operator's least-privilege RBAC (deploy/base/rbac.yaml) is applied with kubectl, a token is made
 with ``kubectl create token`` and every check goes through kubectl with ``--token``: the
 answers of ``auth can-i``, the Forbidden message of a denied request, and 401 for a token
 that is bad, forged, for another audience or for a ServiceAccount that was recreated.
@@ -23,7 +23,7 @@ UNAUTHORIZED = "error: You must be logged in to the server (Unauthorized)"
 
 
 def _operator_rbac(ns: str) -> list[dict[str, object]]:
-    """SPEC §12's operator RBAC: a ClusterRole bound cluster-wide, leases in its namespace."""
+    """Return the operator's RBAC: a ClusterRole bound cluster-wide, leases in its namespace."""
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "op", "namespace": ns}},
         {

@@ -1,4 +1,6 @@
-"""Every CRD schema rule of SPEC §3 rejects a bad RolloutAnalysis through `kubectl apply`.
+"""Every CRD schema rule rejects a bad RolloutAnalysis through `kubectl apply`.
+
+The rules are those of docs/resource.md#validation.
 
 Each case asserts what a real API server answers: exit code 1, an ``Invalid`` error naming
 the field path with the apiextensions message, and nothing stored afterwards.

@@ -1,4 +1,4 @@
-"""The operator's least-privilege RBAC (SPEC §12) evaluated by devcluster.rbac.
+"""The operator's least-privilege RBAC (deploy/base/rbac.yaml) evaluated by devcluster.rbac.
 
 The objects mirror deploy/base/rbac.yaml: a ClusterRole for the analyses, Deployments
 and Events bound cluster-wide, and a Role for leader-election leases in the operator's

@@ -1,5 +1,5 @@
-"""schema.validate against the real RolloutAnalysis CRD: every SPEC §3 rule, with the field
-paths and messages kube-apiserver prints."""
+"""schema.validate against the real RolloutAnalysis CRD: every rule of docs/resource.md, with
+the field paths and messages kube-apiserver prints."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def ra_schema() -> dict[str, Any]:
 
 
 def _analysis(**spec: Any) -> dict[str, Any]:
-    """Return the SPEC §3 example with ``spec`` keys replaced (None removes a key)."""
+    """Return the example of docs/resource.md with ``spec`` keys replaced (None removes a key)."""
     obj: dict[str, Any] = {
         "apiVersion": "sentinel.example.com/v1alpha1",
         "kind": "RolloutAnalysis",

@@ -1,4 +1,6 @@
-"""Each provider's client against real backends behind real authentication (SPEC §10.1).
+"""Each provider's client against real backends behind real authentication.
+
+The providers file is described in docs/operations.md#metric-providers.
 
 Prometheus with basic auth, Prometheus requiring a client certificate, VictoriaMetrics behind
 vmauth requiring a bearer token, and the fault proxy's recording hop for the tenant header and

@@ -1,4 +1,4 @@
-"""SENTINEL_PROVIDERS_FILE's schema: one line naming file, provider and field (SPEC §10.1)."""
+"""SENTINEL_PROVIDERS_FILE's schema: one line naming file, provider and field."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``runoperator`` with SENTINEL_PROVIDERS_FILE: the settings reach every worker (SPEC §10.1).
+"""``runoperator`` with SENTINEL_PROVIDERS_FILE: the settings reach every worker.
 
 A metric through VictoriaMetrics behind vmauth is evaluated by the operator's own workers;
 /metrics counts its requests per provider, and a broken new version of the file is counted

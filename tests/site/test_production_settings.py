@@ -1,4 +1,4 @@
-"""Production settings (SPEC §7.1): no key, no start-up; ``check --deploy`` clean but W008."""
+"""Production settings (docs/security.md): no key, no start; ``check --deploy`` clean but W008."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""SPEC §5 "Embedded default under load": SQLite + the ORM broker never say "database is locked".
+"""SQLite + the ORM broker never say "database is locked" under load.
+
+The promise is docs/operator.md#the-embedded-default-under-load.
 
 Real processes with the default configuration against one SQLite file: ``migrate``, a
 ``qcluster`` with several workers running a few hundred tasks that each write an evaluation, a
