@@ -48,6 +48,8 @@ from analyses.admin_forms import (
     place_all,
     spec_from_forms,
 )
+from analyses.admin_metric_groups import METRIC_GROUPS, MetricGroup
+from analyses.admin_numbers import number_html
 from analyses.models import Analysis, AnalysisMetric
 from sentinel_core.spec import InvalidSpecError
 
@@ -111,11 +113,68 @@ class AnalysisMetricInline(admin.StackedInline):
     verbose_name = "metric"
     verbose_name_plural = "metrics"
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # Only named by the read-only fieldsets; never form fields.
+        return [f"{column}_shown" for column in _NUMBER_COLUMNS]
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        parent = self.admin_site._registry.get(Analysis)
+        if obj is None or parent is None or parent.has_change_permission(request, obj):
+            return self.fieldsets
+        # A read-only page (a deleted analysis) shows a model column with Django's formatting
+        # and a form-only field as empty: name the display methods below instead.
+        return [
+            (title, {"fields": _shown_names(options["fields"])})
+            for title, options in self.fieldsets
+        ]
+
     def get_formset(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
         formset = super().get_formset(request, obj, **kwargs)
         refusal = getattr(request, _REFUSAL, ())
         # The refusal's problems that name a metric's field go on that metric's form.
         return type(formset.__name__, (formset,), {"cluster_refusal": refusal})
+
+
+# The metric's number columns, shown readable (analyses.admin_numbers) on a read-only page.
+_NUMBER_COLUMNS = ("max_value", "max_increase_percent", "max_increase_absolute", "min_samples_min")
+
+
+def _shown_names(fields: Any) -> Any:
+    """Return fieldset ``fields`` with each number column replaced by its display method."""
+    if isinstance(fields, str):
+        return f"{fields}_shown" if fields in _NUMBER_COLUMNS else fields
+    return tuple(_shown_names(field) for field in fields)
+
+
+def _number_display(column: str, label: str) -> Any:
+    @admin.display(description=label)
+    def show(inline: admin.StackedInline, metric: AnalysisMetric) -> str:
+        value = getattr(metric, column)
+        return "-" if value is None else number_html(value)
+
+    return show
+
+
+def _group_display(group: MetricGroup, field: str, label: str) -> Any:
+    @admin.display(description=label)
+    def show(inline: admin.StackedInline, metric: AnalysisMetric) -> Any:
+        value = group.initial(getattr(metric, group.key)).get(field)
+        if value is None:
+            return "-"
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        return number_html(value) if isinstance(value, float) else value
+
+    return show
+
+
+for _column in _NUMBER_COLUMNS:
+    _label = MetricForm.base_fields[_column].label or _column
+    setattr(AnalysisMetricInline, f"{_column}_shown", _number_display(_column, _label))
+# The groups' fields are the form's alone; read-only, Django looks them up on the inline.
+for _group in METRIC_GROUPS:
+    for _name, _field in _group.form_fields().items():
+        setattr(AnalysisMetricInline, _name, _group_display(_group, _name, str(_field.label)))
 
 
 @admin.register(Analysis)

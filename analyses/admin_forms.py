@@ -249,7 +249,7 @@ METRIC_FIELDS = (
     "baseline_before_rollout",
     "min_samples_query",
     "min_samples_min",
-    # Not a mirror column: read from and written to the spec (docs/providers.md).
+    # Not a mirror column: read from and written to the spec's metric.
     "provider",
 )
 
@@ -288,7 +288,6 @@ class MetricInlineFormSet(forms.BaseInlineFormSet):
         form.fields["query"].widget = forms.Textarea(
             attrs={"rows": 3, "cols": 48, "class": "sentinel-query", "spellcheck": "false"}
         )
-        form.fields["max_value"].label = "Max value"
         form.fields["min_samples_query"].widget = forms.Textarea(
             attrs={"rows": 2, "cols": 32, "class": "sentinel-query", "spellcheck": "false"}
         )
@@ -296,7 +295,7 @@ class MetricInlineFormSet(forms.BaseInlineFormSet):
         self._provider_field(form)
 
     def _provider_field(self, form: forms.Form) -> None:
-        """Offer the providers the analysis's namespace may use (docs/providers.md).
+        """Offer the providers the analysis's namespace may use (docs/api.md, providers).
 
         A new analysis has no namespace yet: every provider is offered and the save refuses
         one the chosen namespace may not use. A provider the spec names but the namespace may
@@ -342,6 +341,7 @@ class MetricForm(_group_fields(), forms.ModelForm):  # type: ignore[misc]
         model = AnalysisMetric
         fields = METRIC_FIELDS
         labels = {
+            "max_value": "Max value",
             "max_increase_percent": "Max increase %",
             "max_increase_absolute": "Max increase (absolute)",
             "baseline_offset": "Baseline offset",
@@ -373,12 +373,12 @@ class MetricForm(_group_fields(), forms.ModelForm):  # type: ignore[misc]
         if self.instance.pk is not None:
             for group in METRIC_GROUPS:
                 for name, value in group.initial(getattr(self.instance, group.key)).items():
-                    self.initial.setdefault(name, value)
+                    self.initial[name] = value
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         for group in METRIC_GROUPS:
-            group.check(self, was_on=bool(self.initial.get(group.key)))
+            group.check(self, was_on=bool(self.initial.get(group.toggle)))
         return cleaned
 
 

@@ -48,7 +48,7 @@ class GroupField:
 class MetricGroup:
     """One optional object of a metric (``compare``), its tick box and its labelled fields."""
 
-    # The object's key in the metric; also the name of the tick box's form field.
+    # The object's key in the metric ("compare").
     key: str
     # The fieldset's heading in the metrics inline.
     title: str
@@ -58,22 +58,27 @@ class MetricGroup:
     # The fieldset's lines: form field names side by side.
     rows: tuple[tuple[str, ...], ...]
 
+    @property
+    def toggle(self) -> str:
+        """Return the tick box's form field name: not the model's column of the same key."""
+        return f"{self.key}_on"
+
     def form_fields(self) -> dict[str, forms.Field]:
         """Return the tick box and every field, by form field name, for a form class."""
         toggle = forms.BooleanField(
             required=False, label=self.toggle_label, help_text=self.toggle_help
         )
-        return {self.key: toggle, **{field.name: field.make() for field in self.fields}}
+        return {self.toggle: toggle, **{field.name: field.make() for field in self.fields}}
 
     def fieldset(self) -> tuple[str, dict[str, Any]]:
         """Return the inline's fieldset: the tick box, then the fields in ``rows``."""
-        return (self.title, {"fields": (self.key, *self.rows)})
+        return (self.title, {"fields": (self.toggle, *self.rows)})
 
     def initial(self, raw: object) -> dict[str, Any]:
         """Return the form's initial values for ``raw`` (the group's object), or none."""
         if not isinstance(raw, Mapping) or not raw:
             return {}
-        values: dict[str, Any] = {self.key: True}
+        values: dict[str, Any] = {self.toggle: True}
         for field in self.fields:
             value = _dig(raw, field.key)
             if value is not None:
@@ -92,7 +97,7 @@ class MetricGroup:
 
         Empty fields are left out, so ``parse_spec`` applies the defaults as the CRD does.
         """
-        if not cleaned.get(self.key):
+        if not cleaned.get(self.toggle):
             return None
         out: dict[str, Any] = {}
         for field in self.fields:
@@ -113,8 +118,8 @@ class MetricGroup:
         fields in without ticking the box is a slip that would otherwise be silently dropped.
         """
         cleaned = form.cleaned_data
-        if not cleaned.get(self.key) and not was_on and self.filled(cleaned):
-            form.add_error(self.key, UNTICKED_MESSAGE)
+        if not cleaned.get(self.toggle) and not was_on and self.filled(cleaned):
+            form.add_error(self.toggle, UNTICKED_MESSAGE)
 
     def field_for(self, path: str) -> str:
         """Return the form field answering for ``path`` (relative to the group's object).
@@ -128,7 +133,7 @@ class MetricGroup:
         for field in self.fields:
             if path and field.key.startswith(f"{path}."):
                 return field.name
-        return self.key
+        return self.toggle
 
 
 def _dig(raw: Mapping[str, Any], dotted: str) -> Any:

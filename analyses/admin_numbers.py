@@ -1,8 +1,8 @@
 """Numbers as the admin shows them: a few significant digits to read, the exact value on hover.
 
-A value computed in floating point (``1 - 0.005``) prints as ``0.9950000000000001``; Prometheus
+A value computed in floating point (``0.1 + 0.2``) prints as ``0.30000000000000004``; Prometheus
 and the status keep that text, and the REST API hands it on unchanged. The admin's pages show
-``0.995`` instead, with the exact text in the element's ``title``. The templates use the
+``0.3`` instead, with the exact text in the element's ``title``. The templates use the
 ``number`` filter (``analyses/templatetags/sentinel_numbers.py``); the admin's Python code
 (``analyses.admin_views``, ``notifications.admin``) calls ``readable`` and ``number_html``.
 Locale-independent: a dot for the decimals, no grouping, as in the queries next to them.

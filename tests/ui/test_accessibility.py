@@ -102,9 +102,8 @@ PAGES: tuple[AxePage, ...] = (
         then=_fail_to_sign_in,
         signed_in=False,
     ),
-    AxePage("admin index", "/admin/", ready="#sentinel-index"),
-    AxePage("app index", "/admin/analyses/", ready="#sentinel-index"),
-    AxePage("overview", "/admin/analyses/analysis/overview/", ready="#paused-targets"),
+    AxePage("admin index: the overview", "/admin/", ready="#paused-targets"),
+    AxePage("app index", "/admin/analyses/", ready="#content-main"),
     AxePage("analysis list", "/admin/analyses/analysis/", ready="#result_list"),
     AxePage(
         "analysis detail",

@@ -1,4 +1,4 @@
-"""The detail page of a ``compare`` metric (SPEC §3.2) in a real browser (Debian's chromium).
+"""The detail page of a ``compare`` metric (docs/analysis.md) in a real browser (Debian's chromium).
 
 A paused analysis whose metric judged the new pods against the old ones: the graph draws the
 new and the old pods' medians as two lines, the card shows the spec in words and the last
