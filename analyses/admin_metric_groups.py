@@ -26,6 +26,7 @@ from sentinel_core.compare import (
     DEFAULT_MIN_SAMPLES,
     DEFAULT_WORSE,
 )
+from sentinel_core.values import format_value
 
 # Shown on the tick box of a group left off while some of its fields were filled in.
 UNTICKED_MESSAGE = "Tick this box to use the values below, or clear them."
@@ -149,6 +150,15 @@ def _given(value: object) -> bool:
     return value is not None and not (isinstance(value, str) and not value.strip())
 
 
+class _NumberInput(forms.NumberInput):
+    """A number input showing a float as written in the spec: ``10``, not ``10.0``."""
+
+    def format_value(self, value: Any) -> str | None:
+        if isinstance(value, float):
+            return format_value(value)
+        return super().format_value(value)
+
+
 def _number(label: str, help_text: str, placeholder: str = "") -> Callable[[], forms.Field]:
     def make() -> forms.Field:
         attrs = {"step": "any", "size": 8}
@@ -158,7 +168,7 @@ def _number(label: str, help_text: str, placeholder: str = "") -> Callable[[], f
             required=False,
             label=label,
             help_text=help_text,
-            widget=forms.NumberInput(attrs=attrs),
+            widget=_NumberInput(attrs=attrs),
         )
 
     return make

@@ -86,6 +86,19 @@ class AxePage:
     signed_in: bool = True
 
 
+def _refuse_compare(page: Page) -> None:
+    """Fill the add form with a compare metric parse_spec refuses, and save it."""
+    page.fill("#id_namespace", "shop")
+    page.fill("#id_name", "checkout-vs-old")
+    page.fill("#id_target_name", "checkout")
+    page.fill("#id_metrics-0-name", "vs-old")
+    page.fill("#id_metrics-0-query", "up")
+    page.check("#id_metrics-0-compare_on")
+    page.fill("#id_metrics-0-compare_confidence", "0.5")
+    page.fill("#id_metrics-0-compare_lookback", "soon")
+    page.click("input[name=_save]")
+
+
 def _fail_to_sign_in(page: Page) -> None:
     page.fill("#id_username", "platform")
     page.fill("#id_password", "not the password")
@@ -119,6 +132,12 @@ PAGES: tuple[AxePage, ...] = (
         "/admin/analyses/analysis/add/",
         ready=".errornote",
         then=lambda page: page.click("input[name=_save]"),
+    ),
+    AxePage(
+        "analysis add form, compare refused on its fields",
+        "/admin/analyses/analysis/add/",
+        ready=".field-compare_confidence .errorlist",
+        then=_refuse_compare,
     ),
     AxePage("API token list", "/admin/analyses/apitoken/", ready="#result_list"),
     AxePage("API token change", "/admin/analyses/apitoken/{token}/change/"),
