@@ -39,7 +39,6 @@ from analyses import tokens
 from analyses.charts import ChartPoint, render_metric_chart
 from analyses.grant_models import NamespaceGrant
 from analyses.models import Analysis
-from notifications.models import Delivery, DeliveryAttempt, State
 from testkit.devcluster import DevCluster
 from testkit.paths import REPO_ROOT
 from tests.ui import factories
@@ -188,24 +187,7 @@ def _seed() -> dict[str, Any]:
     Analysis.objects.filter(pk=deleted.pk).update(deleted_at=timezone.now())
     token = tokens.issue(admin, now=timezone.now(), name="ci deploys").token
     NamespaceGrant.objects.create(user=admin, namespace="shop", can_view=True, can_edit=True)
-    now = timezone.now()
-    delivery = Delivery.objects.create(
-        key=f"{paused.uid}/Paused@seed/payments-slack",
-        analysis=paused,
-        namespace=paused.namespace,
-        name=paused.name,
-        channel="payments-slack",
-        event="Paused",
-        message="paused Deployment checkout: p99-latency 0.41 is above maxValue 0.25",
-        transition_at=now,
-        created_at=now,
-        state=State.FAILED,
-        attempts=1,
-        last_error="HTTP 500 from the receiver",
-    )
-    DeliveryAttempt.objects.create(
-        delivery=delivery, started_at=now, duration_seconds=0.2, error="HTTP 500 from the receiver"
-    )
+    delivery = factories.failed_delivery(paused, at=timezone.now(), duration_seconds=0.2)
     return {
         "delivery": delivery.pk,
         "paused": paused.pk,

@@ -9,6 +9,7 @@ import json
 import re
 
 import pytest
+from django.http import HttpResponse
 from django.test import Client
 from django.urls import reverse
 
@@ -21,15 +22,20 @@ from tests.ui.test_admin_thresholds import _get, _relative, namespace  # noqa: F
 pytestmark = pytest.mark.django_db
 
 
+def _add(client: Client, into: str, **fields: str) -> HttpResponse:
+    """Post the add form: analysis checkout in ``into``, one metric vs-old with ``fields``."""
+    data = change_form(None, namespace=into, name="checkout", metrics=[("vs-old", "up", 0.0)])
+    return client.post(reverse("admin:analyses_analysis_add"), _relative(data, **fields))
+
+
 def test_a_compare_metric_is_written_with_its_defaults_and_mirrored(
     staff_client: Client,
     ui_cluster: DevCluster,
     namespace: str,  # noqa: F811
 ) -> None:
-    data = change_form(None, namespace=namespace, name="checkout", metrics=[("vs-old", "up", 0.0)])
-    data = _relative(data, max_value="", compare_on="on", compare_max_effect_percent="10")
-
-    response = staff_client.post(reverse("admin:analyses_analysis_add"), data)
+    response = _add(
+        staff_client, namespace, max_value="", compare_on="on", compare_max_effect_percent="10"
+    )
 
     assert response.status_code == 302, response.content.decode()[-3000:]
     (metric,) = _get(ui_cluster, namespace, "checkout")["spec"]["metrics"]
@@ -81,16 +87,16 @@ def test_an_analysis_with_compare_shows_it_in_labelled_fields(
     ui_cluster: DevCluster,
     namespace: str,  # noqa: F811
 ) -> None:
-    data = change_form(None, namespace=namespace, name="checkout", metrics=[("vs-old", "up", 0.0)])
-    data = _relative(
-        data,
+    added = _add(
+        staff_client,
+        namespace,
         max_value="",
         compare_on="on",
         compare_worse="decrease",
         compare_max_effect_absolute="0.02",
         compare_lookback="10m",
     )
-    assert staff_client.post(reverse("admin:analyses_analysis_add"), data).status_code == 302
+    assert added.status_code == 302
     row = Analysis.objects.get(namespace=namespace, name="checkout")
 
     page = staff_client.get(reverse("admin:analyses_analysis_change", args=[row.pk]))
@@ -118,9 +124,10 @@ def test_unticking_compare_removes_it_from_the_spec(
     ui_cluster: DevCluster,
     namespace: str,  # noqa: F811
 ) -> None:
-    data = change_form(None, namespace=namespace, name="checkout", metrics=[("vs-old", "up", 0.0)])
-    data = _relative(data, max_value="", compare_on="on", compare_max_effect_percent="10")
-    assert staff_client.post(reverse("admin:analyses_analysis_add"), data).status_code == 302
+    added = _add(
+        staff_client, namespace, max_value="", compare_on="on", compare_max_effect_percent="10"
+    )
+    assert added.status_code == 302
     row = Analysis.objects.get(namespace=namespace, name="checkout")
 
     # The box unticked, its fields still as the page showed them, and a max value instead.
@@ -134,10 +141,7 @@ def test_unticking_compare_removes_it_from_the_spec(
 
 
 def test_compare_fields_filled_without_the_box_are_refused(staff_client: Client) -> None:
-    data = change_form(None, namespace="shop", name="checkout", metrics=[("vs-old", "up", 0.0)])
-    data = _relative(data, max_value="", compare_max_effect_percent="10")
-
-    response = staff_client.post(reverse("admin:analyses_analysis_add"), data)
+    response = _add(staff_client, "shop", max_value="", compare_max_effect_percent="10")
 
     assert response.status_code == 200
     (metric,) = response.context["inline_admin_formsets"][0].formset.forms

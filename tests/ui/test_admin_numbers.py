@@ -16,7 +16,6 @@ from django.urls import reverse
 
 from analyses.admin_numbers import exact, number_html, readable
 from analyses.models import Analysis, MetricResult
-from notifications.models import Delivery, DeliveryAttempt, State
 from tests.ui import factories
 
 # What arithmetic leaves behind: one digit of noise past the value meant (0.995).
@@ -132,21 +131,6 @@ def test_a_read_only_page_shows_the_metric_numbers_readable_and_compare_in_words
 @pytest.mark.django_db
 def test_a_delivery_attempt_shows_its_duration_readable(staff_client: Client) -> None:
     row = factories.analysis("checkout")
-    delivery = Delivery.objects.create(
-        key=f"{row.uid}/Paused@seed/payments-slack",
-        analysis=row,
-        namespace=row.namespace,
-        name=row.name,
-        channel="payments-slack",
-        event="Paused",
-        message="paused",
-        transition_at=factories.T0,
-        created_at=factories.T0,
-        state=State.FAILED,
-        attempts=1,
-    )
-    DeliveryAttempt.objects.create(
-        delivery=delivery, started_at=factories.T0, duration_seconds=0.1 + 0.2, error="HTTP 500"
-    )
+    delivery = factories.failed_delivery(row, at=factories.T0, duration_seconds=0.1 + 0.2)
     page = staff_client.get(reverse("admin:notifications_delivery_change", args=[delivery.pk]))
     assert 'title="0.30000000000000004">0.3</span> s' in page.content.decode()
