@@ -125,7 +125,7 @@ def test_the_add_page_asks_for_the_resource_and_one_metric(staff_client: Client)
     assert form.fields["interval"].initial == "30s"
     (metrics,) = response.context["inline_admin_formsets"]
     assert metrics.formset.min_num == 1 and len(metrics.formset.forms) == 1
-    assert list(metrics.formset.forms[0].fields)[:11] == [
+    assert list(metrics.formset.forms[0].fields)[:18] == [
         "name",
         "provider",
         "query",
@@ -136,7 +136,15 @@ def test_the_add_page_asks_for_the_resource_and_one_metric(staff_client: Client)
         "baseline_offset",
         "min_samples_query",
         "min_samples_min",
-        "compare",
+        # compare as labelled fields, no JSON box.
+        "compare_on",
+        "compare_by",
+        "compare_worse",
+        "compare_max_effect_percent",
+        "compare_max_effect_absolute",
+        "compare_confidence",
+        "compare_lookback",
+        "compare_min_samples",
     ]
     page = response.content.decode()
     assert 'id="sentinel-detail"' not in page
