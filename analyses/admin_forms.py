@@ -277,10 +277,18 @@ class MetricInlineFormSet(forms.BaseInlineFormSet):
     def clean(self) -> None:
         super().clean()
         by_prefix = {form.prefix: form for form in self.forms}
+        lost = []
         for problem in self.cluster_refusal:
-            form = by_prefix.get(problem.form or "")
+            if problem.form is None:
+                continue
+            form = by_prefix.get(problem.form)
             if form is not None:
                 _add_problem(form, problem)
+            else:
+                lost.append(problem.message)
+        if lost:
+            # Never let a refusal pass unseen (the save would be tried again): say it here.
+            raise forms.ValidationError(lost)
 
     def add_fields(self, form: forms.Form, index: int | None) -> None:
         super().add_fields(form, index)
