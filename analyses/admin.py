@@ -1,4 +1,4 @@
-"""The Django admin for RolloutAnalyses: overview, list, detail with graphs, edits to the cluster.
+"""The Django admin for RolloutAnalyses: list, detail with graphs, edits to the cluster.
 
 Django's admin autodiscovery imports this module. ``AnalysisAdmin`` keeps the admin's list and
 forms but never lets it write the mirror: every save and delete goes to the cluster through
@@ -20,12 +20,12 @@ from django.contrib import admin, messages
 from django.contrib.admin.options import csrf_protect_m
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince
 from django.views.decorators.http import require_POST
+from django.views.generic import RedirectView
 
 # Imported for their side effect: they register the REST API tokens and the namespace grants
 # with the same admin site.
@@ -43,33 +43,31 @@ from analyses.admin_forms import (
     AnalysisForm,
     MetricForm,
     MetricInlineFormSet,
-    describe_invalid,
+    Problem,
+    included_metric_forms,
+    place_all,
     spec_from_forms,
 )
-from analyses.login_limits import ThrottledLoginForm
+from analyses.admin_metric_groups import METRIC_GROUPS, MetricGroup
+from analyses.admin_numbers import number_html
 from analyses.models import Analysis, AnalysisMetric
 from sentinel_core.spec import InvalidSpecError
-
-# The admin index gets a link to the overview (see templates/admin/analyses/index.html).
-admin.site.index_template = "admin/analyses/index.html"
-admin.site.site_header = "Rollout Sentinel"
-admin.site.site_title = "Rollout Sentinel"
-admin.site.index_title = "Administration"
-# Failed logins are counted per username and address (analyses.login_limits).
-admin.site.login_form = ThrottledLoginForm
-# Django's login page with the level-one heading it lacks (screen readers, issue 14).
-admin.site.login_template = "admin/analyses/login.html"
 
 # Where a refusal from the cluster is kept between the failed save and the second rendering.
 _REFUSAL = "_sentinel_cluster_refusal"
 
 
 class _ClusterRefusedSave(Exception):
-    """Raised from the save hooks to abandon a save or delete; carries the lines to show."""
+    """Raised from the save hooks to abandon a save or delete; carries the reasons to show."""
 
-    def __init__(self, lines: Sequence[str]) -> None:
-        super().__init__("; ".join(lines))
-        self.lines = tuple(lines)
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        super().__init__("; ".join(problem.message for problem in problems))
+        self.problems = tuple(problems)
+
+    @classmethod
+    def saying(cls, line: str) -> _ClusterRefusedSave:
+        """Return a refusal of the whole form, for a reason that names no field."""
+        return cls([Problem(None, None, line)])
 
 
 class LifecycleFilter(admin.SimpleListFilter):
@@ -114,6 +112,69 @@ class AnalysisMetricInline(admin.StackedInline):
     extra = 0
     verbose_name = "metric"
     verbose_name_plural = "metrics"
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # Only named by the read-only fieldsets; never form fields.
+        return [f"{column}_shown" for column in _NUMBER_COLUMNS]
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        parent = self.admin_site._registry.get(Analysis)
+        if obj is None or parent is None or parent.has_change_permission(request, obj):
+            return self.fieldsets
+        # A read-only page (a deleted analysis) shows a model column with Django's formatting
+        # and a form-only field as empty: name the display methods below instead.
+        return [
+            (title, {"fields": _shown_names(options["fields"])})
+            for title, options in self.fieldsets
+        ]
+
+    def get_formset(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
+        formset = super().get_formset(request, obj, **kwargs)
+        refusal = getattr(request, _REFUSAL, ())
+        # The refusal's problems that name a metric's field go on that metric's form.
+        return type(formset.__name__, (formset,), {"cluster_refusal": refusal})
+
+
+# The metric's number columns, shown readable (analyses.admin_numbers) on a read-only page.
+_NUMBER_COLUMNS = ("max_value", "max_increase_percent", "max_increase_absolute", "min_samples_min")
+
+
+def _shown_names(fields: Any) -> Any:
+    """Return fieldset ``fields`` with each number column replaced by its display method."""
+    if isinstance(fields, str):
+        return f"{fields}_shown" if fields in _NUMBER_COLUMNS else fields
+    return tuple(_shown_names(field) for field in fields)
+
+
+def _number_display(column: str, label: str) -> Any:
+    @admin.display(description=label)
+    def show(inline: admin.StackedInline, metric: AnalysisMetric) -> str:
+        value = getattr(metric, column)
+        return "-" if value is None else number_html(value)
+
+    return show
+
+
+def _group_display(group: MetricGroup, field: str, label: str) -> Any:
+    @admin.display(description=label)
+    def show(inline: admin.StackedInline, metric: AnalysisMetric) -> Any:
+        value = group.initial(getattr(metric, group.key)).get(field)
+        if value is None:
+            return "-"
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        return number_html(value) if isinstance(value, float) else value
+
+    return show
+
+
+for _column in _NUMBER_COLUMNS:
+    _label = MetricForm.base_fields[_column].label or _column
+    setattr(AnalysisMetricInline, f"{_column}_shown", _number_display(_column, _label))
+# The groups' fields are the form's alone; read-only, Django looks them up on the inline.
+for _group in METRIC_GROUPS:
+    for _name, _field in _group.form_fields().items():
+        setattr(AnalysisMetricInline, _name, _group_display(_group, _name, str(_field.label)))
 
 
 @admin.register(Analysis)
@@ -174,6 +235,11 @@ class AnalysisAdmin(admin.ModelAdmin):
             obj.last_evaluation_at.strftime("%Y-%m-%d %H:%M:%S"),
             timesince(obj.last_evaluation_at),
         )
+
+    def object_title(self, request: HttpRequest, obj: Analysis, editable: bool) -> str:
+        # The page is the analysis's status first and its spec form after: one title for both
+        # (see analyses.admin_site.PlainTitles).
+        return f"Analysis {obj}"
 
     # -- permissions: model permissions say what, analyses.access says where ---------------
 
@@ -246,9 +312,10 @@ class AnalysisAdmin(admin.ModelAdmin):
     def get_urls(self) -> list[URLPattern]:
         site = self.admin_site
         return [
+            # The overview's address before it became the index; old bookmarks still work.
             path(
                 "overview/",
-                site.admin_view(self._overview),
+                RedirectView.as_view(pattern_name="admin:index", permanent=True),
                 name="analyses_analysis_overview",
             ),
             path(
@@ -264,9 +331,6 @@ class AnalysisAdmin(admin.ModelAdmin):
             *super().get_urls(),
         ]
 
-    def _overview(self, request: HttpRequest) -> TemplateResponse:
-        return admin_views.overview(self, request)
-
     def _resume(self, request: HttpRequest, object_id: str) -> HttpResponse:
         return admin_views.resume(self, request, object_id)
 
@@ -276,7 +340,7 @@ class AnalysisAdmin(admin.ModelAdmin):
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        context = {"overview_url": reverse("admin:analyses_analysis_overview")}
+        context = {"overview_url": reverse("admin:index")}
         return super().changelist_view(request, {**context, **(extra_context or {})})
 
     @csrf_protect_m
@@ -300,7 +364,7 @@ class AnalysisAdmin(admin.ModelAdmin):
         except _ClusterRefusedSave as refused:
             # Render the user's input again with the cluster's answer as the form's error
             # (see AnalysisForm.clean).
-            setattr(request, _REFUSAL, refused.lines)
+            setattr(request, _REFUSAL, refused.problems)
             return admin_compat.changeform_without_transaction(
                 self, request, object_id, form_url, context
             )
@@ -322,26 +386,27 @@ class AnalysisAdmin(admin.ModelAdmin):
     ) -> None:
         assert isinstance(form, AnalysisForm)
         obj: Analysis = form.instance
+        # Each refusal's reasons go on the fields they name, as the REST API names them.
+        metric_forms = included_metric_forms(formsets)
         try:
             spec = spec_from_forms(form, formsets)
             refused = provider_access.refusals(obj.namespace, [m.provider for m in spec.metrics])
             if refused:
-                lines = [f"{field}: {'; '.join(why)}" for field, why in refused.items()]
-                raise _ClusterRefusedSave(lines)
+                pairs = [(field, line) for field, lines in refused.items() for line in lines]
+                raise _ClusterRefusedSave(place_all(pairs, metric_forms))
             if change:
                 row = services.update_analysis(obj, spec)
             else:
                 row = services.create_analysis(obj.namespace, obj.name, spec)
         except InvalidSpecError as exc:
-            raise _ClusterRefusedSave(describe_invalid(exc)) from exc
+            pairs = [(error.field, error.message) for error in exc.errors]
+            raise _ClusterRefusedSave(place_all(pairs, metric_forms)) from exc
         except services.ResourceRejected as exc:
-            details = [
-                f"{field or 'resource'}: {'; '.join(lines)}"
-                for field, lines in exc.field_errors.items()
-            ]
-            raise _ClusterRefusedSave([exc.message, *details]) from exc
+            pairs = [(field, line) for field, lines in exc.field_errors.items() for line in lines]
+            problems = (Problem(None, None, exc.message), *place_all(pairs, metric_forms))
+            raise _ClusterRefusedSave(problems) from exc
         except services.ServiceError as exc:
-            raise _ClusterRefusedSave([admin_views.describe_failure(exc)]) from exc
+            raise _ClusterRefusedSave.saying(admin_views.describe_failure(exc)) from exc
         admin_compat.adopt_row(obj, row)
 
     def construct_change_message(
@@ -374,7 +439,7 @@ class AnalysisAdmin(admin.ModelAdmin):
         try:
             services.delete_analysis(obj)
         except services.ServiceError as exc:
-            raise _ClusterRefusedSave([admin_views.describe_failure(exc)]) from exc
+            raise _ClusterRefusedSave.saying(admin_views.describe_failure(exc)) from exc
         super().log_deletions(request, [obj])
 
     @csrf_protect_m
@@ -385,8 +450,8 @@ class AnalysisAdmin(admin.ModelAdmin):
         try:
             return admin_compat.delete_without_transaction(self, request, object_id, extra_context)
         except _ClusterRefusedSave as refused:
-            for line in refused.lines:
-                messages.error(request, f"Not deleted. {line}")
+            for problem in refused.problems:
+                messages.error(request, f"Not deleted. {problem.message}")
             return HttpResponseRedirect(reverse("admin:analyses_analysis_change", args=[object_id]))
 
 

@@ -4,18 +4,25 @@
 ``spec_from_forms`` to turn the validated forms into the custom resource's ``spec``, which goes
 to the cluster through ``analyses.services``. The forms never save rows themselves: the mirror is
 written from the API server's answer. The rules are ``sentinel_core.spec.parse_spec``'s (the
-one source of them); the field checks here only give earlier, per-field messages.
+one source of them); the field checks here only give earlier, per-field messages. When the
+spec or the cluster refuses a save, ``place`` puts each reason on the form field that answers
+for its path (``spec.metrics[1].compare.confidence`` is the second metric's Confidence), and the
+forms show them there on the second rendering. A metric's optional objects (``compare``) are
+edited as groups of labelled fields (``analyses.admin_metric_groups``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from django import forms
 from django.core.validators import MinValueValidator, RegexValidator
 
 from analyses import access, provider_access, scope
+from analyses.admin_metric_groups import METRIC_GROUPS
 from analyses.models import Analysis, AnalysisMetric
 from sentinel_core.provider import DEFAULT_PROVIDER
 from sentinel_core.spec import (
@@ -24,7 +31,6 @@ from sentinel_core.spec import (
     DNS1123_LABEL,
     DNS1123_SUBDOMAIN,
     AnalysisSpec,
-    InvalidSpecError,
     check_interval,
     parse_duration,
     parse_spec,
@@ -45,6 +51,93 @@ STALE_FORM_MESSAGE = (
     "This analysis was changed in the cluster after you opened this page: reload it and make "
     "your change again."
 )
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason a save was refused, placed on the form field that answers for it."""
+
+    # A metric form's prefix ("metrics-0"); None for the analysis form.
+    form: str | None
+    # None: the form as a whole (shown above its fields).
+    field: str | None
+    message: str
+
+
+# Where the analysis form answers for a spec path (the REST API's paths).
+_ANALYSIS_FIELDS = {
+    "namespace": "namespace",
+    "name": "name",
+    "spec.target": "target_name",
+    "spec.target.name": "target_name",
+    "spec.target.kind": "target_name",
+    "spec.interval": "interval",
+    "spec.failureLimit": "failure_limit",
+    "spec.failureWindow": "failure_window",
+    "spec.dryRun": "dry_run",
+    "spec.notify": "notify",
+}
+# Where a metric form answers for a path inside ``spec.metrics[i]``.
+_METRIC_FIELDS = {
+    "name": "name",
+    "query": "query",
+    "provider": "provider",
+    "maxValue": "max_value",
+    "maxIncrease": "max_increase_percent",
+    "maxIncrease.percent": "max_increase_percent",
+    "maxIncrease.absolute": "max_increase_absolute",
+    "baseline": "baseline_before_rollout",
+    "baseline.beforeRollout": "baseline_before_rollout",
+    "baseline.offset": "baseline_offset",
+    "minSamples": "min_samples_query",
+    "minSamples.query": "min_samples_query",
+    "minSamples.min": "min_samples_min",
+}
+_METRIC_PATH = re.compile(r"^spec\.metrics\[(\d+)\](?:\.(.+))?$")
+_NOTIFY_ITEM = re.compile(r"^spec\.notify\[\d+\]$")
+
+
+def place(path: str, message: str, metric_forms: Sequence[forms.Form]) -> Problem:
+    """Return the problem at ``path`` on the field answering for it.
+
+    ``metric_forms`` are the forms the spec's metrics were built from, in order
+    (``included_metric_forms``). A path no field answers for stays on the form as a whole,
+    with its path, so the reader still learns which part of the resource it means.
+    """
+    match = _METRIC_PATH.match(path)
+    if match is not None and int(match.group(1)) < len(metric_forms):
+        form = metric_forms[int(match.group(1))]
+        inner = match.group(2) or ""
+        head = inner.split(".", 1)[0]
+        group = next((g for g in METRIC_GROUPS if g.key == head), None)
+        if group is not None:
+            field: str | None = group.field_for(inner[len(head) + 1 :])
+        else:
+            field = _METRIC_FIELDS.get(inner)
+        if field is not None and field in form.fields:
+            return Problem(form.prefix, field, message)
+        return Problem(form.prefix, None, f"{path}: {message}" if inner else message)
+    field = _ANALYSIS_FIELDS.get("spec.notify" if _NOTIFY_ITEM.match(path) else path)
+    if field is not None:
+        return Problem(None, field, message)
+    return Problem(None, None, f"{path}: {message}" if path else message)
+
+
+def place_all(
+    errors: Iterable[tuple[str, str]], metric_forms: Sequence[forms.Form]
+) -> tuple[Problem, ...]:
+    """Return ``place`` of every (path, message) pair."""
+    return tuple(place(path, message, metric_forms) for path, message in errors)
+
+
+def _add_problem(form: forms.Form, problem: Problem) -> None:
+    if problem.field is not None and problem.field in form.fields:
+        form.add_error(problem.field, problem.message)
+    elif problem.field is not None:
+        # A field this rendering shows read-only (a name, once created): say which.
+        form.add_error(None, f"{problem.field}: {problem.message}")
+    else:
+        form.add_error(None, problem.message)
 
 
 class AnalysisForm(forms.ModelForm):
@@ -68,8 +161,8 @@ class AnalysisForm(forms.ModelForm):
     # else edited the spec meanwhile, and saving would silently undo their edit.
     seen_generation = forms.IntegerField(widget=forms.HiddenInput, required=False)
 
-    # Set by the admin on a second rendering, after the cluster refused the save.
-    cluster_refusal: ClassVar[tuple[str, ...]] = ()
+    # Set by the admin on a second rendering, after the spec or the cluster refused the save.
+    cluster_refusal: ClassVar[tuple[Problem, ...]] = ()
     # Set by the admin: the user saving, whose right to create in the namespace is checked.
     sentinel_user: ClassVar[Any] = None
 
@@ -136,8 +229,9 @@ class AnalysisForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        if self.cluster_refusal:
-            raise forms.ValidationError(list(self.cluster_refusal))
+        for problem in self.cluster_refusal:
+            if problem.form is None:
+                _add_problem(self, problem)
         seen = cleaned.get("seen_generation")
         if self.instance.pk is not None and seen is not None and seen != self.instance.generation:
             raise forms.ValidationError(STALE_FORM_MESSAGE)
@@ -155,13 +249,13 @@ METRIC_FIELDS = (
     "baseline_before_rollout",
     "min_samples_query",
     "min_samples_min",
-    # Not a mirror column: read from and written to the spec (SPEC §10.1).
+    # Not a mirror column: read from and written to the spec's metric.
     "provider",
-    "compare",
 )
 
-# One block per metric, grouped by what each group decides (SPEC §3.1, §3.2, §10.1): as one
-# table row the inline outgrew the page once providers and compare joined the thresholds.
+# One block per metric, grouped by what each group decides (docs/status.md and
+# docs/analysis.md explain them): as one table row the inline outgrew the page once providers
+# and compare joined the thresholds. The optional objects (compare) come last, one group each.
 METRIC_FIELDSETS = (
     (None, {"fields": (("name", "provider"), "query")}),
     (
@@ -170,12 +264,31 @@ METRIC_FIELDSETS = (
     ),
     ("Baseline", {"fields": (("baseline_before_rollout", "baseline_offset"),)}),
     ("Traffic guard", {"fields": (("min_samples_query", "min_samples_min"),)}),
-    ("New pods against old pods", {"fields": ("compare",)}),
+    *(group.fieldset() for group in METRIC_GROUPS),
 )
 
 
 class MetricInlineFormSet(forms.BaseInlineFormSet):
     """The metrics of one analysis; at least one, names unique (the model's constraint)."""
+
+    # Set by the admin on a second rendering: the refusal's problems, some on metric forms.
+    cluster_refusal: ClassVar[tuple[Problem, ...]] = ()
+
+    def clean(self) -> None:
+        super().clean()
+        by_prefix = {form.prefix: form for form in self.forms}
+        lost = []
+        for problem in self.cluster_refusal:
+            if problem.form is None:
+                continue
+            form = by_prefix.get(problem.form)
+            if form is not None:
+                _add_problem(form, problem)
+            else:
+                lost.append(problem.message)
+        if lost:
+            # Never let a refusal pass unseen (the save would be tried again): say it here.
+            raise forms.ValidationError(lost)
 
     def add_fields(self, form: forms.Form, index: int | None) -> None:
         super().add_fields(form, index)
@@ -183,18 +296,14 @@ class MetricInlineFormSet(forms.BaseInlineFormSet):
         form.fields["query"].widget = forms.Textarea(
             attrs={"rows": 3, "cols": 48, "class": "sentinel-query", "spellcheck": "false"}
         )
-        form.fields["max_value"].label = "Max value"
         form.fields["min_samples_query"].widget = forms.Textarea(
             attrs={"rows": 2, "cols": 32, "class": "sentinel-query", "spellcheck": "false"}
         )
         form.fields["baseline_offset"].widget.attrs["size"] = 6
         self._provider_field(form)
-        form.fields["compare"].widget = forms.Textarea(
-            attrs={"rows": 2, "cols": 32, "class": "sentinel-query", "spellcheck": "false"}
-        )
 
     def _provider_field(self, form: forms.Form) -> None:
-        """Offer the providers the analysis's namespace may use (SPEC §10.1).
+        """Offer the providers the analysis's namespace may use (docs/api.md, providers).
 
         A new analysis has no namespace yet: every provider is offered and the save refuses
         one the chosen namespace may not use. A provider the spec names but the namespace may
@@ -216,7 +325,17 @@ class MetricInlineFormSet(forms.BaseInlineFormSet):
         field.initial = current
 
 
-class MetricForm(forms.ModelForm):
+def _group_fields() -> type[forms.Form]:
+    """Return a form class declaring every group's fields, for ``MetricForm`` to inherit."""
+    declared: dict[str, Any] = {}
+    for group in METRIC_GROUPS:
+        declared.update(group.form_fields())
+    return type("MetricGroupFields", (forms.Form,), declared)
+
+
+class MetricForm(_group_fields(), forms.ModelForm):  # type: ignore[misc]
+    """One metric: the mirror's columns, the provider, and the groups (compare) as fields."""
+
     provider = forms.ChoiceField(
         required=False,
         label="Provider",
@@ -230,13 +349,13 @@ class MetricForm(forms.ModelForm):
         model = AnalysisMetric
         fields = METRIC_FIELDS
         labels = {
+            "max_value": "Max value",
             "max_increase_percent": "Max increase %",
             "max_increase_absolute": "Max increase (absolute)",
             "baseline_offset": "Baseline offset",
             "baseline_before_rollout": "Baseline before rollout",
             "min_samples_query": "Min samples query",
             "min_samples_min": "Min samples",
-            "compare": "Compare new vs old pods",
         }
         help_texts = {
             "query": "PromQL; the largest sample of the result is compared with the limits.",
@@ -255,11 +374,20 @@ class MetricForm(forms.ModelForm):
                 "is Inconclusive."
             ),
             "min_samples_min": "The least the guard query must return.",
-            "compare": (
-                'Optional JSON, instead of max value and max increase: {"maxEffect": '
-                '{"percent": 10}} judges the new pods against the old ones (SPEC 3.2).'
-            ),
         }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            for group in METRIC_GROUPS:
+                for name, value in group.initial(getattr(self.instance, group.key)).items():
+                    self.initial[name] = value
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        for group in METRIC_GROUPS:
+            group.check(self, was_on=bool(self.initial.get(group.toggle)))
+        return cleaned
 
 
 def spec_from_forms(form: AnalysisForm, formsets: Sequence[forms.BaseFormSet]) -> AnalysisSpec:
@@ -268,16 +396,7 @@ def spec_from_forms(form: AnalysisForm, formsets: Sequence[forms.BaseFormSet]) -
     Metrics keep the order the user sees; rows marked for deletion are left out.
     """
     data = form.cleaned_data
-    metrics: list[dict[str, Any]] = []
-    for formset in formsets:
-        if not isinstance(formset, MetricInlineFormSet):
-            continue
-        for metric_form in formset.forms:
-            if not metric_form.has_changed() and metric_form.instance.pk is None:
-                continue
-            if metric_form.cleaned_data.get("DELETE"):
-                continue
-            metrics.append(_metric_spec(metric_form.cleaned_data))
+    metrics = [_metric_spec(f.cleaned_data) for f in included_metric_forms(formsets)]
     raw: dict[str, Any] = {
         "target": {"kind": DEFAULT_TARGET_KIND, "name": data["target_name"]},
         "metrics": metrics,
@@ -291,6 +410,24 @@ def spec_from_forms(form: AnalysisForm, formsets: Sequence[forms.BaseFormSet]) -
     if notify:
         raw["notify"] = notify
     return parse_spec(raw)
+
+
+def included_metric_forms(formsets: Sequence[forms.BaseFormSet]) -> list[forms.Form]:
+    """Return the metric forms the spec is built from, in the order of ``spec.metrics``.
+
+    New rows left empty and rows marked for deletion are left out.
+    """
+    included = []
+    for formset in formsets:
+        if not isinstance(formset, MetricInlineFormSet):
+            continue
+        for metric_form in formset.forms:
+            if not metric_form.has_changed() and metric_form.instance.pk is None:
+                continue
+            if metric_form.cleaned_data.get("DELETE"):
+                continue
+            included.append(metric_form)
+    return included
 
 
 def _metric_spec(metric: dict[str, Any]) -> dict[str, Any]:
@@ -322,12 +459,8 @@ def _metric_spec(metric: dict[str, Any]) -> dict[str, Any]:
         out["minSamples"] = guard
     if metric.get("provider") and metric["provider"] != DEFAULT_PROVIDER:
         out["provider"] = metric["provider"]
-    # An empty box is no compare; anything else goes to parse_spec as written.
-    if metric.get("compare") not in (None, {}, ""):
-        out["compare"] = metric["compare"]
+    for group in METRIC_GROUPS:
+        value = group.to_spec(metric)
+        if value is not None:
+            out[group.key] = value
     return out
-
-
-def describe_invalid(error: InvalidSpecError) -> list[str]:
-    """Return one line per broken rule, naming the field as the resource does."""
-    return [f"{problem.field}: {problem.message}" for problem in error.errors]

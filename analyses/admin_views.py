@@ -1,10 +1,10 @@
 """The admin pages around an analysis that Django's ModelAdmin does not make: data and actions.
 
-``analyses.admin.AnalysisAdmin`` wires these in: ``overview`` (the page the admin index links
-to), ``detail_context`` (status, conditions, history and graphs added to the change page), and
-``resume`` / ``evaluate`` (the detail page's POST actions). Everything shown is read from the
-mirror and the history tables; the actions go through ``analyses.services``, which write to the
-cluster first.
+``analyses.admin_site.SentinelAdminSite`` shows ``overview_context`` on the admin's index;
+``analyses.admin.AnalysisAdmin`` wires in ``detail_context`` (status, conditions, history and
+graphs added to the change page), and ``resume`` / ``evaluate`` (the detail page's POST
+actions). Everything shown is read from the mirror and the history tables; the actions go
+through ``analyses.services``, which write to the cluster first.
 """
 
 from __future__ import annotations
@@ -18,16 +18,22 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
-from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from analyses import access, services
-from analyses.charts import ChartPoint, compare_text, render_metric_chart
+from analyses.admin_numbers import number_html
+from analyses.charts import ChartPoint, render_metric_chart
 from analyses.models import Analysis, AnalysisMetric, Evaluation, MetricResult
+from sentinel_core.compare import (
+    DEFAULT_BY,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_LOOKBACK,
+    DEFAULT_WORSE,
+)
 from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
 from sentinel_core.status import AnalysisStatus, Condition
-from sentinel_core.values import format_value
 
 if TYPE_CHECKING:
     from analyses.admin import AnalysisAdmin
@@ -38,7 +44,7 @@ HISTORY_ROWS = 25
 CHART_EVALUATIONS = 240
 # Not-ready analyses listed by name on the overview; the count links to all of them.
 OVERVIEW_LIST_LIMIT = 20
-# The condition types in the order the page shows them (SPEC §4's table).
+# The condition types in the order the page shows them (docs/status.md's conditions).
 _CONDITION_ORDER = (ConditionType.READY, ConditionType.HEALTHY, ConditionType.ROLLOUT_PAUSED)
 
 
@@ -81,15 +87,15 @@ class MetricChart:
     latest_value: str | None = None
     latest_verdict: str = ""
     # The spec's relative limit in words ("+20 % over the value before the rollout"), or "".
-    increase: str = ""
+    increase: SafeString | str = ""
     # status.metricResults[]: the baseline, the guard's count and the worst series' labels.
     baseline: str | None = None
     samples: str | None = None
-    # minSamples.min as written ("200").
-    samples_min: str | None = None
+    # minSamples.min.
+    samples_min: float | None = None
     series: tuple[tuple[str, str], ...] = ()
-    # With compare (SPEC §3.2): the spec in words, and the last evaluation's one sentence.
-    compare: str = ""
+    # With compare (docs/analysis.md): the spec in words, the last evaluation's one sentence.
+    compare: SafeString | str = ""
     comparison: str = ""
 
 
@@ -99,10 +105,9 @@ def changelist_url(**filters: str) -> str:
     return f"{base}?{urlencode(filters)}" if filters else base
 
 
-def overview(admin: AnalysisAdmin, request: HttpRequest) -> TemplateResponse:
-    """Render counts by verdict, paused targets and analyses not ready, each a link."""
-    if not admin.has_view_or_change_permission(request):
-        raise PermissionDenied
+def overview_context(request: HttpRequest) -> dict[str, Any]:
+    """Return the overview the index shows: counts by verdict, paused targets and analyses not
+    ready, each a link to the filtered list (the caller checks the user may see analyses)."""
     live = access.visible(request.user, Analysis.objects.live())
     totals = live.aggregate(
         total=Count("pk"),
@@ -143,10 +148,8 @@ def overview(admin: AnalysisAdmin, request: HttpRequest) -> TemplateResponse:
         .annotate(count=Count("pk"))
         .order_by("-count", "ready_reason")
     ]
-    context = {
-        **admin.admin_site.each_context(request),
-        "title": "Rollout Sentinel overview",
-        "opts": admin.opts,
+    return {
+        "overview": True,
         "total": CountLink("Analyses", totals["total"], changelist_url(), "all"),
         "verdicts": verdicts,
         "paused": CountLink(
@@ -161,7 +164,6 @@ def overview(admin: AnalysisAdmin, request: HttpRequest) -> TemplateResponse:
             live.filter(ready=False).order_by("namespace", "name")[:OVERVIEW_LIST_LIMIT]
         ),
     }
-    return TemplateResponse(request, "admin/analyses/overview.html", context)
 
 
 def paused_targets(live: QuerySet[Analysis]) -> list[PausedTarget]:
@@ -275,31 +277,52 @@ def metric_charts(
                 baseline=result.baseline if result is not None else None,
                 samples=result.samples if result is not None else None,
                 samples_min=(
-                    format_value(metric.min_samples_min)
+                    metric.min_samples_min
                     if metric.min_samples_query and metric.min_samples_min is not None
                     else None
                 ),
                 series=result.series if result is not None else (),
-                compare=compare_text(metric.compare),
+                compare=_compare_text(metric.compare),
                 comparison=result.message if result is not None and metric.compare else "",
             )
         )
     return charts
 
 
-def _increase_text(metric: AnalysisMetric) -> str:
+def _increase_text(metric: AnalysisMetric) -> SafeString | str:
     """Return a metric's ``maxIncrease`` and ``baseline`` in words, or "" without them."""
     if metric.max_increase_percent is not None:
-        amount = f"+{format_value(metric.max_increase_percent)} %"
+        amount = format_html("+{} %", number_html(metric.max_increase_percent))
     elif metric.max_increase_absolute is not None:
-        amount = f"+{format_value(metric.max_increase_absolute)}"
+        amount = format_html("+{}", number_html(metric.max_increase_absolute))
     else:
         return ""
     if metric.baseline_offset:
-        return f"{amount} over its value {metric.baseline_offset} earlier"
+        return format_html("{} over its value {} earlier", amount, metric.baseline_offset)
     if metric.baseline_before_rollout:
-        return f"{amount} over its value before the rollout"
+        return format_html("{} over its value before the rollout", amount)
     return amount
+
+
+def _compare_text(compare: object) -> SafeString | str:
+    """Return a metric's ``compare`` (the mirror's dict, defaults written out) in words."""
+    if not isinstance(compare, dict) or not compare:
+        return ""
+    effect = compare.get("maxEffect") or {}
+    if "percent" in effect:
+        limit = format_html("by more than {} %", number_html(effect["percent"]))
+    elif "absolute" in effect:
+        limit = format_html("by more than {}", number_html(effect["absolute"]))
+    else:
+        limit = format_html("at all")
+    return format_html(
+        "new pods vs old by {}: fails when {}d {} (confidence {}, over {})",
+        compare.get("by", DEFAULT_BY),
+        compare.get("worse", DEFAULT_WORSE),
+        limit,
+        number_html(compare.get("confidence", DEFAULT_CONFIDENCE)),
+        compare.get("lookback", DEFAULT_LOOKBACK),
+    )
 
 
 def resume(admin: AnalysisAdmin, request: HttpRequest, object_id: str) -> HttpResponse:

@@ -20,9 +20,11 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from analyses import access
+from analyses.admin_numbers import number_html
 from analyses.models import Analysis
 from notifications import channels
 from notifications.config import NotifyConfig
@@ -31,7 +33,7 @@ from notifications.models import Delivery, DeliveryAttempt
 
 class AttemptInline(admin.TabularInline):
     model = DeliveryAttempt
-    fields = ["started_at", "duration_seconds", "ok", "error"]
+    fields = ["started_at", "duration", "ok", "error"]
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -42,6 +44,11 @@ class AttemptInline(admin.TabularInline):
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    @admin.display(description="duration")
+    def duration(self, attempt: DeliveryAttempt) -> str:
+        # Readable, the exact seconds on hover (analyses.admin_numbers).
+        return format_html("{} s", number_html(attempt.duration_seconds))
 
 
 @admin.register(Delivery)

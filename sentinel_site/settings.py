@@ -17,7 +17,8 @@ DEBUG = SENTINEL.debug
 ALLOWED_HOSTS = list(SENTINEL.allowed_hosts)
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # Django's admin with the product's site: overview first, product before framework.
+    "analyses.admin_config.SentinelAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

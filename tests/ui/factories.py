@@ -14,6 +14,7 @@ from typing import Any
 
 from analyses import mirror
 from analyses.models import Analysis, Evaluation, MetricResult
+from notifications.models import Delivery, DeliveryAttempt, State
 from testkit.manifests import analysis_manifest, as_served
 
 # The password of the users that tests log in with through the login form.
@@ -174,6 +175,31 @@ def history(
         )
         evaluations.append(evaluation)
     return evaluations
+
+
+def failed_delivery(row: Analysis, *, at: datetime, duration_seconds: float) -> Delivery:
+    """Record a Paused notification of ``row`` whose one attempt failed with HTTP 500."""
+    delivery = Delivery.objects.create(
+        key=f"{row.uid}/Paused@seed/payments-slack",
+        analysis=row,
+        namespace=row.namespace,
+        name=row.name,
+        channel="payments-slack",
+        event="Paused",
+        message="paused Deployment checkout: p99-latency 0.41 is above maxValue 0.25",
+        transition_at=at,
+        created_at=at,
+        state=State.FAILED,
+        attempts=1,
+        last_error="HTTP 500 from the receiver",
+    )
+    DeliveryAttempt.objects.create(
+        delivery=delivery,
+        started_at=at,
+        duration_seconds=duration_seconds,
+        error="HTTP 500 from the receiver",
+    )
+    return delivery
 
 
 def _verdict(value: float | None, max_value: float | None, error: bool) -> str:

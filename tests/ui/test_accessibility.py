@@ -39,7 +39,6 @@ from analyses import tokens
 from analyses.charts import ChartPoint, render_metric_chart
 from analyses.grant_models import NamespaceGrant
 from analyses.models import Analysis
-from notifications.models import Delivery, DeliveryAttempt, State
 from testkit.devcluster import DevCluster
 from testkit.paths import REPO_ROOT
 from tests.ui import factories
@@ -89,6 +88,19 @@ class AxePage:
     signed_in: bool = True
 
 
+def _refuse_compare(page: Page) -> None:
+    """Fill the add form with a compare metric parse_spec refuses, and save it."""
+    page.fill("#id_namespace", "shop")
+    page.fill("#id_name", "checkout-vs-old")
+    page.fill("#id_target_name", "checkout")
+    page.fill("#id_metrics-0-name", "vs-old")
+    page.fill("#id_metrics-0-query", "up")
+    page.check("#id_metrics-0-compare_on")
+    page.fill("#id_metrics-0-compare_confidence", "0.5")
+    page.fill("#id_metrics-0-compare_lookback", "soon")
+    page.click("input[name=_save]")
+
+
 def _fail_to_sign_in(page: Page) -> None:
     page.fill("#id_username", "platform")
     page.fill("#id_password", "not the password")
@@ -105,9 +117,8 @@ PAGES: tuple[AxePage, ...] = (
         then=_fail_to_sign_in,
         signed_in=False,
     ),
-    AxePage("admin index", "/admin/", ready="#sentinel-index"),
-    AxePage("app index", "/admin/analyses/", ready="#sentinel-index"),
-    AxePage("overview", "/admin/analyses/analysis/overview/", ready="#paused-targets"),
+    AxePage("admin index: the overview", "/admin/", ready="#paused-targets"),
+    AxePage("app index", "/admin/analyses/", ready="#content-main"),
     AxePage("analysis list", "/admin/analyses/analysis/", ready="#result_list"),
     AxePage(
         "analysis detail",
@@ -123,6 +134,12 @@ PAGES: tuple[AxePage, ...] = (
         "/admin/analyses/analysis/add/",
         ready=".errornote",
         then=lambda page: page.click("input[name=_save]"),
+    ),
+    AxePage(
+        "analysis add form, compare refused on its fields",
+        "/admin/analyses/analysis/add/",
+        ready=".field-compare_confidence .errorlist",
+        then=_refuse_compare,
     ),
     AxePage("API token list", "/admin/analyses/apitoken/", ready="#result_list"),
     AxePage("API token change", "/admin/analyses/apitoken/{token}/change/"),
@@ -173,24 +190,7 @@ def _seed() -> dict[str, Any]:
     Analysis.objects.filter(pk=deleted.pk).update(deleted_at=timezone.now())
     token = tokens.issue(admin, now=timezone.now(), name="ci deploys").token
     NamespaceGrant.objects.create(user=admin, namespace="shop", can_view=True, can_edit=True)
-    now = timezone.now()
-    delivery = Delivery.objects.create(
-        key=f"{paused.uid}/Paused@seed/payments-slack",
-        analysis=paused,
-        namespace=paused.namespace,
-        name=paused.name,
-        channel="payments-slack",
-        event="Paused",
-        message="paused Deployment checkout: p99-latency 0.41 is above maxValue 0.25",
-        transition_at=now,
-        created_at=now,
-        state=State.FAILED,
-        attempts=1,
-        last_error="HTTP 500 from the receiver",
-    )
-    DeliveryAttempt.objects.create(
-        delivery=delivery, started_at=now, duration_seconds=0.2, error="HTTP 500 from the receiver"
-    )
+    delivery = factories.failed_delivery(paused, at=timezone.now(), duration_seconds=0.2)
     return {
         "delivery": delivery.pk,
         "paused": paused.pk,

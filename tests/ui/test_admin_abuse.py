@@ -1,4 +1,5 @@
-"""The admin under abuse (SPEC §7.1): malformed ids, login guessing, extreme values, SSO.
+"""The admin under abuse (docs/security.md, "Abuse limits"): malformed ids, login guessing,
+extreme values, SSO.
 
 In-process with Django's test client: the request handling, middleware and admin are real.
 """

@@ -1,8 +1,10 @@
-"""Scope and per-namespace authorization in the admin, in both SENTINEL_AUTHZ modes (§13 #20).
+"""Scope and per-namespace authorization in the admin, in both SENTINEL_AUTHZ modes
+(docs/security.md, "Who can do what").
 
 A staff user holding every model permission but granted only namespace ``a`` neither sees
-nor changes, resumes or evaluates analyses in ``b``, nor adds one there; the overview counts
-only ``a``. Seeing ``b`` without the right to act makes the actions 403 and hides their buttons.
+nor changes, resumes or evaluates analyses in ``b``, nor adds one there; the overview (the
+index) counts only ``a``. Seeing ``b`` without the right to act makes the actions 403 and hides
+their buttons.
 With ``SENTINEL_AUTHZ=kubernetes`` the web app asks the UI devcluster with real
 SubjectAccessReviews; the grants are RBAC Roles there (tests/api/authz_setup.py).
 """
@@ -95,7 +97,7 @@ def test_a_user_granted_only_a_cannot_see_edit_resume_or_evaluate_in_b(
     assert added.status_code == 200
     assert f"You may not create analyses in namespace {b}." in added.content.decode()
     assert not Analysis.objects.filter(namespace=b, name="new").exists()
-    overview = client.get(reverse("admin:analyses_analysis_overview"))
+    overview = client.get(reverse("admin:index"))
     assert overview.context["total"].count == 1
 
     # In a the same user sees the page with its actions, and "Evaluate now" works.

@@ -1,5 +1,6 @@
-"""The admin's analysis form carries ``spec.notify`` (SPEC §14): written to the cluster, shown
-again, kept by a save that does not touch it, and checked by the same rules as the API."""
+"""The admin's analysis form carries ``spec.notify`` (docs/notifications.md): written to the
+cluster, shown again, kept by a save that does not touch it, and checked by the same rules as the
+API."""
 
 from __future__ import annotations
 
@@ -58,4 +59,5 @@ def test_notify_round_trips_through_the_form(
     bad["notify"] = "Not_A_Label"
     refused = staff_client.post(url, bad)
     assert refused.status_code == 200
-    assert "spec.notify[0]: must be a DNS-1123 label" in refused.content.decode()
+    errors = refused.context["adminform"].form.errors
+    assert [m for m in errors["notify"] if m.startswith("must be a DNS-1123 label")], errors

@@ -1,4 +1,4 @@
-"""The admin's read-only pages with Django's test client: index, overview, list, detail.
+"""The admin's read-only pages with Django's test client: the index (the overview), list, detail.
 
 These pages read only the mirror and the history, so the rows are written directly (through
 ``analyses.mirror`` as the watch does); no cluster is involved.
@@ -13,7 +13,7 @@ from html import unescape
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
-from django.urls import reverse, reverse_lazy
+from django.urls import reverse
 
 from analyses.models import Analysis
 from tests.ui import factories
@@ -63,36 +63,48 @@ def _names(response) -> list[str]:  # type: ignore[no-untyped-def]
     return [row.name for row in response.context["cl"].result_list]
 
 
-@pytest.mark.parametrize(
-    "index", [reverse_lazy("admin:index"), reverse_lazy("admin:app_list", args=["analyses"])]
-)
-def test_the_admin_indexes_link_to_the_overview(staff_client: Client, index: str) -> None:
-    page = staff_client.get(index).content.decode()
-    assert f'href="{reverse("admin:analyses_analysis_overview")}"' in page
-    assert "Overview of all analyses" in page
+def test_the_index_is_the_overview(staff_client: Client, fleet: dict[str, Analysis]) -> None:
+    response = staff_client.get(reverse("admin:index"))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "<title>Overview | Rollout Sentinel</title>" in page
+    assert "<h1>Overview</h1>" in page
+    # The overview first, the sections after it.
+    assert page.index('id="sentinel-overview"') < page.index('id="sentinel-sections"')
+    assert 'id="paused-targets"' in page and 'id="not-ready"' in page
+
+
+def test_the_old_overview_address_redirects_to_the_index(staff_client: Client) -> None:
+    response = staff_client.get("/admin/analyses/analysis/overview/")
+    assert response.status_code == 301
+    assert response["Location"] == reverse("admin:index")
 
 
 def test_the_overview_needs_a_login(db: None) -> None:
     User.objects.create_superuser("platform", "platform@example.com", PASSWORD)
     client = Client()
-    overview = reverse("admin:analyses_analysis_overview")
-    response = client.get(overview)
+    index = reverse("admin:index")
+    response = client.get(index)
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("admin:login"))
     login = client.post(
         reverse("admin:login"),
-        {"username": "platform", "password": PASSWORD, "next": overview},
+        {"username": "platform", "password": PASSWORD, "next": index},
     )
-    assert login.status_code == 302 and login["Location"] == overview
-    assert client.get(overview).status_code == 200
+    assert login.status_code == 302 and login["Location"] == index
+    assert 'id="sentinel-overview"' in client.get(index).content.decode()
 
 
-def test_staff_without_analysis_permissions_neither_see_nor_open_the_overview(db: None) -> None:
+def test_staff_without_analysis_permissions_see_the_index_without_the_overview(
+    db: None, fleet: dict[str, Analysis]
+) -> None:
     user = User.objects.create_user("someone", None, None, is_staff=True)
     client = Client()
     client.force_login(user)
-    assert "Overview of all analyses" not in client.get(reverse("admin:index")).content.decode()
-    assert client.get(reverse("admin:analyses_analysis_overview")).status_code == 403
+    response = client.get(reverse("admin:index"))
+    assert response.status_code == 200
+    assert 'id="sentinel-overview"' not in response.content.decode()
+    assert "total" not in response.context
 
 
 def test_the_add_page_asks_for_the_resource_and_one_metric(staff_client: Client) -> None:
@@ -113,7 +125,7 @@ def test_the_add_page_asks_for_the_resource_and_one_metric(staff_client: Client)
     assert form.fields["interval"].initial == "30s"
     (metrics,) = response.context["inline_admin_formsets"]
     assert metrics.formset.min_num == 1 and len(metrics.formset.forms) == 1
-    assert list(metrics.formset.forms[0].fields)[:11] == [
+    assert list(metrics.formset.forms[0].fields)[:18] == [
         "name",
         "provider",
         "query",
@@ -124,7 +136,15 @@ def test_the_add_page_asks_for_the_resource_and_one_metric(staff_client: Client)
         "baseline_offset",
         "min_samples_query",
         "min_samples_min",
-        "compare",
+        # compare as labelled fields, no JSON box.
+        "compare_on",
+        "compare_by",
+        "compare_worse",
+        "compare_max_effect_percent",
+        "compare_max_effect_absolute",
+        "compare_confidence",
+        "compare_lookback",
+        "compare_min_samples",
     ]
     page = response.content.decode()
     assert 'id="sentinel-detail"' not in page
@@ -140,7 +160,7 @@ def test_the_add_page_asks_for_the_resource_and_one_metric(staff_client: Client)
 def test_the_overview_counts_by_verdict_paused_and_not_ready(
     staff_client: Client, fleet: dict[str, Analysis]
 ) -> None:
-    response = staff_client.get(reverse("admin:analyses_analysis_overview"))
+    response = staff_client.get(reverse("admin:index"))
     assert response.status_code == 200
     context = response.context
     assert context["total"].count == 5  # the deleted one is not counted
@@ -183,11 +203,9 @@ def test_every_overview_figure_links_to_the_list_it_counts(
     link,
     expected,  # type: ignore[no-untyped-def]
 ) -> None:
-    overview = staff_client.get(reverse("admin:analyses_analysis_overview")).context
-    url = link(overview)
-    assert url in unescape(
-        staff_client.get(reverse("admin:analyses_analysis_overview")).content.decode()
-    )
+    index = staff_client.get(reverse("admin:index"))
+    url = link(index.context)
+    assert url in unescape(index.content.decode())
     response = staff_client.get(url)
     assert response.status_code == 200
     assert _names(response) == expected
@@ -244,7 +262,9 @@ def test_the_list_offers_the_filters(staff_client: Client, fleet: dict[str, Anal
     response = staff_client.get(reverse("admin:analyses_analysis_changelist"))
     titles = [spec.title for spec in response.context["cl"].filter_specs]
     assert titles == ["state", "namespace", "last verdict", "paused", "ready"]
-    assert reverse("admin:analyses_analysis_overview") in response.content.decode()
+    assert f'href="{reverse("admin:index")}" class="sentinel-overview-link"' in (
+        response.content.decode()
+    )
 
 
 def test_the_detail_page_shows_status_conditions_history_and_a_graph_per_metric(
@@ -311,7 +331,7 @@ def test_a_viewer_sees_the_page_without_actions_or_a_save_button(
     assert "<svg" in page and 'id="conditions"' in page
     assert 'id="resume-rollout"' not in page and 'id="evaluate-now"' not in page
     assert 'name="_save"' not in page
-    assert viewer_client.get(reverse("admin:analyses_analysis_overview")).status_code == 200
+    assert 'id="sentinel-overview"' in viewer_client.get(reverse("admin:index")).content.decode()
 
 
 def test_a_deleted_analysis_is_history_only(
@@ -330,7 +350,6 @@ def test_pages_load_nothing_from_outside_the_app(
 ) -> None:
     urls = [
         reverse("admin:index"),
-        reverse("admin:analyses_analysis_overview"),
         reverse("admin:analyses_analysis_changelist"),
         reverse("admin:analyses_analysis_change", args=[fleet["checkout"].pk]),
         reverse("admin:analyses_analysis_add"),

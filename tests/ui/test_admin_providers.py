@@ -1,5 +1,6 @@
-"""The admin's provider select (SPEC §10.1): the providers the namespace may use, and a save
-naming one it may not is refused with the field path, nothing written to the cluster.
+"""The admin's provider select (docs/api.md, "Metric providers"): the providers the namespace
+may use, and a save naming one it may not is refused on the provider field, nothing written to
+the cluster.
 """
 
 from __future__ import annotations
@@ -63,8 +64,12 @@ def test_the_select_offers_what_the_namespace_may_use_and_saves_it(
 def test_a_provider_the_namespace_may_not_use_is_refused_and_nothing_written(
     staff_client: Client, ui_cluster: DevCluster, namespace: str
 ) -> None:
-    answer = _add(staff_client, namespace, "checkout", "restricted")
-    assert answer.startswith("200")
-    assert "spec.metrics[0].provider: provider &#x27;restricted&#x27; may not be used" in answer
+    data = change_form(None, namespace=namespace, name="checkout", metrics=[("m", "up", 1.0)])
+    data["metrics-0-provider"] = "restricted"
+    response = staff_client.post(reverse("admin:analyses_analysis_add"), data)
+    assert response.status_code == 200
+    (metric,) = response.context["inline_admin_formsets"][0].formset.forms
+    (message,) = metric.errors["provider"]
+    assert message.startswith("provider 'restricted' may not be used")
     listed = ui_cluster.kubectl("get", "ra", "-n", namespace, "-o", "name").stdout
     assert listed.strip() == ""

@@ -1,4 +1,5 @@
-"""Saving, adding and deleting in the admin write to a real devcluster first (SPEC §6).
+"""Saving, adding and deleting in the admin write to a real devcluster first (docs/api.md,
+"Writes go to the cluster first").
 
 Each test uses its own namespace. ``settings.SENTINEL_KUBECONFIG`` points the services at the
 session's devcluster; the mirror rows the tests start from are the API server's own objects,

@@ -1,10 +1,11 @@
 """One real browser (Debian's chromium through Playwright) against the live admin and a devcluster.
 
-It logs in, opens a paused analysis, sees the metric graph with its maxValue line, clicks
-"Resume rollout", and checks with kubectl that the Deployment runs again. The screenshot of the
-detail page is saved to var/screenshots/analysis-detail.png on every run; the README's copy in
-docs/screenshots/ is refreshed from it by hand, so a test run never dirties the work tree. A
-second test opens a metric judged against its pre-rollout baseline (SPEC §3.1): the graph's
+It logs in, lands on the overview, opens a paused analysis, sees the metric graph with its
+maxValue line, clicks "Resume rollout", and checks with kubectl that the Deployment runs again.
+The screenshots of the index and the detail page are saved to var/screenshots/admin-index.png
+and analysis-detail.png on every run; the copies in docs/screenshots/ are refreshed from them by
+hand, so a test run never dirties the work tree. A second test opens a metric judged against its
+pre-rollout baseline (docs/status.md explains maxIncrease and baseline): the graph's
 baseline line and rollout marker, the card's samples and worst series, the inline's new fields
 (var/screenshots/analysis-baseline.png, copied the same way).
 """
@@ -38,6 +39,7 @@ from tests.ui.factories import PASSWORD
 pytestmark = pytest.mark.browser
 
 SCREENSHOT = REPO_ROOT / "var" / "screenshots" / "analysis-detail.png"
+INDEX_SCREENSHOT = REPO_ROOT / "var" / "screenshots" / "admin-index.png"
 NAMESPACE = "ui-browser"
 PAUSED_BY = "sentinel.example.com/paused-by"
 CHROMIUM_ARGS = [
@@ -123,7 +125,7 @@ def _log_in(page: Page, live_server: LiveServer) -> None:
     page.fill("#id_username", "platform")
     page.fill("#id_password", PASSWORD)
     page.click("input[type=submit]")
-    expect(page.locator("#sentinel-index")).to_be_visible()
+    expect(page.locator("#sentinel-overview")).to_be_visible()
 
 
 def test_a_platform_engineer_resumes_a_paused_rollout(
@@ -140,8 +142,11 @@ def test_a_platform_engineer_resumes_a_paused_rollout(
     with _browser() as browser:
         page = browser.new_page(viewport={"width": 1360, "height": 900})
         _log_in(page, live_server)
-        page.click("text=Overview of all analyses")
+        # Signing in lands on the overview: the paused rollout is the first thing to see.
+        expect(page).to_have_title("Overview | Rollout Sentinel")
         expect(page.locator("#paused-targets")).to_contain_text(f"{NAMESPACE}/checkout")
+        INDEX_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(INDEX_SCREENSHOT), full_page=True)
         page.click(f"#paused-targets >> text={NAMESPACE}/checkout")
         page.click("#result_list >> text=checkout")
 

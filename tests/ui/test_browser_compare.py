@@ -1,8 +1,8 @@
-"""The detail page of a ``compare`` metric (SPEC §3.2) in a real browser (Debian's chromium).
+"""The detail page of a ``compare`` metric (docs/analysis.md) in a real browser (Debian's chromium).
 
 A paused analysis whose metric judged the new pods against the old ones: the graph draws the
 new and the old pods' medians as two lines, the card shows the spec in words and the last
-evaluation's sentence, the inline shows the compare box. The screenshot is saved to
+evaluation's sentence, the inline shows compare's labelled fields. The screenshot is saved to
 var/screenshots/analysis-compare.png on every run (docs/screenshots/ has a copy made by hand,
 as for the other screenshots).
 """
@@ -127,7 +127,14 @@ def test_the_graph_draws_new_and_old_pods_as_two_lines(
         expect(chart.locator("line.chart-max")).to_have_count(0)
         expect(card.locator(".metric-comparison")).to_have_text(SENTENCE)
         expect(card).to_contain_text("new pods vs old by pod_template_hash")
-        expect(page.locator("#id_metrics-0-compare")).to_be_visible()
+        # The spec form: compare's labelled fields, filled from the resource (defaults written
+        # out by the CRD), instead of a JSON box.
+        expect(page.locator("#id_metrics-0-compare_on")).to_be_checked()
+        expect(page.locator("#id_metrics-0-compare_max_effect_percent")).to_have_value("10")
+        expect(page.locator("#id_metrics-0-compare_lookback")).to_have_value("6m")
+        expect(page.locator("#id_metrics-0-compare_worse")).to_have_value("increase")
+        # Labelled: the label names the input for assistive technology, too.
+        expect(page.get_by_label("Confidence").first).to_have_value("0.95")
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOT), full_page=True)
         from tests.ui.test_accessibility import axe_violations, describe

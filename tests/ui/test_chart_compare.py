@@ -1,4 +1,4 @@
-"""The two lines of a ``compare`` metric (SPEC §3.2): new pods' and old pods' medians."""
+"""The two lines of a ``compare`` metric (docs/analysis.md): new pods' and old pods' medians."""
 
 from __future__ import annotations
 
