@@ -322,12 +322,14 @@ def log_ratios(
     kappa: np.ndarray | float = 0.0,
     pods_new: np.ndarray | float = 0.0,
     pods_old: np.ndarray | float = 0.0,
+    alternatives: np.ndarray | None = None,
 ) -> np.ndarray:
     """Return one step's log likelihood ratio per grid point, shape ``(*counts, GRID)``.
 
     The counts broadcast (the benchmark passes whole arrays of rollouts). A step with no
     events on a side, or no bad events at all, carries no evidence: 0. ``kappa`` and the
     effective pods per side (0: unknown) temper the step for over-dispersion.
+    ``alternatives`` replaces the grid (the last axis) by other ratios rho.
     """
     import numpy as np
 
@@ -339,7 +341,7 @@ def log_ratios(
     informative = (n > 0) & (m > 0) & (bad > 0)
     share = np.where(informative, n / np.where(informative, n + m, 1.0), 0.5)
     odds = share / (1 - share)
-    rho = grid(rho0)
+    rho = grid(rho0) if alternatives is None else np.asarray(alternatives, dtype=float)
     # log(pi / pi0) and log((1 - pi) / (1 - pi0)) with pi = rho*odds / (1 + rho*odds).
     log_up = np.log(rho / rho0) - np.log1p(rho * odds) + np.log1p(rho0 * odds)
     log_down = np.log1p(rho0 * odds) - np.log1p(rho * odds)

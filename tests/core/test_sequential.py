@@ -308,3 +308,31 @@ def test_over_dispersion_is_estimated_from_the_old_pods_and_tempers_the_evidence
     assert tempered.kappa == pytest.approx(kappa, rel=0.4)
     # The same counts weigh less once the pods are known to wander.
     assert max(tempered.log_ratios) < max(plain.log_ratios) or plain.evidence < 1
+
+
+def test_the_likelihood_ratio_reproduces_savvis_published_canary_example() -> None:
+    # savvi's InhomogeneousPoissonProcess example (examples/InhomogeneousPoissonProcess.qmd in
+    # assuncaolfi/savvi, Lindon & Malek's canary test): exposures rho = [0.8, 0.2], log-rate
+    # effects [1.5, 2], 1,500 events drawn after np.random.seed(1), a Dirichlet(100 * rho)
+    # prior; its published result is the first p <= 0.05 at n = 210, p = 0.045579631759249686.
+    # Here the same Bayes factor is the module's likelihood ratio (at any rho, the new side's
+    # share 0.2) integrated over that prior by SciPy's quad.
+    exposure = np.array([0.8, 0.2])
+    theta = exposure * np.exp([1.5, 2.0])
+    theta /= theta.sum()
+    draws = np.random.RandomState(1).multinomial(1, theta, size=1500)  # np.random.seed(1)
+    share = 0.2
+
+    def p_value(n: int) -> float:
+        old, new = draws[:n].sum(axis=0)
+
+        def integrand(pi: float) -> float:
+            rho = pi * (1 - share) / (share * (1 - pi))
+            log_ratio = log_ratios(new, share, old, 1 - share, 1.0, alternatives=np.array([rho]))
+            return float(np.exp(log_ratio[0]) * stats.beta.pdf(pi, 100 * share, 100 * (1 - share)))
+
+        factor, _ = integrate.quad(integrand, 0, 1, limit=200, epsabs=0, epsrel=1e-11)
+        return 1 / factor
+
+    assert p_value(210) == pytest.approx(0.045579631759249686, rel=1e-7)
+    assert p_value(209) > 0.05
