@@ -2,10 +2,11 @@
 
 The adapter of a ``sequential`` metric (docs/analysis.md, "Sequential judgment") reads, per
 evaluation, the steps it has not counted yet: per step the bad and total events of the new pods
-and of the old pods (optionally per pod). It calls ``advance`` with the state it read from the
-status, then ``judge_sequential`` for the verdict and its sentence, and writes
+and of the old pods (optionally per pod). It calls ``resume`` with the state it read from the
+status and the key of what is judged (a new rollout, a spec edit or a resume starts afresh),
+``advance`` with the steps, ``judge_sequential`` for the verdict and its sentence, and writes
 ``state.to_dict(needed)`` back. The benchmark (``bench.sequential_calibration``) calls
-``log_ratios`` and ``evidence_of`` on whole arrays of simulated rollouts: the same arithmetic.
+``accumulate`` and ``evidence_of`` on whole arrays of simulated rollouts: the same arithmetic.
 Pure: no I/O, no clock; times are strings the caller gives.
 
 The test (Lindon & Malek 2022, the time-inhomogeneous Poisson processes): within one step,
