@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -336,3 +337,23 @@ def test_the_likelihood_ratio_reproduces_savvis_published_canary_example() -> No
 
     assert p_value(210) == pytest.approx(0.045579631759249686, rel=1e-7)
     assert p_value(209) > 0.05
+
+
+@given(
+    st.integers(1, 10_000),
+    st.integers(1, 10_000),
+    st.integers(1, 400),
+    margins,
+)
+@settings(max_examples=60, deadline=None)
+def test_more_of_the_bad_events_on_the_new_side_is_more_evidence(
+    new_total: int, old_total: int, bad: int, margin: float
+) -> None:
+    config = Settings(max_increase=margin)
+    evidence = [
+        advance(
+            fresh("h", SINCE), [Step(Side(x, new_total), Side(bad - x, old_total), "t")], config
+        ).evidence
+        for x in range(0, bad + 1, max(1, bad // 20))
+    ]
+    assert all(b >= a * (1 - 1e-5) for a, b in pairwise(evidence))
