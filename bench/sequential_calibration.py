@@ -273,6 +273,7 @@ def default_cases() -> list[Case]:
     cases = [Case(noise, traffic, 1) for traffic in (2_000, 20_000) for noise in NOISES]
     cases += [Case(noise, 20_000, m) for m in (3, 10) for noise in ("poisson", "pods")]
     cases += [Case("poisson", 2_000, m) for m in (3, 10)]
+    cases += [Case("common", 20_000, 10), Case("pods", 2_000, 10)]
     cases.append(Case("poisson", 2_000, 1, bad_rate=0.001))
     # Persistent pod differences break the promise at maxIncrease 0; a margin for the pods'
     # spread is the remedy docs/analysis.md suggests, measured here.
