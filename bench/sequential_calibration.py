@@ -308,7 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
     parser.add_argument(
-        "--cases", default="", help="only cases whose name contains this text (e.g. 'pods')"
+        "--cases",
+        default="",
+        help="only the case of this name, or the cases whose name contains it (e.g. 'pods')",
     )
     parser.add_argument("--quick", action="store_true", help="allow fewer than 2,000 rollouts")
     args = parser.parse_args(argv)
@@ -318,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.rollouts < 1:
         print("--rollouts must be at least 1", file=sys.stderr)
         return 2
-    cases = [c for c in default_cases() if args.cases in c.name]
+    exact = [c for c in default_cases() if c.name == args.cases]
+    cases = exact or [c for c in default_cases() if args.cases in c.name]
     started = time.monotonic()
     rows = calibrate(cases, args.rollouts, args.seed, args.compared)
     print(table(rows))
