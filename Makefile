@@ -80,9 +80,11 @@ CLUSTER ?= dev
 demo: venv demo-debs $(if $(filter real,$(CLUSTER)),realcluster)
 	SENTINEL_DEMO_CLUSTER=$(CLUSTER) $(BIN)/python -m demo
 
-# The real control plane (SPEC §9a): kube-apiserver, kube-controller-manager and etcd built with
-# `go build` from the versions pinned in realcluster/go.mod, into a cache outside the tree keyed
-# by version (~13 min cold on 2 cores; a no-op once built). `python -m realcluster` runs them.
+# The real control plane (docs/realcluster.md): kube-apiserver, kube-controller-manager,
+# kube-scheduler and etcd, kwok (simulated nodes) and Prometheus 3.x (Kubernetes discovery), built
+# with `go build` from the versions pinned in realcluster/{,kwok/,prometheus/}go.mod into a cache
+# outside the tree keyed by version (~35 min cold on 2 cores; a no-op once built).
+# `python -m realcluster` runs them.
 .PHONY: realcluster
 realcluster:
 	@bash realcluster/build.sh

@@ -1,12 +1,14 @@
 """Command line: ``python -m realcluster --port PORT --kubeconfig PATH [--data-dir DIR]
-[--no-controllers]``.
+[--nodes N] [--no-controllers]``.
 
 Runs the real control plane built by ``make realcluster`` with devcluster's interface
-(SPEC §9a): etcd on free loopback ports, kube-apiserver on ``127.0.0.1:PORT`` and
-kube-controller-manager, until SIGTERM or Ctrl-C. The admin kubeconfig is written once
-``/readyz`` answers ``ok`` (and, with controllers, once the ServiceAccount controller has
-made ``default/default``), so its appearance means "ready". Used by developers directly and
-by :class:`testkit.realcluster.RealCluster`.
+(docs/realcluster.md): etcd on free loopback ports, kube-apiserver on ``127.0.0.1:PORT``,
+kube-controller-manager and, for ``--nodes N`` (default 1), kube-scheduler and kwok with N
+simulated Nodes whose pods run without containers, until SIGTERM or Ctrl-C. The admin
+kubeconfig is written once ``/readyz`` answers ``ok``, the ServiceAccount controller has made
+``default/default`` and every Node is Ready and schedulable, so its appearance means "ready".
+``--no-controllers`` runs only etcd and kube-apiserver. Used by developers directly and by
+:class:`testkit.realcluster.RealCluster`.
 
 Exit codes: 0 after a requested stop, 2 for a problem found before anything started (binaries
 not built, port busy, bad arguments), 1 when a component fails or exits on its own.
@@ -15,24 +17,23 @@ not built, port busy, bad arguments), 1 when a component fails or exits on its o
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import shutil
 import signal
-import ssl
 import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
 from realcluster import binaries as binaries_module
-from realcluster import kubeconfig, pki, processes
+from realcluster import kubeconfig, nodes, pki, processes
 from realcluster.binaries import Binaries, NotBuilt
+from realcluster.client import ApiClient
 from realcluster.processes import Child
 
 PROG = "realcluster"
@@ -78,7 +79,8 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m realcluster",
-        description="The real Kubernetes control plane, built by `make realcluster` (SPEC §9a).",
+        description="The real Kubernetes control plane, built by `make realcluster` "
+        "(docs/realcluster.md).",
     )
     parser.add_argument("--port", type=int, required=True, help="apiserver port (0: any free)")
     parser.add_argument("--kubeconfig", type=Path, required=True, help="where to write it")
@@ -86,9 +88,17 @@ def _parser() -> argparse.ArgumentParser:
         "--data-dir", type=Path, default=None, help="keep etcd data, keys and logs here"
     )
     parser.add_argument(
+        "--nodes",
+        type=int,
+        default=None,
+        help=f"simulated nodes run by kwok, with kube-scheduler (default 1; 0: none, "
+        f"pods stay Pending; at most {nodes.MAX_NODES})",
+    )
+    parser.add_argument(
         "--no-controllers",
         action="store_true",
-        help="do not start kube-controller-manager (no ReplicaSets, no token secrets)",
+        help="only etcd and kube-apiserver: no controller manager (no ReplicaSets, no token "
+        "secrets), no scheduler, no nodes",
     )
     parser.add_argument(
         "--ready-timeout", type=float, default=90.0, help="seconds to wait for readiness"
@@ -111,6 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not 0 <= args.port <= 65535:
             raise Failure(f"invalid port {args.port}", code=2)
+        if args.no_controllers and args.nodes:
+            raise Failure("--nodes needs the controllers: drop --no-controllers", code=2)
+        if args.nodes is None:
+            args.nodes = 0 if args.no_controllers else 1
+        if not 0 <= args.nodes <= nodes.MAX_NODES:
+            raise Failure(f"--nodes must be between 0 and {nodes.MAX_NODES}", code=2)
         try:
             found = binaries_module.locate()
         except NotBuilt as exc:
@@ -150,41 +166,58 @@ def _run(
     creds = pki.ensure(state / "pki")
     url = f"https://127.0.0.1:{port}"
     children: list[Child] = []
+
+    def wait(ready: Callable[[], bool], what: str) -> None:
+        _wait(ready, children, stop, args.ready_timeout, what)
+
     try:
         etcd_client, etcd_peer = processes.free_ports(2)
         children.append(_start_etcd(found, state, etcd_client, etcd_peer))
         children.append(_start_apiserver(found, state, creds, port, etcd_client))
-        client = _Client(url, creds)
-        _wait(
-            lambda: client.text("/readyz") == "ok",
-            children,
-            stop,
-            args.ready_timeout,
-            "kube-apiserver /readyz",
-        )
+        client = ApiClient(url, creds.admin_token, creds.ca_cert)
+        wait(lambda: client.text("/readyz") == "ok", "kube-apiserver /readyz")
         if not args.no_controllers:
             # Started after /readyz: it gives up if the apiserver is not healthy within 10 s.
-            kcm_config = state / "controller-manager.kubeconfig"
-            kubeconfig.write(
-                kcm_config,
-                url,
-                creds.ca_pem,
-                creds.controller_manager_token,
-                user=pki.CONTROLLER_MANAGER_USER,
+            children.append(
+                _start_controller_manager(
+                    found,
+                    state,
+                    creds,
+                    _component_kubeconfig(
+                        state, "controller-manager", url, creds, pki.CONTROLLER_MANAGER_USER
+                    ),
+                )
             )
-            children.append(_start_controller_manager(found, state, creds, kcm_config))
             # The ServiceAccount controller's first object: proof the controllers are running.
-            _wait(
+            wait(
                 lambda: client.status("/api/v1/namespaces/default/serviceaccounts/default") == 200,
-                children,
-                stop,
-                args.ready_timeout,
                 "kube-controller-manager (default ServiceAccount)",
             )
+        network = nodes.pod_network(port)
+        if args.nodes:
+            children.append(
+                _start_scheduler(
+                    found,
+                    state,
+                    _component_kubeconfig(state, "scheduler", url, creds, pki.SCHEDULER_USER),
+                )
+            )
+            children.append(
+                _start_kwok(
+                    found,
+                    state,
+                    _component_kubeconfig(state, "kwok", url, creds, pki.KWOK_USER),
+                    network,
+                )
+            )
+            nodes.create(client, args.nodes, network)
+            wait(lambda: nodes.ready(client, args.nodes), f"{args.nodes} kwok node(s) Ready")
         kubeconfig.write(args.kubeconfig, url, creds.ca_pem, creds.admin_token)
+        with_nodes = f", {nodes.describe(network, args.nodes)}" if args.nodes else ""
         sys.stderr.write(
-            f"{PROG}: Kubernetes {versions.kubernetes} (etcd {versions.etcd}) serving on {url}, "
-            f"ready in {time.monotonic() - started:.1f} s; logs in {state / 'logs'}\n"
+            f"{PROG}: Kubernetes {versions.kubernetes} (etcd {versions.etcd}{with_nodes}) "
+            f"serving on {url}, ready in {time.monotonic() - started:.1f} s; "
+            f"logs in {state / 'logs'}\n"
         )
         while not stop.wait(0.5):
             for child in children:
@@ -193,8 +226,10 @@ def _run(
                     raise Failure(
                         f"{child.name} exited on its own with code {code}", detail=child.tail()
                     )
+    except nodes.NodeError as exc:
+        raise Failure(str(exc)) from None
     finally:
-        # Reverse order: the controller manager first, etcd last, so nobody logs errors about
+        # Reverse order: kwok and the scheduler first, etcd last, so nobody logs errors about
         # a dependency that went away before it did.
         for child in reversed(children):
             child.stop(STOP_TIMEOUT)
@@ -202,34 +237,16 @@ def _run(
     return 0
 
 
-class _Client:
-    """Minimal HTTPS client for the readiness probes (stdlib only, admin token, our CA)."""
-
-    def __init__(self, url: str, creds: pki.Pki) -> None:
-        self.url = url
-        self.token = creds.admin_token
-        self.context = ssl.create_default_context(cafile=str(creds.ca_cert))
-
-    def _get(self, path: str) -> tuple[int, str]:
-        request = urllib.request.Request(
-            self.url + path, headers={"Authorization": f"Bearer {self.token}"}
-        )
-        try:
-            with urllib.request.urlopen(request, context=self.context, timeout=2) as response:
-                return int(response.status), response.read().decode(errors="replace")
-        except urllib.error.HTTPError as exc:
-            return int(exc.code), ""
-        except (OSError, ssl.SSLError):
-            return 0, ""
-
-    def status(self, path: str) -> int:
-        """The HTTP status of GET ``path`` (0 when nothing answers)."""
-        return self._get(path)[0]
-
-    def text(self, path: str) -> str:
-        """The body of GET ``path`` when it answers 200, else an empty string."""
-        code, body = self._get(path)
-        return body if code == 200 else ""
+def _component_kubeconfig(state: Path, name: str, url: str, creds: pki.Pki, user: str) -> Path:
+    """Write the kubeconfig a component talks to the API server with, as its own identity."""
+    token = {
+        pki.CONTROLLER_MANAGER_USER: creds.controller_manager_token,
+        pki.SCHEDULER_USER: creds.scheduler_token,
+        pki.KWOK_USER: creds.kwok_token,
+    }[user]
+    path = state / f"{name}.kubeconfig"
+    kubeconfig.write(path, url, creds.ca_pem, token, user=user)
+    return path
 
 
 def _wait(
@@ -331,6 +348,42 @@ def _start_controller_manager(found: Binaries, state: Path, creds: pki.Pki, conf
             "--secure-port=0",
         ],
         state / "logs" / "kube-controller-manager.log",
+    )
+
+
+def _start_scheduler(found: Binaries, state: Path, config: Path) -> Child:
+    return processes.spawn(
+        "kube-scheduler",
+        [
+            str(found.kube_scheduler),
+            f"--kubeconfig={config}",
+            # As for the controller manager: one instance, no lease to wait for on a restart,
+            # no HTTPS port of its own.
+            "--leader-elect=false",
+            "--secure-port=0",
+        ],
+        state / "logs" / "kube-scheduler.log",
+    )
+
+
+def _start_kwok(
+    found: Binaries, state: Path, config: Path, network: ipaddress.IPv4Network
+) -> Child:
+    return processes.spawn(
+        "kwok",
+        [
+            str(found.kwok),
+            f"--kubeconfig={config}",
+            # Its stages (node and pod lifecycles) as a file: the standalone binary has none
+            # built in. Naming it also keeps kwok from reading ~/.kwok/kwok.yaml.
+            f"--config={found.kwok_stages}",
+            # Only the Nodes the launcher made; --manage-single-node would conflict with this.
+            "--manage-all-nodes=false",
+            f"--manage-nodes-with-annotation-selector={nodes.KWOK_KEY}={nodes.KWOK_VALUE}",
+            # The fallback for a Node without podCIDR (ours all have one).
+            f"--cidr={network}",
+        ],
+        state / "logs" / "kwok.log",
     )
 
 

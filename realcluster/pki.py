@@ -4,9 +4,9 @@ Called by ``realcluster.__main__`` before it starts kube-apiserver: a private CA
 apiserver's serving certificate signed by it, the ServiceAccount token signing key pair
 (``--service-account-signing-key-file`` / ``--service-account-key-file`` and the controller
 manager's ``--service-account-private-key-file``), and the static token file that gives the
-admin (group ``system:masters``) and kube-controller-manager their bearer tokens. Bearer
-tokens rather than client certificates, so the admin kubeconfig has the same shape as
-devcluster's and ``api_client(token=...)`` works the same way on both clusters.
+admin (group ``system:masters``), kube-controller-manager, kube-scheduler and kwok their
+bearer tokens. Bearer tokens rather than client certificates, so the admin kubeconfig has the
+same shape as devcluster's and ``api_client(token=...)`` works the same way on both clusters.
 
 Everything is reused when present, so a ``--data-dir`` keeps its CA, tokens and issued
 ServiceAccount tokens valid across restarts.
@@ -42,11 +42,16 @@ SERVING_NAMES = (
     SERVICE_IP,
 )
 CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
+# The scheduler's identity has its bootstrap ClusterRoleBinding in every cluster. kwok plays the
+# kubelets of many nodes at once (the Node authorizer allows one node per identity), so it acts
+# as an administrator under a name of its own, as kwok's own clusters set it up.
+SCHEDULER_USER = "system:kube-scheduler"
+KWOK_USER = "kwok"
 
 
 @dataclass(frozen=True)
 class Pki:
-    """Paths of the generated files and the two bearer tokens."""
+    """Paths of the generated files and the bearer tokens."""
 
     directory: Path
     ca_cert: Path
@@ -58,6 +63,8 @@ class Pki:
     token_file: Path
     admin_token: str
     controller_manager_token: str
+    scheduler_token: str
+    kwok_token: str
 
     @property
     def ca_pem(self) -> bytes:
@@ -80,6 +87,8 @@ def ensure(directory: Path) -> Pki:
         token_file=directory / "tokens.csv",
         admin_token=_token(directory / "admin.token"),
         controller_manager_token=_token(directory / "controller-manager.token"),
+        scheduler_token=_token(directory / "scheduler.token"),
+        kwok_token=_token(directory / "kwok.token"),
     )
     now = dt.datetime.now(dt.UTC)
     if not (pki.ca_cert.exists() and pki.ca_key.exists()):
@@ -104,10 +113,12 @@ def ensure(directory: Path) -> Pki:
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )
         _write(pki.sa_pub, public)
-    # Rewritten every time from the two token files, so the format is always the current one.
+    # Rewritten every time from the token files, so the format is always the current one.
     lines = [
         f'{pki.admin_token},admin,realcluster-admin,"system:masters"',
         f"{pki.controller_manager_token},{CONTROLLER_MANAGER_USER},{CONTROLLER_MANAGER_USER}",
+        f"{pki.scheduler_token},{SCHEDULER_USER},{SCHEDULER_USER}",
+        f'{pki.kwok_token},{KWOK_USER},{KWOK_USER},"system:masters"',
     ]
     _write(pki.token_file, ("\n".join(lines) + "\n").encode(), private=True)
     return pki

@@ -1,7 +1,13 @@
-"""Run the real Prometheus server (Debian's /usr/bin/prometheus) for tests, bench and the demo.
+"""Run the real Prometheus server for tests, bench and the demo.
 
-``PrometheusServer`` writes a config scraping the given targets every second, starts the
-server on a free local port with its storage in a work directory, and waits for ``/-/ready``.
+Debian's ``/usr/bin/prometheus`` (2.x) by default; the real tier runs the Prometheus 3.x that
+``make realcluster`` builds (:func:`built_prometheus`), which has Kubernetes service discovery
+(Debian's is built without it). ``PrometheusServer`` writes a config scraping the given
+targets every second and, with ``kubernetes=KubernetesPods(...)``, the pods it discovers
+through a cluster's API server (``kubernetes_sd_configs``, role ``pod``), labelled with their
+``namespace``, ``pod`` and pod labels (``pod_template_hash``, ``app``) as kube-prometheus
+does. It starts the server on a free local port with its storage in a work directory, and
+waits for ``/-/ready``.
 ``stop()`` and ``start()`` again reuse the same port and storage, which is how outage tests
 take Prometheus away and bring it back. ``wait_for`` polls the real query API so tests wait
 for a value to be visible instead of sleeping.
@@ -13,9 +19,12 @@ benchmarks' stack (``bench.harness``) and ``python -m demo`` each run one.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import requests
 import yaml
@@ -24,10 +33,86 @@ from testkit.lifecycle import StartStop
 from testkit.ports import free_port
 from testkit.processes import ChildProcess
 
+if TYPE_CHECKING:
+    from testkit.clusters import Cluster
+
 PROMETHEUS_BINARY = "/usr/bin/prometheus"
+# The container port name testkit.pod_server's pods declare: the one target kept per pod.
+METRICS_PORT_NAME = "metrics"
 
 # Values of an instant query: one float per series of a vector, or the single scalar.
 Values = list[float]
+
+
+def built_prometheus() -> str:
+    """Return the Prometheus 3.x built by ``make realcluster`` (raises ``NotBuilt`` if not)."""
+    from realcluster.binaries import prometheus
+
+    return str(prometheus())
+
+
+@dataclass(frozen=True)
+class KubernetesPods:
+    """Scrape the pods a cluster's API server lists (``kubernetes_sd_configs``, role pod).
+
+    Only Running pods with a container port named ``metrics`` are targets. ``namespaces``
+    limits discovery (default: all). The token is written to a file of the server's work
+    directory; Prometheus reads it from there, as from a mounted ServiceAccount token.
+    """
+
+    api_server: str
+    ca_file: Path
+    token: str
+    namespaces: Sequence[str] = ()
+    job: str = "kubernetes-pods"
+
+    @classmethod
+    def of(cls, cluster: Cluster, namespaces: Sequence[str] = ()) -> KubernetesPods:
+        """Discover the pods of ``cluster`` as its admin."""
+        return cls(cluster.url, cluster.ca_file, cluster.admin_token, tuple(namespaces))
+
+    def scrape_config(self, token_file: Path) -> dict[str, Any]:
+        """Return the scrape job for Prometheus's configuration."""
+        discovery: dict[str, Any] = {
+            "role": "pod",
+            "api_server": self.api_server,
+            "tls_config": {"ca_file": str(self.ca_file)},
+            "authorization": {"credentials_file": str(token_file)},
+        }
+        if self.namespaces:
+            discovery["namespaces"] = {"names": list(self.namespaces)}
+        return {
+            "job_name": self.job,
+            "scrape_interval": "1s",
+            "scrape_timeout": "1s",
+            "kubernetes_sd_configs": [discovery],
+            "relabel_configs": [
+                {
+                    "source_labels": ["__meta_kubernetes_pod_container_port_name"],
+                    "regex": METRICS_PORT_NAME,
+                    "action": "keep",
+                },
+                {
+                    "source_labels": ["__meta_kubernetes_pod_phase"],
+                    "regex": "Running",
+                    "action": "keep",
+                },
+                # pod-template-hash -> pod_template_hash, app -> app: the labels users'
+                # queries select on and compare splits by.
+                {"action": "labelmap", "regex": "__meta_kubernetes_pod_label_(.+)"},
+                {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "namespace"},
+                {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},
+            ],
+        }
+
+
+def discovering_pods(
+    workdir: Path, cluster: Cluster, namespaces: Sequence[str] = ()
+) -> PrometheusServer:
+    """Return (not started) the built Prometheus 3.x discovering ``cluster``'s pods."""
+    return PrometheusServer(
+        workdir, kubernetes=KubernetesPods.of(cluster, namespaces), binary=built_prometheus()
+    )
 
 
 class PrometheusServer(StartStop):
@@ -36,8 +121,9 @@ class PrometheusServer(StartStop):
     def __init__(
         self,
         workdir: Path,
-        targets: Sequence[str],
+        targets: Sequence[str] = (),
         *,
+        kubernetes: KubernetesPods | None = None,
         port: int | None = None,
         job: str = "metrics-app",
         binary: str = PROMETHEUS_BINARY,
@@ -46,6 +132,7 @@ class PrometheusServer(StartStop):
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.targets = list(targets)
+        self.kubernetes = kubernetes
         self.job = job
         self.port = port or free_port()
         self.binary = binary
@@ -171,18 +258,39 @@ class PrometheusServer(StartStop):
     # -- helpers ---------------------------------------------------------------------------
 
     def _write_config(self) -> None:
-        config = {
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "scrape_configs": [
+        jobs: list[dict[str, Any]] = []
+        if self.targets:
+            jobs.append(
                 {
                     "job_name": self.job,
                     "scrape_interval": "1s",
                     "scrape_timeout": "1s",
                     "static_configs": [{"targets": self.targets}],
                 }
-            ],
+            )
+        if self.kubernetes is not None:
+            token_file = self.workdir / "kubernetes.token"
+            descriptor = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "w") as handle:
+                handle.write(self.kubernetes.token)
+            jobs.append(self.kubernetes.scrape_config(token_file))
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "scrape_configs": jobs,
         }
         self.config_file.write_text(yaml.safe_dump(config, sort_keys=False))
+
+    # -- discovery -------------------------------------------------------------------------
+
+    def active_targets(self) -> list[dict[str, Any]]:
+        """Return the active targets (``/api/v1/targets``), each with its labels and health."""
+        response = self._session.get(
+            f"{self.url}/api/v1/targets", params={"state": "active"}, timeout=5
+        )
+        payload = response.json()
+        if payload.get("status") != "success":
+            raise AssertionError(f"Prometheus refused /api/v1/targets: {payload}")
+        return list(payload["data"]["activeTargets"])
 
 
 def _has_number(values: Values) -> bool:

@@ -1,11 +1,13 @@
 """Run the real control plane in a child process for tests, the demo and other helpers.
 
-``RealCluster`` spawns ``python -m realcluster`` on a free port, waits until it has written
-its admin kubeconfig (which it does only once ``/readyz`` is ``ok``) and ``/version``
-answers, and offers a configured ``kubernetes`` client and a ``kubectl`` runner. Its public
-surface mirrors ``testkit.devcluster.DevCluster`` (without devcluster's fault hooks), so a
-fixture can be parametrized over both clusters, and ``python -m demo`` (``make demo
-CLUSTER=real``) starts it as it starts devcluster: ``launch``, then ``wait_ready``.
+``RealCluster`` spawns ``python -m realcluster`` on a free port (with ``nodes`` simulated
+nodes, default 1, where pods that tolerate them run: docs/realcluster.md), waits until it has
+written its admin kubeconfig (which it does only once ``/readyz`` is ``ok``, the controllers
+run and the nodes are Ready) and ``/version`` answers, and offers a configured ``kubernetes``
+client and a ``kubectl`` runner. Its public surface mirrors ``testkit.devcluster.DevCluster``
+(without devcluster's fault hooks), so a fixture can be parametrized over both clusters, and
+``python -m demo`` (``make demo CLUSTER=real``) starts it as it starts devcluster:
+``launch``, then ``wait_ready``.
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ class RealCluster(ClusterLauncher):
     """A ``python -m realcluster`` process owned by the caller; use as a context manager."""
 
     name = "realcluster"
-    # The launcher stops kube-controller-manager, kube-apiserver and etcd one after the other,
-    # each with its own grace period; leave it room for all three before killing it (its
+    # The launcher stops kwok, kube-scheduler, kube-controller-manager, kube-apiserver and etcd
+    # one after the other, each with its own grace period; leave it room before killing it (its
     # components then die with it: PR_SET_PDEATHSIG).
-    stop_timeout = 60.0
+    stop_timeout = 90.0
     default_start_timeout = 120.0
 
     def __init__(
@@ -33,10 +35,12 @@ class RealCluster(ClusterLauncher):
         data_dir: Path | None = None,
         port: int | None = None,
         controllers: bool = True,
+        nodes: int = 1,
         new_session: bool = False,
     ) -> None:
         super().__init__(workdir, data_dir=data_dir, port=port, new_session=new_session)
         self.controllers = controllers
+        self.nodes = nodes if controllers else 0
         # The launcher itself gives up, and says why in its log, after this many seconds.
         self.ready_timeout = self.default_start_timeout
 
@@ -54,4 +58,6 @@ class RealCluster(ClusterLauncher):
             command += ["--data-dir", str(self.data_dir)]
         if not self.controllers:
             command.append("--no-controllers")
+        else:
+            command += ["--nodes", str(self.nodes)]
         return command

@@ -1,4 +1,6 @@
-"""SPEC §13 item 21: the admission guard rail of deploy/, enforced by a real kube-apiserver.
+"""The admission guard rail of deploy/, enforced by a real kube-apiserver.
+
+docs/operations.md#the-guard-rail-a-validatingadmissionpolicy describes it.
 
 ``kubectl apply -k deploy/overlays/ha`` on the real control plane (ValidatingAdmissionPolicy
 on) installs the two ServiceAccounts, their RBAC and the ``rollout-sentinel-deployment-guard``

@@ -1,4 +1,4 @@
-"""The differential test (SPEC §9a, issue 8 point 4): one script, both servers, same answers.
+"""The differential test: one script, both servers, same answers (docs/devcluster.md).
 
 The script (tests/realcluster/differential/script.py, 218 operations with the real kubectl
 and the official ``kubernetes`` client) runs against devcluster and against the real

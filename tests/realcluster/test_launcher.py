@@ -3,13 +3,15 @@
 Drives the binaries built by ``make realcluster`` through ``testkit.realcluster.RealCluster``
 with the real kubectl and the official ``kubernetes`` client: the server version, the
 project's CRD and its validation, a Deployment's ReplicaSet made by the controller manager,
-TokenRequest, RBAC, ValidatingAdmissionPolicy, ``--no-controllers``; then stopping (SIGTERM)
-and killing (SIGKILL) the launcher, after which no component process and no port may remain;
-and ``realcluster/build.sh``'s no-op and missing-Go answers.
+the simulated node (Ready, schedulable, a loopback pod CIDR) and a Deployment whose pods run on
+it, TokenRequest, RBAC, ValidatingAdmissionPolicy, ``--no-controllers``; then stopping
+(SIGTERM) and killing (SIGKILL) the launcher with two nodes, after which no component process
+and no port may remain; and ``realcluster/build.sh``'s no-op and missing-Go answers.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import shutil
@@ -29,6 +31,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from realcluster.binaries import pinned_versions
+from testkit.pod_server import kwok_pod_spec
 from testkit.realcluster import RealCluster
 from testkit.waiting import wait_until
 
@@ -37,7 +40,7 @@ pytestmark = pytest.mark.realcluster
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_PATH = REPO_ROOT / "crds" / "rolloutanalysis.yaml"
-COMPONENTS = {"etcd", "kube-apiserver", "kube-controller-manager"}
+COMPONENTS = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
 VERSION = pinned_versions().kubernetes
 
 
@@ -224,6 +227,54 @@ def test_deployment_gets_replicaset_from_controller_manager(cluster: RealCluster
     assert {pod["status"]["phase"] for pod in pods} == {"Pending"}
 
 
+def _nodes(cluster: RealCluster) -> list[dict[str, Any]]:
+    return list(json.loads(cluster.kubectl("get", "nodes", "-o", "json").stdout)["items"])
+
+
+def test_the_simulated_node_is_ready_with_a_loopback_pod_cidr(cluster: RealCluster) -> None:
+    (node,) = _nodes(cluster)
+    assert node["metadata"]["name"] == "kwok-node-0"
+    ready = {c["type"]: c["status"] for c in node["status"]["conditions"]}
+    assert ready["Ready"] == "True"
+    # Only kwok's own taint is left: the launcher took node.kubernetes.io/not-ready off.
+    assert [t["key"] for t in node["spec"]["taints"]] == ["kwok.x-k8s.io/node"]
+    cidr = ipaddress.IPv4Network(node["spec"]["podCIDR"])
+    assert cidr.prefixlen == 24 and cidr.subnet_of(ipaddress.IPv4Network("127.0.0.0/8"))
+
+
+def test_pods_that_tolerate_the_node_run_with_ips_from_its_cidr(
+    cluster: RealCluster, ns: str
+) -> None:
+    deployment = _deployment("runs")
+    deployment["spec"]["replicas"] = 3
+    template = deployment["spec"]["template"]
+    template["spec"] = kwok_pod_spec(template["spec"], 8080)
+    cluster.kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(deployment))
+    # kubectl's own wait: the rollout completes because the pods become Ready.
+    cluster.kubectl("rollout", "status", "-n", ns, "deployment/runs", "--timeout=60s")
+    pods = json.loads(cluster.kubectl("get", "pods", "-n", ns, "-o", "json").stdout)["items"]
+    assert len(pods) == 3
+    (node,) = _nodes(cluster)
+    cidr = ipaddress.IPv4Network(node["spec"]["podCIDR"])
+    ips = {pod["status"]["podIP"] for pod in pods}
+    assert len(ips) == 3 and all(ipaddress.IPv4Address(ip) in cidr for ip in ips)
+    assert {pod["status"]["phase"] for pod in pods} == {"Running"}
+    assert {pod["spec"]["nodeName"] for pod in pods} == {"kwok-node-0"}
+    # Deleting needs kwok too (its pod-delete stage): the ReplicaSet replaces the pod.
+    first = pods[0]["metadata"]["name"]
+    cluster.kubectl("delete", "pod", "-n", ns, first, "--timeout=30s")
+    wait_until(
+        lambda: len(names := _running_pod_names(cluster, ns)) == 3 and first not in names,
+        timeout=30,
+        what="a replacement pod",
+    )
+
+
+def _running_pod_names(cluster: RealCluster, ns: str) -> set[str]:
+    pods = json.loads(cluster.kubectl("get", "pods", "-n", ns, "-o", "json").stdout)["items"]
+    return {pod["metadata"]["name"] for pod in pods if pod["status"].get("phase") == "Running"}
+
+
 def test_create_token_for_service_account_authenticates_with_rbac(
     cluster: RealCluster, ns: str
 ) -> None:
@@ -343,8 +394,11 @@ def test_stop_leaves_no_process_or_port_and_data_dir_survives_restart(tmp_path: 
 
 
 def test_sigkilled_launcher_leaves_no_process_or_port(tmp_path: Path) -> None:
-    real = RealCluster(tmp_path)
+    real = RealCluster(tmp_path, nodes=2)
+    started = time.monotonic()
     real.start()
+    sys.stderr.write(f"realcluster with 2 nodes ready in {time.monotonic() - started:.1f} s\n")
+    assert len(_nodes(real)) == 2
     children, ports = _components(real)
     assert set(children.values()) == COMPONENTS
     assert real.pid is not None
@@ -359,6 +413,7 @@ def test_no_controllers_runs_only_etcd_and_apiserver(tmp_path: Path) -> None:
     with RealCluster(tmp_path, controllers=False) as real:
         children, _ = _components(real)
         assert set(children.values()) == {"etcd", "kube-apiserver"}
+        assert _nodes(real) == []
         real.kubectl("apply", "-f", "-", input=yaml.safe_dump(_deployment("idle")))
         # With the controller manager a ReplicaSet appears within a second (test above).
         time.sleep(3)
@@ -386,6 +441,14 @@ def test_busy_port_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr == f"realcluster: port {port} is already in use\n"
     assert not (tmp_path / "kc").exists()
+
+
+def test_nodes_without_controllers_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = _launcher(
+        "--port", "0", "--kubeconfig", str(tmp_path / "kc"), "--no-controllers", "--nodes", "2"
+    )
+    assert result.returncode == 2
+    assert result.stderr == ("realcluster: --nodes needs the controllers: drop --no-controllers\n")
 
 
 def test_missing_binaries_say_make_realcluster(tmp_path: Path) -> None:

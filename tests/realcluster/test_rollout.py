@@ -1,21 +1,24 @@
-"""A real rollout guarded by the real operator, on the real control plane (SPEC §9a).
+"""A real rollout of running pods, paused mid-way by the real operator (docs/realcluster.md).
 
-kube-apiserver, etcd and kube-controller-manager (``testkit.realcluster.RealCluster``), the
-real Prometheus scraping the test metrics app, ``manage.py runoperator`` and the real kubectl.
-The story: ``kubectl set image`` makes the controller manager create a new ReplicaSet, the
-new version's metric regresses, the operator pauses the Deployment after exactly
-``failureLimit`` failures, the controller then leaves the ReplicaSets alone (a second
-``kubectl set image`` creates none), and ``kubectl rollout resume`` lets it go on.
+kube-apiserver, etcd, kube-controller-manager, kube-scheduler and kwok with one simulated node
+(``testkit.realcluster.RealCluster``); the pods' metrics served at their own IPs by
+``testkit.pod_server.PodServer``; the Prometheus 3.x built by ``make realcluster`` discovering
+them through the API server; ``manage.py runoperator``; the real kubectl.
 
-No kubelet runs, so pods stay Pending and no rolling update ever finishes: with 2 replicas
-the default strategy (maxSurge 25 % → 1, maxUnavailable 25 % → 0) holds the old ReplicaSet
-at 2 and the new one at 1, which is a rollout in progress for as long as the test needs.
-``kubectl rollout status`` does not report a pause (it waits until its timeout), so the pause
-is read where Kubernetes records it: ``spec.paused`` and the ``Progressing`` condition.
+The story: a Deployment of 4 (maxSurge 1, maxUnavailable 0, ``minReadySeconds`` 10, so each
+step of a rolling update waits 10 s for the new pod to count as available) is healthy.
+``kubectl set image`` starts a rollout whose new pods fail half their requests; the error
+ratio over the namespace's pods crosses the threshold, and the operator pauses the Deployment
+after ``failureLimit`` failures while the new ReplicaSet is only partly available. For longer
+than two intervals and than a rollout step, neither the ReplicaSets' sizes nor the pods change.
+The new pods then recover, ``kubectl rollout resume`` lets the controller go on and ``kubectl
+rollout status`` sees the rollout complete. ``kubectl get rs`` before, during and after the
+pause is printed (``-s`` shows it).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,11 +29,11 @@ import pytest
 from sentinel_cluster import kube
 from testkit.clusters import kube_client as admin_kube_client
 from testkit.clusters import kubectl_apply, running_with_crd
-from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
-from testkit.metrics_app import GaugeSetter
+from testkit.manifests import analysis_manifest
 from testkit.namespaces import fresh_namespace
 from testkit.observe import condition, event_reasons, get_analysis, wait_condition
 from testkit.operator import OperatorProcess, OperatorStarter
+from testkit.pod_server import Behaviour, PodServer, kwok_deployment, replica_set_hashes
 from testkit.prometheus import PrometheusServer
 from testkit.realcluster import RealCluster
 from testkit.waiting import wait_until
@@ -41,15 +44,20 @@ pytestmark = pytest.mark.realcluster
 NAME = "checkout"
 CONTAINER = "checkout"
 IMAGE = "registry.example.com/shop/checkout:{}"
+REPLICAS = 4
+MIN_READY_SECONDS = 10
 INTERVAL = 5.0
 FAILURE_LIMIT = 2
+MAX_ERROR_RATIO = 0.05
 PAUSED_BY = "sentinel.example.com/paused-by"
 
 
 @pytest.fixture(scope="module")
 def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
-    """The real control plane with the controller manager, and the CRD applied by kubectl."""
-    with running_with_crd(RealCluster(tmp_path_factory.mktemp("rollout-realcluster"))) as cluster:
+    """The real control plane with one simulated node, and the CRD applied by kubectl."""
+    with running_with_crd(
+        RealCluster(tmp_path_factory.mktemp("rollout-realcluster"), nodes=1)
+    ) as cluster:
         yield cluster
 
 
@@ -66,187 +74,177 @@ def real_namespace(real_client: kube.KubeClient) -> Iterator[str]:
 
 
 @pytest.fixture
+def pods_cluster(real_cluster: RealCluster) -> RealCluster:
+    return real_cluster
+
+
+@pytest.fixture
+def pods_namespace(real_namespace: str) -> str:
+    return real_namespace
+
+
+@pytest.fixture
 def real_operator(
     tmp_path: Path,
     real_cluster: RealCluster,
     migrated_database: Path,
-    prometheus: PrometheusServer,
+    pod_prometheus: PrometheusServer,
     real_namespace: str,
 ) -> Iterator[OperatorProcess]:
     """One ``runoperator`` against the real API server, watching the test's namespace."""
     starter = OperatorStarter(tmp_path, migrated_database, kubeconfig=real_cluster.kubeconfig)
     try:
-        yield starter(prometheus_url=prometheus.url, namespaces=[real_namespace])
+        yield starter(prometheus_url=pod_prometheus.url, namespaces=[real_namespace])
     finally:
         starter.stop_all()
 
 
-# -- reading what the controller manager did ---------------------------------------------------
+# -- reading what the controllers did ----------------------------------------------------------
 
 
 def _deployment(client: kube.KubeClient, namespace: str) -> dict[str, Any]:
     return client.request("GET", kube.deployment_path(namespace, NAME))
 
 
-def _replica_sets(client: kube.KubeClient, namespace: str) -> dict[str, tuple[str, int]]:
-    """Return the Deployment's ReplicaSets: name -> (image, spec.replicas)."""
-    items = client.request("GET", f"/apis/apps/v1/namespaces/{namespace}/replicasets")["items"]
-    return {
-        item["metadata"]["name"]: (
-            item["spec"]["template"]["spec"]["containers"][0]["image"],
-            int(item["spec"]["replicas"]),
-        )
-        for item in items
-        if any(owner.get("name") == NAME for owner in item["metadata"].get("ownerReferences", []))
+def _sizes(cluster: RealCluster, namespace: str) -> dict[str, int]:
+    """pod-template-hash -> spec.replicas of each of the Deployment's ReplicaSets."""
+    return {h: replicas for _, h, replicas in replica_set_hashes(cluster, namespace, NAME)}
+
+
+def _pod_names(cluster: RealCluster, namespace: str) -> set[str]:
+    listed = json.loads(cluster.kubectl("get", "pods", "-n", namespace, "-o", "json").stdout)
+    return {pod["metadata"]["name"] for pod in listed["items"]}
+
+
+def _available(cluster: RealCluster, namespace: str, template_hash: str) -> int:
+    listed = cluster.kubectl("get", "rs", "-n", namespace, f"{NAME}-{template_hash}", "-o", "json")
+    return int(json.loads(listed.stdout)["status"].get("availableReplicas", 0))
+
+
+def _show_rs(cluster: RealCluster, namespace: str, when: str) -> None:
+    shown = cluster.kubectl("get", "rs", "-n", namespace, "-o", "wide").stdout
+    print(f"\n$ kubectl get rs -o wide   # {when}\n{shown.rstrip()}")
+
+
+def _roll_out_version_1(
+    cluster: RealCluster, namespace: str, port: int, replicas: int, min_ready_seconds: int
+) -> str:
+    """Apply version 1 (one surge pod per step, none unavailable), wait until all its pods are
+    available, and return its ReplicaSet's pod-template-hash."""
+    deployment = kwok_deployment(
+        NAME,
+        namespace,
+        IMAGE.format("1.0"),
+        port,
+        replicas=replicas,
+        min_ready_seconds=min_ready_seconds,
+        container=CONTAINER,
+    )
+    deployment["spec"]["strategy"] = {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
     }
-
-
-def _replica_sets_once(
-    client: kube.KubeClient, namespace: str, *, count: int
-) -> dict[str, tuple[str, int]] | None:
-    """Return the ReplicaSets once there are ``count`` of them (None before)."""
-    found = _replica_sets(client, namespace)
-    return found if len(found) == count else None
+    kubectl_apply(cluster, deployment)
+    cluster.kubectl("rollout", "status", "-n", namespace, f"deployment/{NAME}", "--timeout=90s")
+    ((_, template_hash, _),) = replica_set_hashes(cluster, namespace, NAME)
+    return template_hash
 
 
 def _progressing_reason(deployment: dict[str, Any]) -> str:
     return str(condition(deployment, "Progressing").get("reason", ""))
 
 
-def _set_image(cluster: RealCluster, namespace: str, tag: str) -> None:
-    cluster.kubectl(
-        "-n", namespace, "set", "image", f"deployment/{NAME}", f"{CONTAINER}={IMAGE.format(tag)}"
-    )
-
-
-def _images(replica_sets: dict[str, tuple[str, int]]) -> dict[str, int]:
-    """Return image -> spec.replicas (one ReplicaSet per pod template)."""
-    return {image: replicas for image, replicas in replica_sets.values()}
-
-
 # -- the rollout ---------------------------------------------------------------------------------
 
 
-def test_a_regressing_rollout_is_paused_frozen_and_resumed(
+def test_a_regressing_rollout_is_paused_mid_way_held_and_resumed(
     real_cluster: RealCluster,
     real_client: kube.KubeClient,
     real_namespace: str,
+    pods: PodServer,
+    pod_prometheus: PrometheusServer,
     real_operator: OperatorProcess,
-    gauge: GaugeSetter,
-    case: str,
 ) -> None:
-    namespace, client = real_namespace, real_client
-    v1, v2, v3 = (IMAGE.format(tag) for tag in ("1.0", "2.0", "2.1"))
-
-    # Version 1 runs (as far as anything runs without a kubelet) and is healthy.
-    gauge(0.1)
-    kubectl_apply(
-        real_cluster,
-        deployment_manifest(NAME, namespace, v1, replicas=2, container=CONTAINER),
+    namespace, client, cluster = real_namespace, real_client, real_cluster
+    started = time.monotonic()
+    old_hash = _roll_out_version_1(cluster, namespace, pods.port, REPLICAS, MIN_READY_SECONDS)
+    print(f"\nversion 1: {REPLICAS} pods available in {time.monotonic() - started:.1f} s")
+    pods.wait_served(lambda served: len(served) == REPLICAS)
+    errors = (
+        f'sum(rate(http_request_errors_total{{namespace="{namespace}"}}[10s])) / '
+        f'sum(rate(http_requests_total{{namespace="{namespace}"}}[10s]))'
     )
-    wait_until(
-        lambda: _images(_replica_sets(client, namespace)) == {v1: 2},
-        timeout=20,
-        what="the controller manager creates version 1's ReplicaSet",
-    )
+    pod_prometheus.wait_for(errors, lambda values: values == [0.0], timeout=30)
     kubectl_apply(
-        real_cluster,
+        cluster,
         analysis_manifest(
             NAME,
             namespace,
             target=NAME,
-            metrics=[gauge_metric(case, 0.5)],
+            metrics=[{"name": "error-ratio", "query": errors, "maxValue": MAX_ERROR_RATIO}],
             interval=f"{INTERVAL:.0f}s",
             failure_limit=FAILURE_LIMIT,
         ),
     )
     first = wait_condition(client, namespace, NAME, "Ready", "Evaluating", timeout=20)
     assert first["status"]["lastVerdict"] == "Pass"
-    assert condition(first, "RolloutPaused")["status"] == "False"
+    _show_rs(cluster, namespace, "before the rollout")
 
-    # Version 2: a real ReplicaSet of its own, one surge pod beside the two old ones.
-    started = time.monotonic()
-    _set_image(real_cluster, namespace, "2.0")
-    rolling = wait_until(
-        lambda: _replica_sets_once(client, namespace, count=2),
-        timeout=20,
-        what="a new ReplicaSet for version 2",
+    # Version 2 fails half its requests; its first pod is Ready at once, available 10 s later.
+    pods.behave(Behaviour(latency=0.1, error_rate=0.5), image=IMAGE.format("2.0"))
+    rollout = time.monotonic()
+    cluster.kubectl(
+        "-n", namespace, "set", "image", f"deployment/{NAME}", f"{CONTAINER}={IMAGE.format('2.0')}"
     )
-    assert _images(rolling) == {v1: 2, v2: 1}, rolling
-    print(f"\nset image 2.0 -> new ReplicaSet in {time.monotonic() - started:.1f} s: {rolling}")
-
-    # Version 2 regresses: the first failure does not pause, the failureLimit-th does.
-    regressed = time.monotonic()
-    gauge(0.9)
-
-    def failures() -> int:
-        return int(get_analysis(client, namespace, NAME)["status"]["failures"])
-
-    wait_until(lambda: failures() >= 1, timeout=3 * INTERVAL, what="the first failure")
-    one = get_analysis(client, namespace, NAME)
-    assert one["status"]["failures"] == 1
-    assert condition(one, "RolloutPaused")["status"] == "False"
-    assert _deployment(client, namespace)["spec"].get("paused") is not True
-
+    new_hash = wait_until(
+        lambda: (
+            (found := replica_set_hashes(cluster, namespace, NAME))[0][1] != old_hash
+            and found[0][1]
+        ),
+        timeout=20,
+        what="the new ReplicaSet",
+    )
     paused = wait_condition(
-        client, namespace, NAME, "RolloutPaused", "FailureLimitReached", timeout=3 * INTERVAL
+        client, namespace, NAME, "RolloutPaused", "FailureLimitReached", timeout=60
     )
     paused_at = time.monotonic()
-    print(f"regression -> paused in {paused_at - regressed:.1f} s")
+    print(f"set image -> paused in {paused_at - rollout:.1f} s")
     assert paused["status"]["failures"] == FAILURE_LIMIT
-    assert condition(paused, "RolloutPaused")["status"] == "True"
     assert condition(paused, "Healthy")["reason"] == "ThresholdExceeded"
-    deployment = _deployment(client, namespace)
-    assert deployment["spec"]["paused"] is True
-    assert deployment["metadata"]["annotations"][PAUSED_BY] == f"{namespace}/{NAME}"
-
-    # The history row is written just after the status, so it may trail it by a moment.
-    def fail_rows() -> list[dict[str, Any]] | None:
-        rows = real_operator.evaluations(namespace, NAME)
-        fails = [row for row in rows if row["outcome"] == "Fail"]
-        return fails if len(fails) >= FAILURE_LIMIT else None
-
-    fails = wait_until(fail_rows, timeout=5, what="two Fail history rows")
-    assert [row["failures_after"] for row in fails[:2]] == [1, 2]
-    assert [bool(row["paused"]) for row in fails[:2]] == [False, True]
-
-    # The controller manager records the pause in the Progressing condition.
+    held = _deployment(client, namespace)
+    assert held["spec"]["paused"] is True
+    assert held["metadata"]["annotations"][PAUSED_BY] == f"{namespace}/{NAME}"
     wait_until(
         lambda: _progressing_reason(_deployment(client, namespace)) == "DeploymentPaused",
         timeout=15,
         what="Progressing=DeploymentPaused",
     )
-    frozen = _replica_sets(client, namespace)
-    frozen_at = time.monotonic()
-    assert frozen == rolling
 
-    # Version 2.1 (the fix) is set while paused: the controller sees the new template
-    # (observedGeneration catches up) and still creates no ReplicaSet for it.
-    _set_image(real_cluster, namespace, "2.1")
-    generation = int(_deployment(client, namespace)["metadata"]["generation"])
-    wait_until(
-        lambda: _deployment(client, namespace)["status"].get("observedGeneration") == generation,
-        timeout=15,
-        what="the controller manager observes the second set image",
-    )
-    # Two intervals at least: the operator keeps evaluating (and failing) meanwhile, the
-    # controller keeps syncing, and neither touches a ReplicaSet.
-    watch_until = frozen_at + 2 * INTERVAL + 1
+    # Mid-rollout: both ReplicaSets have pods, the new one is not yet all there.
+    frozen = _sizes(cluster, namespace)
+    frozen_pods = _pod_names(cluster, namespace)
+    assert set(frozen) == {old_hash, new_hash}
+    assert 0 < frozen[new_hash] < REPLICAS and 0 < frozen[old_hash] <= REPLICAS
+    _show_rs(cluster, namespace, "paused by the operator")
+    # Longer than two intervals and than a rollout step (minReadySeconds): unpaused, the
+    # controller would have moved on by then.
+    watch_until = time.monotonic() + max(2 * INTERVAL, MIN_READY_SECONDS) + 2
     watched = 0
     while time.monotonic() < watch_until or watched < 4:
-        assert _replica_sets(client, namespace) == frozen
-        deployment = _deployment(client, namespace)
-        assert deployment["spec"]["paused"] is True
-        assert _progressing_reason(deployment) == "DeploymentPaused"
+        assert _sizes(cluster, namespace) == frozen
+        assert _pod_names(cluster, namespace) == frozen_pods
+        assert _deployment(client, namespace)["spec"]["paused"] is True
         watched += 1
         time.sleep(0.5)
+    # By now the new pods have been Ready for longer than minReadySeconds: only the pause
+    # holds the controller back.
+    assert _available(cluster, namespace, new_hash) == frozen[new_hash]
     still = get_analysis(client, namespace, NAME)
     assert condition(still, "RolloutPaused")["reason"] == "FailureLimitReached"
-    assert still["status"]["failures"] >= FAILURE_LIMIT
+    _show_rs(cluster, namespace, f"{time.monotonic() - paused_at:.0f} s into the pause")
     print(
-        f"paused for {time.monotonic() - paused_at:.1f} s, ReplicaSets watched for "
-        f"{time.monotonic() - frozen_at:.1f} s ({watched} reads): "
-        f"unchanged {frozen}; failures now {still['status']['failures']}"
+        f"held for {time.monotonic() - paused_at:.1f} s ({watched} reads): ReplicaSets "
+        f"{frozen}, pods unchanged {sorted(frozen_pods)}"
     )
     wait_until(
         lambda: event_reasons(client, namespace, NAME).count("RolloutPaused") == 1,
@@ -254,32 +252,23 @@ def test_a_regressing_rollout_is_paused_frozen_and_resumed(
         what="one RolloutPaused event",
     )
 
-    # A person resumes with kubectl: the controller rolls on to 2.1, the operator acknowledges.
-    gauge(0.1)
-    resumed = time.monotonic()
-    real_cluster.kubectl("-n", namespace, "rollout", "resume", f"deployment/{NAME}")
-    going = wait_until(
-        lambda: _replica_sets_once(client, namespace, count=3),
-        timeout=20,
-        what="a ReplicaSet for version 2.1 after the resume",
+    # The new pods recover; once the error ratio is back under the threshold, a person
+    # resumes with kubectl and the rollout runs to the end.
+    pods.behave(Behaviour(latency=0.1), image=IMAGE.format("2.0"))
+    pod_prometheus.wait_for(
+        errors, lambda values: len(values) == 1 and values[0] < MAX_ERROR_RATIO, timeout=30
     )
-    print(f"resume -> new ReplicaSet in {time.monotonic() - resumed:.1f} s: {going}")
-    assert set(frozen) < set(going)
-    assert v3 in _images(going)
+    resumed = time.monotonic()
+    cluster.kubectl("-n", namespace, "rollout", "resume", f"deployment/{NAME}")
+    cluster.kubectl("rollout", "status", "-n", namespace, f"deployment/{NAME}", "--timeout=120s")
+    print(f"resume -> rollout complete in {time.monotonic() - resumed:.1f} s")
+    _show_rs(cluster, namespace, "after the resume")
+    assert _sizes(cluster, namespace) == {new_hash: REPLICAS, old_hash: 0}
     after = wait_condition(
         client, namespace, NAME, "RolloutPaused", "ResumedByUser", timeout=3 * INTERVAL
     )
     assert condition(after, "RolloutPaused")["status"] == "False"
-    assert after["status"]["failures"] == 0
     assert _deployment(client, namespace)["spec"].get("paused") is not True
-    wait_until(
-        lambda: _progressing_reason(_deployment(client, namespace)) != "DeploymentPaused",
-        timeout=15,
-        what="Progressing no longer DeploymentPaused",
-    )
-    wait_until(
-        lambda: event_reasons(client, namespace, NAME).count("RolloutResumed") == 1,
-        timeout=5,
-        what="one RolloutResumed event",
-    )
-    print(f"whole rollout: {time.monotonic() - started:.1f} s")
+    fails = [row for row in real_operator.evaluations(namespace, NAME) if row["outcome"] == "Fail"]
+    assert [bool(row["paused"]) for row in fails[:FAILURE_LIMIT]] == [False, True]
+    print(f"whole story: {time.monotonic() - started:.1f} s")

@@ -1,4 +1,4 @@
-"""The objects the differential script writes: every kind the product uses (SPEC §9).
+"""The objects the differential script writes: every kind the product uses (docs/devcluster.md).
 
 Namespaces are fixed (``diff-a`` for most work, ``diff-b`` for selectors and paging), as each
 run starts on a fresh server. The RolloutAnalysis and the Event mirror what the operator
@@ -30,7 +30,7 @@ def ra_path(namespace: str = NS, name: str | None = None) -> str:
 
 
 def rollout_analysis(name: str, namespace: str = NS, **spec: Any) -> dict[str, Any]:
-    """A valid RolloutAnalysis (SPEC §3), with ``spec`` overrides; defaults left to the server."""
+    """A valid RolloutAnalysis (docs/status.md), ``spec`` overridden; server defaults kept."""
     body: dict[str, Any] = {
         "target": {"name": "checkout"},
         "metrics": [

@@ -71,7 +71,8 @@ def spec_not_object(s: Session) -> Any:
     return s.raw("POST", m.ra_path(), body=body)
 
 
-# The CRD's CEL rules (SPEC §3.1): both servers evaluate them (devcluster with cel-python).
+# The CRD's CEL rules (docs/devcluster.md, "CEL rules are evaluated"): both servers evaluate them
+# (devcluster with cel-python).
 # Sent with dryRun=All too, so that a difference could not leave an object behind.
 CEL_INVALID: dict[str, dict[str, Any]] = {
     "maxIncrease with both percent and absolute (CEL)": {
