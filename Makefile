@@ -74,3 +74,14 @@ demo: venv demo-debs $(if $(filter real,$(CLUSTER)),realcluster)
 .PHONY: realcluster
 realcluster:
 	@bash realcluster/build.sh
+
+# The image (Dockerfile) built with Debian's podman and buildah, as tests/deploy/test_image*.py
+# run it: containers/build.sh, with the project's own containers.conf and image store
+# (docs/operations.md, "The image"). IMAGE_BASE=release builds on the Dockerfile's pinned
+# python:*-slim digest; the default, for machines that reach no container registry, is a base
+# made from Debian packages with mmdebstrap (cached outside the tree).
+IMAGE_DEBS := podman buildah mmdebstrap runc uidmap
+.PHONY: image
+image:
+	@sh scripts/ensure-debian-packages.sh $(IMAGE_DEBS)
+	containers/build.sh
