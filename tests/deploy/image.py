@@ -59,6 +59,17 @@ def built_image() -> str:
     return IMAGE
 
 
+@contextmanager
+def fresh_volume() -> Iterator[str]:
+    """Yield a new empty podman volume, removed afterwards (a new claim's stand-in)."""
+    name = f"claim-{uuid.uuid4().hex[:8]}"
+    podman("volume", "create", name)
+    try:
+        yield name
+    finally:
+        podman("volume", "rm", "--force", name, check=False)
+
+
 def deployment(objects: Sequence[Mapping[str, Any]], name: str) -> dict[str, Any]:
     """Return the rendered Deployment ``name``."""
     (found,) = [o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == name]

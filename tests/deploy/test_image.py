@@ -28,6 +28,7 @@ from tests.deploy.image import (
     built_image,
     config_map,
     deployment,
+    fresh_volume,
     logs,
     podman,
     published_port,
@@ -72,12 +73,8 @@ def single() -> list[dict[str, Any]]:
 @pytest.fixture
 def claim() -> Iterator[str]:
     """A fresh podman volume for the claim ``rollout-sentinel-data``, as a new PVC is empty."""
-    name = f"claim-{uuid.uuid4().hex[:8]}"
-    podman("volume", "create", name)
-    try:
+    with fresh_volume() as name:
         yield name
-    finally:
-        podman("volume", "rm", "--force", name, check=False)
 
 
 def _pod(single: list[dict[str, Any]], name: str, claim: str) -> Pod:
