@@ -14,13 +14,13 @@ $(STAMP): pyproject.toml
 	touch $@
 
 # Debian packages run for real: the demo needs Prometheus; the suite also drives Chromium and
-# exercises PostgreSQL and Redis. Installed through apt when run as root; otherwise the script
+# exercises PostgreSQL and Redis, and builds and runs the image (IMAGE_DEBS, below). Installed through apt when run as root; otherwise the script
 # names the one apt command to run.
 DEMO_DEBS := prometheus
 TEST_DEBS := prometheus chromium postgresql redis-server victoria-metrics
 
 debs:
-	@sh scripts/ensure-debian-packages.sh $(TEST_DEBS)
+	@sh scripts/ensure-debian-packages.sh $(TEST_DEBS) $(IMAGE_DEBS)
 
 demo-debs:
 	@sh scripts/ensure-debian-packages.sh $(DEMO_DEBS)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -52,6 +53,8 @@ def podman(
 @functools.cache
 def built_image() -> str:
     """Build the image from the tree (once per session) and return its name."""
+    missing = [tool for tool in ("podman", "mmdebstrap") if shutil.which(tool) is None]
+    assert not missing, f"{' and '.join(missing)} missing: `make image` installs them"
     result = subprocess.run(
         [str(BUILD)], capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False
     )
