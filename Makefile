@@ -85,3 +85,10 @@ IMAGE_DEBS := podman buildah mmdebstrap runc uidmap
 image:
 	@sh scripts/ensure-debian-packages.sh $(IMAGE_DEBS)
 	containers/build.sh
+
+# charts/rollout-sentinel regenerated from deploy/ (charts/generate.py), and Helm built from the
+# Go module proxy at the version pinned in charts/helm.sh (cached outside the tree) to lint it.
+.PHONY: helm
+helm: venv
+	$(BIN)/python charts/generate.py
+	charts/helm.sh lint charts/rollout-sentinel
