@@ -14,13 +14,13 @@ $(STAMP): pyproject.toml
 	touch $@
 
 # Debian packages run for real: the demo needs Prometheus; the suite also drives Chromium and
-# exercises PostgreSQL and Redis. Installed through apt when run as root; otherwise the script
+# exercises PostgreSQL and Redis, and builds and runs the image (IMAGE_DEBS, below). Installed through apt when run as root; otherwise the script
 # names the one apt command to run.
 DEMO_DEBS := prometheus
 TEST_DEBS := prometheus chromium postgresql redis-server victoria-metrics
 
 debs:
-	@sh scripts/ensure-debian-packages.sh $(TEST_DEBS)
+	@sh scripts/ensure-debian-packages.sh $(TEST_DEBS) $(IMAGE_DEBS)
 
 demo-debs:
 	@sh scripts/ensure-debian-packages.sh $(DEMO_DEBS)
@@ -88,3 +88,21 @@ demo: venv demo-debs $(if $(filter real,$(CLUSTER)),realcluster)
 .PHONY: realcluster
 realcluster:
 	@bash realcluster/build.sh
+
+# The image (Dockerfile) built with Debian's podman and buildah, as tests/deploy/test_image*.py
+# run it: containers/build.sh, with the project's own containers.conf and image store
+# (docs/operations.md, "The image"). IMAGE_BASE=release builds on the Dockerfile's pinned
+# python:*-slim digest; the default, for machines that reach no container registry, is a base
+# made from Debian packages with mmdebstrap (cached outside the tree).
+IMAGE_DEBS := podman buildah mmdebstrap runc uidmap
+.PHONY: image
+image:
+	@sh scripts/ensure-debian-packages.sh $(IMAGE_DEBS)
+	containers/build.sh
+
+# charts/rollout-sentinel regenerated from deploy/ (charts/generate.py), and Helm built from the
+# Go module proxy at the version pinned in charts/helm.sh (cached outside the tree) to lint it.
+.PHONY: helm
+helm: venv
+	$(BIN)/python charts/generate.py
+	charts/helm.sh lint charts/rollout-sentinel

@@ -1,0 +1,66 @@
+"""Generate charts/rollout-sentinel from deploy/: ``python charts/generate.py``.
+
+deploy/ is the one source of truth. Each overlay (``single``, ``ha``, ``namespaced``) and
+``deploy/monitoring`` is rendered with kubectl's kustomize and stored in the chart as data
+(``files/<name>.json``, the CRD as the overlays render it under ``crds/``); the chart's one
+template picks the overlay of ``.Values.mode``, sets the image from ``.Values.image`` and
+emits the objects. So for the same settings ``helm template`` and ``kubectl kustomize`` give the
+same objects, which
+tests/deploy/test_helm.py checks, together with this script's output being the committed one.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CHART = ROOT / "charts" / "rollout-sentinel"
+SOURCES = {
+    "single": "overlays/single",
+    "ha": "overlays/ha",
+    "namespaced": "overlays/namespaced",
+    "monitoring": "monitoring",
+}
+
+
+def _kubectl() -> str:
+    beside = Path(sys.executable).parent / "kubectl"
+    return str(beside) if beside.exists() else "kubectl"
+
+
+def render(directory: str) -> list[dict]:
+    """Return the objects of ``deploy/<directory>`` as kubectl's kustomize renders them."""
+    text = subprocess.run(
+        [_kubectl(), "kustomize", str(ROOT / "deploy" / directory)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def generate(chart: Path) -> None:
+    """Write the chart's generated files under ``chart``."""
+    files = chart / "files"
+    shutil.rmtree(files, ignore_errors=True)
+    files.mkdir(parents=True)
+    (chart / "crds").mkdir(exist_ok=True)
+    for name, directory in SOURCES.items():
+        objects = render(directory)
+        crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
+        if crds:
+            # Helm installs crds/ before the templates and never upgrades or deletes them.
+            text = yaml.safe_dump_all(crds, sort_keys=True)
+            (chart / "crds" / "rolloutanalysis.yaml").write_text(text)
+        objects = [o for o in objects if o["kind"] != "CustomResourceDefinition"]
+        (files / f"{name}.json").write_text(json.dumps(objects, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    generate(Path(sys.argv[1]) if len(sys.argv) > 1 else CHART)

@@ -1,0 +1,197 @@
+"""The image's operator and web app in in-cluster mode, against the real control plane (and
+devcluster).
+
+As the kubelet would run the ``single`` overlay's Pods: each container gets only what a Pod
+gets — its ServiceAccount's token from a real TokenRequest (``kubectl create token``) for
+deploy/'s account, the cluster's CA and the namespace at
+/var/run/secrets/kubernetes.io/serviceaccount, ``KUBERNETES_SERVICE_HOST``/``PORT`` — plus the
+overlay's ConfigMap with the test's Prometheus. They share the host's network, so the loopback
+API server and Prometheus are reachable; that is also why the operator's metrics and gunicorn
+listen on free loopback ports here instead of the manifests' 9100 and 8000.
+
+The operator evaluates an analysis against the real Prometheus and pauses a real Deployment
+(under deploy/'s RBAC and admission policy, applied by ``deployed``); the web app resumes it
+through the REST API with the web account's token.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import yaml
+
+from sentinel_cluster import kube
+from testkit.clusters import create_token, kubectl_apply
+from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
+from testkit.metrics_app import GaugeSetter
+from testkit.ports import free_port
+from testkit.prometheus import PrometheusServer
+from testkit.waiting import wait_until
+from tests.deploy.image import (
+    Pod,
+    ServiceAccount,
+    built_image,
+    config_map,
+    deployment,
+    fresh_volume,
+    logs,
+    run,
+    started,
+    wait_running,
+)
+from tests.deploy.kustomize import HOME, Deployed, render
+
+HOST = "rollout-sentinel-web.rollout-sentinel.svc"
+SUPERUSER = "platform-admin"
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    return built_image()
+
+
+@pytest.fixture
+def claim() -> Iterator[str]:
+    with fresh_volume() as name:
+        yield name
+
+
+def _account(deployed: Deployed, name: str, directory: Path) -> ServiceAccount:
+    """The files and address the kubelet gives a Pod running as deploy/'s account ``name``."""
+    kubeconfig = yaml.safe_load(deployed.cluster.kubeconfig.read_text())
+    server = kubeconfig["clusters"][0]["cluster"]
+    return ServiceAccount.write(
+        directory,
+        token=create_token(deployed.cluster, name, HOME),
+        ca=base64.b64decode(server["certificate-authority-data"]),
+        namespace=HOME,
+        server=server["server"],
+    )
+
+
+def _pods(
+    deployed: Deployed, prometheus: PrometheusServer, claim: str, tmp_path: Path
+) -> dict[str, Pod]:
+    single = render(deployed.cluster, "overlays/single")
+    config = {**config_map(single), "SENTINEL_PROMETHEUS_URL": prometheus.url}
+    secret = {"SENTINEL_SECRET_KEY": uuid.uuid4().hex * 2}
+    pods = {}
+    for component in ("operator", "web"):
+        template = deployment(single, f"rollout-sentinel-{component}")
+        pod = Pod.of(template, config, secret_env=secret, claims={"rollout-sentinel-data": claim})
+        pod.service_account = _account(deployed, pod.account_name, tmp_path / component)
+        pods[component] = pod
+    # Host network: the manifests' ports may be taken on this machine.
+    pods["operator"].env_overrides = {"SENTINEL_METRICS_ADDR": f"127.0.0.1:{free_port()}"}
+    return pods
+
+
+def _events(deployed: Deployed, namespace: str) -> list[dict[str, Any]]:
+    out = deployed.cluster.kubectl("get", "events", "-n", namespace, "-o", "json").stdout
+    return [
+        {k: e.get(k) for k in ("type", "reason", "message", "reportingComponent")}
+        | {"object": f"{e['involvedObject']['kind']}/{e['involvedObject']['name']}"}
+        for e in json.loads(out)["items"]
+    ]
+
+
+def _condition(analysis: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next(c for c in analysis["status"]["conditions"] if c["type"] == kind)
+
+
+def test_operator_pauses_and_web_resumes_from_the_image(
+    image: str,
+    deployed: Deployed,
+    prometheus: PrometheusServer,
+    gauge: GaugeSetter,
+    case: str,
+    namespace: str,
+    claim: str,
+    tmp_path: Path,
+) -> None:
+    pods = _pods(deployed, prometheus, claim, tmp_path)
+    operator, web = pods["operator"], pods["web"]
+    admin = deployed.admin
+    try:
+        run(web, "migrate", image=image)
+        gauge(0.9)
+        kubectl_apply(deployed.cluster, deployment_manifest("checkout", namespace))
+        kubectl_apply(
+            deployed.cluster,
+            analysis_manifest(
+                "checkout", namespace, metrics=[gauge_metric(case, 0.5)], failure_limit=1
+            ),
+        )
+        with started(operator, "operator", image=image, network=["--network", "host"]) as op:
+
+            def paused() -> bool:
+                target = admin.request("GET", kube.deployment_path(namespace, "checkout"))
+                return target["spec"].get("paused") is True
+
+            wait_running(op, paused, "the operator in the image pausing checkout", timeout=90)
+            analysis = admin.request("GET", kube.analysis_path(namespace, "checkout"))
+            pause = _condition(analysis, "RolloutPaused")
+            assert pause["status"] == "True", analysis["status"]
+            events = _events(deployed, namespace)
+            assert any(e["reason"] == "RolloutPaused" for e in events), events
+            record = {"status": analysis["status"], "events": events}
+            (tmp_path / "pause.json").write_text(json.dumps(record, indent=2))
+            print("the pause:", json.dumps(record, indent=2))
+            # The in-cluster configuration was used: the token's account, no kubeconfig.
+            log = logs(op)
+            assert "Forbidden" not in log and "Traceback" not in log, log
+
+            # The web app from the same image resumes it with the web account's token.
+            token = _api_token(web, image)
+            port = free_port()
+            args = list(web.container("web")["args"])
+            args[args.index("--bind") + 1] = f"127.0.0.1:{port}"
+            gauge(0.1)
+            with started(web, "web", image=image, network=["--network", "host"], args=args) as w:
+                url = f"http://127.0.0.1:{port}"
+
+                def resumed() -> requests.Response | None:
+                    try:
+                        answer = requests.post(
+                            f"{url}/api/v1/analyses/{namespace}/checkout/resume/",
+                            headers={"Host": HOST, "Authorization": f"Token {token}"},
+                            timeout=30,
+                        )
+                    except (requests.ConnectionError, requests.Timeout):
+                        return None
+                    return answer
+
+                answer = wait_running(w, resumed, "gunicorn answering the resume", timeout=120)
+                assert answer.status_code == 200, answer.text
+                target = admin.request("GET", kube.deployment_path(namespace, "checkout"))
+                assert target["spec"].get("paused") is not True
+                analysis = wait_until(
+                    lambda: _resumed(admin, namespace), timeout=30, what="RolloutPaused=False"
+                )
+                print("after the resume:", json.dumps(analysis["status"], indent=2))
+                assert "Forbidden" not in logs(w), logs(w)
+    finally:
+        operator.remove()
+        web.remove()
+
+
+def _resumed(admin: kube.KubeClient, namespace: str) -> dict[str, Any] | None:
+    analysis = admin.request("GET", kube.analysis_path(namespace, "checkout"))
+    pause = _condition(analysis, "RolloutPaused")
+    return analysis if pause["status"] == "False" else None
+
+
+def _api_token(web: Pod, image: str) -> str:
+    """Create a superuser and an API token for it with the web Pod's ``manage.py``."""
+    manage = ["python", "manage.py"]
+    run(web, "web", image=image, args=[*manage, "createsuperuser", "--noinput",
+        "--username", SUPERUSER, "--email", "admin@example.com"])  # fmt: skip
+    out = run(web, "web", image=image, args=[*manage, "create_api_token", SUPERUSER])
+    return out.strip().splitlines()[-1].split()[-1]
