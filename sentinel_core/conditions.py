@@ -50,7 +50,8 @@ class Reason(StrEnum):
     INSUFFICIENT_DATA = "InsufficientData"
     # maxIncrease with no baseline to compare with: none has data, or no rollout seen yet.
     NO_BASELINE = "NoBaseline"
-    # compare with nothing to compare: no old pods, a side without series or samples (§3.2).
+    # compare with nothing to compare: no old pods, a side without series or samples
+    # (docs/resource.md#new-pods-against-old-pods).
     NO_COMPARISON = "NoComparison"
     NOT_EVALUATED = "NotEvaluated"
     # RolloutPaused

@@ -339,7 +339,10 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
 
 @dataclass(frozen=True)
 class ProviderMetrics:
-    """Per-provider request counts and latency, and configuration reload failures (§10.1)."""
+    """Per-provider request counts and latency, and configuration reload failures.
+
+    See docs/operations.md#metric-providers.
+    """
 
     # provider, code: the HTTP status, or "error" when no answer arrived
     requests: Counter
