@@ -39,11 +39,14 @@ NOTIFY = """channels:
     events: [Paused, Failing]
     default: true
 """
-IMAGE = {"repository": "registry.example/rollout-sentinel", "tag": "9.9.9"}
 # Every value the chart has, set. The public URL's `&` and `<>` are escaped in the JSON both
 # kustomize and the chart hash to name the ConfigMap; the worker count is a number in YAML.
 EVERYTHING: dict[str, Any] = {
-    "image": {**IMAGE, "pullPolicy": "Always"},
+    "image": {
+        "repository": "registry.example/rollout-sentinel",
+        "tag": "9.9.9",
+        "pullPolicy": "Always",
+    },
     "config": {
         "SENTINEL_PROMETHEUS_URL": "http://prometheus.example:9090",
         "SENTINEL_PUBLIC_URL": "https://sentinel.example/?from=helm&to=<all>",
@@ -60,7 +63,6 @@ EVERYTHING: dict[str, Any] = {
 }
 SCENARIOS: dict[str, dict[str, Any]] = {
     "defaults": {},
-    "image-and-monitoring": {"image": IMAGE, "monitoring": {"enabled": True}},
     "everything": EVERYTHING,
     "existing-notify-secret": {"notifications": {"existingSecret": "team-channels"}},
 }
