@@ -109,10 +109,25 @@ def as_kustomization(values: dict[str, Any], directory: Path) -> Path:
         assert providers["file"] == (PROVIDERS / "providers.yaml").read_text()
         assert providers.get("secrets") == PROVIDER_SECRETS
         base = _providers_on(base, directory / "providers")
+    literals = [f"{k}={v}" for k, v in values.get("config", {}).items()]
+    resources = []
+    if mode == "namespaced" and "namespaces" in values:
+        base, copies = _without_role_bindings(base, directory / "without-bindings")
+        (directory / "namespaces.yaml").write_text(
+            yaml.safe_dump_all(
+                [
+                    {**binding, "metadata": {**binding["metadata"], "namespace": namespace}}
+                    for namespace in values["namespaces"]
+                    for binding in copies
+                ]
+            )
+        )
+        resources.append("namespaces.yaml")
+        literals.append(f"SENTINEL_NAMESPACES={','.join(values['namespaces'])}")
     kustomization: dict[str, Any] = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
-        "resources": [os.path.relpath(base, directory)],
+        "resources": [os.path.relpath(base, directory), *resources],
         "patches": [],
     }
     image = values.get("image", {})
@@ -120,8 +135,7 @@ def as_kustomization(values: dict[str, Any], directory: Path) -> Path:
         kustomization["images"] = [
             {"name": "rollout-sentinel", "newName": image["repository"], "newTag": image["tag"]}
         ]
-    if values.get("config"):
-        literals = [f"{k}={v}" for k, v in values["config"].items()]
+    if literals:
         kustomization["configMapGenerator"] = [_merge(literals)]
     notifications = values.get("notifications", {})
     if notifications.get("config"):
@@ -195,3 +209,32 @@ def _providers_on(base: Path, directory: Path) -> Path:
         generator["namespace"] = HOME
     path.write_text(yaml.safe_dump(kustomization))
     return directory
+
+
+def _without_role_bindings(base: Path, directory: Path) -> tuple[Path, list[dict[str, Any]]]:
+    """``base`` (the ``namespaced`` overlay) without its RoleBindings in the watched namespaces,
+    and the pair of the first of them: deploy/overlays/namespaced says to copy a pair per
+    namespace. A layer of its own, as the copies may reuse a deleted one's name and namespace."""
+    bindings = [
+        o
+        for o in kustomize(base)
+        if o["kind"] == "RoleBinding" and o["metadata"]["namespace"] != HOME
+    ]
+    first = bindings[0]["metadata"]["namespace"]
+    directory.mkdir(parents=True)
+    deletions = [
+        {
+            "patch": yaml.safe_dump(
+                {
+                    "$patch": "delete",
+                    "apiVersion": b["apiVersion"],
+                    "kind": "RoleBinding",
+                    "metadata": {k: b["metadata"][k] for k in ("name", "namespace")},
+                }
+            )
+        }
+        for b in bindings
+    ]
+    kustomization = {"resources": [os.path.relpath(base, directory)], "patches": deletions}
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    return directory, [b for b in bindings if b["metadata"]["namespace"] == first]

@@ -60,6 +60,8 @@ EVERYTHING: dict[str, Any] = {
     "providers": {"file": (PROVIDERS / "providers.yaml").read_text(), "secrets": PROVIDER_SECRETS},
     "notifications": {"config": NOTIFY},
     "monitoring": {"enabled": True},
+    # mode namespaced: one namespace kept, one dropped, one new.
+    "namespaces": ["team-b", "payments"],
 }
 SCENARIOS: dict[str, dict[str, Any]] = {
     "defaults": {},
@@ -135,6 +137,19 @@ def test_values_reach_the_objects(tmp_path: Path) -> None:
         "secretName": "sentinel-provider-mimir",
         "defaultMode": 0o400,
     }
+    namespaced = Helm(tmp_path / "c").template({**EVERYTHING, "mode": "namespaced"})
+    bindings = [o["metadata"] for o in namespaced if o["kind"] == "RoleBinding"]
+    watched = sorted((m["namespace"], m["name"]) for m in bindings if m["namespace"] != HOME)
+    assert watched == [
+        ("payments", "rollout-sentinel-operator"),
+        ("payments", "rollout-sentinel-web"),
+        ("team-b", "rollout-sentinel-operator"),
+        ("team-b", "rollout-sentinel-web"),
+    ]
+    (settings,) = [
+        o for o in namespaced if o["kind"] == "ConfigMap" and "DATABASE_URL" in o["data"]
+    ]
+    assert settings["data"]["SENTINEL_NAMESPACES"] == "team-b,payments"
 
 
 @pytest.mark.parametrize(

@@ -53,7 +53,8 @@ from tests.deploy.test_helm import EVERYTHING
 
 pytestmark = pytest.mark.realcluster
 
-TEAMS = ("team-a", "team-b")  # the namespaces the `namespaced` mode binds Roles in
+# The namespaces the `namespaced` mode binds Roles in, by default and with every value set.
+TEAMS = ("team-a", "team-b", "payments")
 RELEASE = "sentinel"
 CRD = "rolloutanalyses.sentinel.example.com"
 
