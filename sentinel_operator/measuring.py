@@ -132,7 +132,8 @@ def _measure_sequential(
             message=f"range query of {planned.count} steps: {answer.message}",
         )
     if lacks_boundary(spec, answer.timed):
-        return _lacking_boundary(prometheus, metric, planned.last, step)
+        assert now is not None  # planned
+        return _lacking_boundary(prometheus, metric, now, step)
     steps = steps_of(spec, answer.timed, plan=planned, new_hash=new_hash, old_hashes=old_hashes)
     return Measurement(metric=metric.name, reading=replace(reading, steps=steps))
 
