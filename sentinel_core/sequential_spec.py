@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from sentinel_core.compare import LABEL_NAME
+from sentinel_core.thresholds import object_at
 from sentinel_core.values import integer, number
 
 AddError = Callable[[str, str], None]
@@ -73,15 +74,9 @@ class Sequential:
 
 def parse_sequential(raw: object, path: str, *, strict: bool, add: AddError) -> Sequential | None:
     """Return the ``sequential`` of one metric item (``raw``), reporting each broken rule."""
+    raw = object_at(raw, path, _FIELDS, strict=strict, add=add)
     if raw is None:
         return None
-    if not isinstance(raw, Mapping):
-        add(path, "must be an object")
-        return None
-    if strict:
-        for key in raw:
-            if key not in _FIELDS:
-                add(f"{path}.{key}", "unknown field")
     ok = True
     selectors: dict[str, str | None] = {}
     for key in ("bad", "total", "histogram"):
@@ -139,15 +134,9 @@ def parse_sequential(raw: object, path: str, *, strict: bool, add: AddError) -> 
 
 
 def _parse_increase(raw: object, path: str, strict: bool, add: AddError) -> float | None:
+    raw = object_at(raw, path, _INCREASE_FIELDS, strict=strict, add=add)
     if raw is None:
         return None
-    if not isinstance(raw, Mapping):
-        add(path, "must be an object with percent")
-        return None
-    if strict:
-        for key in raw:
-            if key not in _INCREASE_FIELDS:
-                add(f"{path}.{key}", "unknown field")
     if "percent" not in raw:
         add(f"{path}.percent", "is required")
         return None
