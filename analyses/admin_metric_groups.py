@@ -205,16 +205,16 @@ def _worse() -> forms.Field:
     )
 
 
-def _min_samples() -> forms.Field:
-    return forms.IntegerField(
-        required=False,
-        label="Min samples per side",
-        help_text=(
-            f"Fewer samples on either side make the verdict Inconclusive; "
-            f"{DEFAULT_MIN_SAMPLES} if empty."
-        ),
-        widget=forms.NumberInput(attrs={"placeholder": str(DEFAULT_MIN_SAMPLES), "size": 6}),
-    )
+def _whole(label: str, help_text: str, default: int) -> Callable[[], forms.Field]:
+    def make() -> forms.Field:
+        return forms.IntegerField(
+            required=False,
+            label=label,
+            help_text=f"{help_text}; {default} if empty.",
+            widget=forms.NumberInput(attrs={"placeholder": str(default), "size": 6}),
+        )
+
+    return make
 
 
 COMPARE = MetricGroup(
@@ -275,7 +275,15 @@ COMPARE = MetricGroup(
                 6,
             ),
         ),
-        GroupField("minSamples", "compare_min_samples", _min_samples),
+        GroupField(
+            "minSamples",
+            "compare_min_samples",
+            _whole(
+                "Min samples per side",
+                "Fewer samples on either side make the verdict Inconclusive",
+                DEFAULT_MIN_SAMPLES,
+            ),
+        ),
     ),
     rows=(
         ("compare_by", "compare_worse"),
@@ -304,18 +312,6 @@ def _selector(label: str, help_text: str, placeholder: str) -> Callable[[], form
         )
 
     return make
-
-
-def _min_events() -> forms.Field:
-    return forms.IntegerField(
-        required=False,
-        label="Min events",
-        help_text=(
-            "Events needed on the new pods since the rollout began before a Pass; "
-            f"{SEQUENTIAL_MIN_EVENTS} if empty."
-        ),
-        widget=forms.NumberInput(attrs={"placeholder": str(SEQUENTIAL_MIN_EVENTS), "size": 6}),
-    )
 
 
 SEQUENTIAL = MetricGroup(
@@ -375,7 +371,15 @@ SEQUENTIAL = MetricGroup(
                 "0",
             ),
         ),
-        GroupField("minEvents", "sequential_min_events", _min_events),
+        GroupField(
+            "minEvents",
+            "sequential_min_events",
+            _whole(
+                "Min events",
+                "Events needed on the new pods since the rollout began before a Pass",
+                SEQUENTIAL_MIN_EVENTS,
+            ),
+        ),
         GroupField(
             "by",
             "sequential_by",
