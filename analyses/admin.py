@@ -44,6 +44,7 @@ from analyses.admin_forms import (
     MetricForm,
     MetricInlineFormSet,
     Problem,
+    group_value,
     included_metric_forms,
     place_all,
     spec_from_forms,
@@ -158,7 +159,7 @@ def _number_display(column: str, label: str) -> Any:
 def _group_display(group: MetricGroup, field: str, label: str) -> Any:
     @admin.display(description=label)
     def show(inline: admin.StackedInline, metric: AnalysisMetric) -> Any:
-        value = group.initial(getattr(metric, group.key)).get(field)
+        value = group.initial(group_value(metric, group.key)).get(field)
         if value is None:
             return "-"
         if isinstance(value, bool):
@@ -276,6 +277,7 @@ class AnalysisAdmin(admin.ModelAdmin):
 
     def get_fieldsets(self, request: HttpRequest, obj: Analysis | None = None) -> Any:
         evaluation = ["interval", "failure_limit", "failure_window", "dry_run", "notify"]
+        evaluation.append("false_pause_rate")
         if obj is None or self.has_change_permission(request, obj):
             evaluation.append("seen_generation")
         return [
@@ -292,6 +294,11 @@ class AnalysisAdmin(admin.ModelAdmin):
     def notify(self, obj: Analysis) -> str:
         # Read-only pages, as interval: the channel names of spec.notify.
         return ", ".join(str(n) for n in obj.spec.get("notify") or [])
+
+    @admin.display(description="false pause rate")
+    def false_pause_rate(self, obj: Analysis) -> str:
+        # Read-only pages, as interval: spec.falsePauseRate, empty when the default applies.
+        return str(obj.spec.get("falsePauseRate") or "")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Analysis | None = None) -> Any:
         # Kubernetes names are immutable: renaming is deleting and creating.

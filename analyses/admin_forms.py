@@ -76,6 +76,7 @@ _ANALYSIS_FIELDS = {
     "spec.failureWindow": "failure_window",
     "spec.dryRun": "dry_run",
     "spec.notify": "notify",
+    "spec.falsePauseRate": "false_pause_rate",
 }
 # Where a metric form answers for a path inside ``spec.metrics[i]``.
 _METRIC_FIELDS = {
@@ -157,6 +158,15 @@ class AnalysisForm(forms.ModelForm):
             "SENTINEL_NOTIFY_CONFIG defines them."
         ),
     )
+    false_pause_rate = forms.FloatField(
+        required=False,
+        label="False pause rate",
+        help_text=(
+            "The budget per rollout of the sequential metrics: the chance that a good rollout "
+            "is paused by them at any point; more than 0, at most 0.2, 0.05 if empty."
+        ),
+        widget=forms.NumberInput(attrs={"step": "any", "size": 6, "placeholder": "0.05"}),
+    )
     # The metadata.generation the page showed; a different one at save time means someone
     # else edited the spec meanwhile, and saving would silently undo their edit.
     seen_generation = forms.IntegerField(widget=forms.HiddenInput, required=False)
@@ -207,6 +217,7 @@ class AnalysisForm(forms.ModelForm):
         if self.instance.pk is not None:
             self.fields["interval"].initial = self.instance.spec.get("interval", DEFAULT_INTERVAL)
             self.fields["notify"].initial = ", ".join(self.instance.spec.get("notify") or [])
+            self.fields["false_pause_rate"].initial = self.instance.spec.get("falsePauseRate")
             self.fields["seen_generation"].initial = self.instance.generation
 
     def clean_namespace(self) -> str:
@@ -378,9 +389,11 @@ class MetricForm(_group_fields(), forms.ModelForm):  # type: ignore[misc]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # A sequential metric has no query (exactly one of the two).
+        self.fields["query"].required = False
         if self.instance.pk is not None:
             for group in METRIC_GROUPS:
-                for name, value in group.initial(getattr(self.instance, group.key)).items():
+                for name, value in group.initial(group_value(self.instance, group.key)).items():
                     self.initial[name] = value
 
     def clean(self) -> dict[str, Any]:
@@ -388,6 +401,18 @@ class MetricForm(_group_fields(), forms.ModelForm):  # type: ignore[misc]
         for group in METRIC_GROUPS:
             group.check(self, was_on=bool(self.initial.get(group.toggle)))
         return cleaned
+
+
+def group_value(metric: AnalysisMetric, key: str) -> object:
+    """Return a group's object of ``metric``: its mirror column, else its spec entry's key."""
+    column = getattr(metric, key, None)
+    if column is not None:
+        return column
+    # sequential has no mirror column: read from the analysis's spec, as the provider is.
+    for item in (metric.analysis.spec or {}).get("metrics") or []:
+        if isinstance(item, dict) and item.get("name") == metric.name:
+            return item.get(key)
+    return None
 
 
 def spec_from_forms(form: AnalysisForm, formsets: Sequence[forms.BaseFormSet]) -> AnalysisSpec:
@@ -409,6 +434,8 @@ def spec_from_forms(form: AnalysisForm, formsets: Sequence[forms.BaseFormSet]) -
     notify = [n.strip() for n in (data.get("notify") or "").split(",") if n.strip()]
     if notify:
         raw["notify"] = notify
+    if data.get("false_pause_rate") is not None:
+        raw["falsePauseRate"] = data["false_pause_rate"]
     return parse_spec(raw)
 
 
@@ -436,7 +463,11 @@ def _metric_spec(metric: dict[str, Any]) -> dict[str, Any]:
     Both halves of a one-of are passed on when both are filled in, and half a guard when only
     half is: ``parse_spec`` then names the field exactly as the API server would.
     """
-    out: dict[str, Any] = {"name": metric["name"], "query": metric["query"]}
+    out: dict[str, Any] = {"name": metric["name"]}
+    # Left out when empty: a sequential metric has none, and a metric with neither is told
+    # that the query is required unless sequential is given.
+    if (metric.get("query") or "").strip():
+        out["query"] = metric["query"]
     if metric.get("max_value") is not None:
         out["maxValue"] = metric["max_value"]
     pairs = (("percent", "max_increase_percent"), ("absolute", "max_increase_absolute"))

@@ -1,4 +1,5 @@
-"""Optional objects of a metric, edited as labelled fields instead of raw JSON: ``compare``.
+"""Optional objects of a metric, edited as labelled fields instead of raw JSON: ``compare``,
+``sequential``.
 
 A ``MetricGroup`` is one optional object of a ``spec.metrics[]`` entry: a tick box that turns it
 on, one labelled form field per key (nested keys dotted, ``maxEffect.percent``), the fieldset
@@ -26,6 +27,8 @@ from sentinel_core.compare import (
     DEFAULT_MIN_SAMPLES,
     DEFAULT_WORSE,
 )
+from sentinel_core.sequential_spec import DEFAULT_MIN_EVENTS as SEQUENTIAL_MIN_EVENTS
+from sentinel_core.sequential_spec import MAX_SELECTOR_LENGTH
 from sentinel_core.values import format_value
 
 # Shown on the tick box of a group left off while some of its fields were filled in.
@@ -202,16 +205,16 @@ def _worse() -> forms.Field:
     )
 
 
-def _min_samples() -> forms.Field:
-    return forms.IntegerField(
-        required=False,
-        label="Min samples per side",
-        help_text=(
-            f"Fewer samples on either side make the verdict Inconclusive; "
-            f"{DEFAULT_MIN_SAMPLES} if empty."
-        ),
-        widget=forms.NumberInput(attrs={"placeholder": str(DEFAULT_MIN_SAMPLES), "size": 6}),
-    )
+def _whole(label: str, help_text: str, default: int) -> Callable[[], forms.Field]:
+    def make() -> forms.Field:
+        return forms.IntegerField(
+            required=False,
+            label=label,
+            help_text=f"{help_text}; {default} if empty.",
+            widget=forms.NumberInput(attrs={"placeholder": str(default), "size": 6}),
+        )
+
+    return make
 
 
 COMPARE = MetricGroup(
@@ -272,7 +275,15 @@ COMPARE = MetricGroup(
                 6,
             ),
         ),
-        GroupField("minSamples", "compare_min_samples", _min_samples),
+        GroupField(
+            "minSamples",
+            "compare_min_samples",
+            _whole(
+                "Min samples per side",
+                "Fewer samples on either side make the verdict Inconclusive",
+                DEFAULT_MIN_SAMPLES,
+            ),
+        ),
     ),
     rows=(
         ("compare_by", "compare_worse"),
@@ -281,5 +292,111 @@ COMPARE = MetricGroup(
     ),
 )
 
+
+def _selector(label: str, help_text: str, placeholder: str) -> Callable[[], forms.Field]:
+    def make() -> forms.Field:
+        return forms.CharField(
+            required=False,
+            max_length=MAX_SELECTOR_LENGTH,
+            label=label,
+            help_text=help_text,
+            widget=forms.Textarea(
+                attrs={
+                    "rows": 2,
+                    "cols": 48,
+                    "class": "sentinel-query",
+                    "spellcheck": "false",
+                    "placeholder": placeholder,
+                }
+            ),
+        )
+
+    return make
+
+
+SEQUENTIAL = MetricGroup(
+    key="sequential",
+    title="Sequential judgment on counts",
+    toggle_label="Judge new pods against old pods on counts",
+    toggle_help=(
+        "Instead of a query: the share of bad events on each side, step by step since the "
+        "rollout began, with a false-pause budget per rollout (the analysis's false pause "
+        "rate). Give bad and total counters, or a histogram and a boundary; leave the query "
+        "empty (docs/analysis.md explains the test)."
+    ),
+    fields=(
+        GroupField(
+            "bad",
+            "sequential_bad",
+            _selector(
+                "Bad events (counter)",
+                "A counter's series selector counting the bad events.",
+                'http_requests_total{app="checkout", code=~"5.."}',
+            ),
+        ),
+        GroupField(
+            "total",
+            "sequential_total",
+            _selector(
+                "All events (counter)",
+                "A counter's series selector counting all events.",
+                'http_requests_total{app="checkout"}',
+            ),
+        ),
+        GroupField(
+            "histogram",
+            "sequential_histogram",
+            _selector(
+                "Or a histogram",
+                "A histogram's base name with its selector; all events are its _count.",
+                'http_request_duration_seconds{app="checkout"}',
+            ),
+        ),
+        GroupField(
+            "slowerThan",
+            "sequential_slower_than",
+            _number(
+                "Slower than",
+                "With a histogram: one of its bucket boundaries (le); requests above it are "
+                "the bad events.",
+            ),
+        ),
+        GroupField(
+            "maxIncrease.percent",
+            "sequential_max_increase_percent",
+            _number(
+                "Max increase %",
+                "How much higher the new pods' bad-event rate may be than the old pods', in "
+                "percent; 0 if empty.",
+                "0",
+            ),
+        ),
+        GroupField(
+            "minEvents",
+            "sequential_min_events",
+            _whole(
+                "Min events",
+                "Events needed on the new pods since the rollout began before a Pass",
+                SEQUENTIAL_MIN_EVENTS,
+            ),
+        ),
+        GroupField(
+            "by",
+            "sequential_by",
+            _text(
+                "Label telling them apart",
+                f"The series label that holds the pod template hash; {DEFAULT_BY} if empty.",
+                DEFAULT_BY,
+                20,
+            ),
+        ),
+    ),
+    rows=(
+        ("sequential_bad", "sequential_total"),
+        ("sequential_histogram", "sequential_slower_than"),
+        ("sequential_max_increase_percent", "sequential_min_events", "sequential_by"),
+    ),
+)
+
 # The optional objects of a metric edited as groups, in the order of the inline's fieldsets.
-METRIC_GROUPS: tuple[MetricGroup, ...] = (COMPARE,)
+METRIC_GROUPS: tuple[MetricGroup, ...] = (COMPARE, SEQUENTIAL)

@@ -256,6 +256,11 @@ def metric_charts(
     for metric in analysis.metrics.all():
         points = values.get(metric.name, [])
         result = current.get(metric.name)
+        # A sequential metric (the one kind without a query) draws its evidence on a log
+        # scale against the evidence needed (docs/analysis.md).
+        evidence = not metric.query
+        needed = next((p.limit for p in reversed(points) if p.limit is not None), None)
+        bound = needed if evidence else metric.max_value
         charts.append(
             MetricChart(
                 name=metric.name,
@@ -265,10 +270,11 @@ def metric_charts(
                 svg=mark_safe(
                     render_metric_chart(
                         points,
-                        max_value=metric.max_value,
+                        max_value=bound,
                         title=metric.name,
                         rollout_at=rollout.started_at if rollout is not None else None,
                         width=960,
+                        evidence=evidence,
                     )
                 ),
                 latest_value=result.value if result is not None else None,

@@ -55,7 +55,7 @@ def chart(analysis: Analysis, *, now: datetime) -> bytes:
     rows = (
         MetricResult.objects.filter(evaluation__in=evaluations)
         .order_by("evaluation__started_at", "id")
-        .values_list("name", "evaluation__started_at", "value", "max_value")
+        .values_list("name", "evaluation__started_at", "value", "max_value", "limit")
     )
     # The baseline (docs/resource.md, maxIncrease) where the history rows have one.
     baselines: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
@@ -65,12 +65,15 @@ def chart(analysis: Analysis, *, now: datetime) -> bytes:
         .values_list("name", "evaluation__started_at", "baseline")
     ):
         baselines[name].append((at, base))
+    metrics = [m for m in (analysis.spec or {}).get("metrics", []) if isinstance(m, dict)]
+    # Sequential metrics (docs/analysis.md): the value is the evidence, the limit the needed.
+    sequential = {m.get("name") for m in metrics if m.get("sequential") is not None}
     points: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
     maxima: dict[str, float | None] = {}
-    for name, at, value, max_value in rows:
+    for name, at, value, max_value, limit in rows:
         points[name].append((at, value))
-        maxima[name] = max_value
-    order = [m.get("name") for m in (analysis.spec or {}).get("metrics", []) if isinstance(m, dict)]
+        maxima[name] = limit if name in sequential else max_value
+    order = [m.get("name") for m in metrics]
     names = [n for n in order if n in points] + sorted(set(points) - set(order))
     series = [
         render.Series(
@@ -78,6 +81,7 @@ def chart(analysis: Analysis, *, now: datetime) -> bytes:
             maxima[name],
             points[name],
             tuple(b for b in baselines.get(name, ()) if b[1] is not None),
+            evidence=name in sequential,
         )
         for name in names
     ]

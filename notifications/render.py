@@ -78,10 +78,25 @@ class Series:
     points: Sequence[tuple[datetime, float | None]]
     # The baseline per sample, when the analysis compares with one (docs/resource.md).
     baseline: Sequence[tuple[datetime, float | None]] = field(default_factory=tuple)
+    # A sequential metric (docs/analysis.md): the values are its evidence, drawn on a log
+    # scale, and max_value is the evidence needed.
+    evidence: bool = False
 
 
 def y_limits(series: Series) -> tuple[float, float]:
-    """Return the y axis of a panel: from 0 (or the lowest value) to HEADROOM above the top."""
+    """Return the y axis of a panel: from 0 (or the lowest value) to HEADROOM above the top.
+
+    For evidence: whole powers of ten around the positive values, the needed line and 1.
+    """
+    if series.evidence:
+        logs = [
+            math.log10(v)
+            for v in (*(v for _, v in series.points), series.max_value)
+            if v is not None and _finite(v) and v > 0
+        ]
+        low = math.floor(min([0.0, *logs]))
+        high = math.ceil(max([0.0, *logs]) + math.log10(HEADROOM))
+        return 10.0**low, 10.0 ** max(high, low + 1)
     values = [v for _, v in (*series.points, *series.baseline) if _finite(v)]
     if series.max_value is not None:
         values.append(series.max_value)
@@ -184,6 +199,8 @@ def _panel(
 ) -> None:
     low, high = y_limits(one)
     ax.set_xlim(start, end)
+    if one.evidence:
+        ax.set_yscale("log")
     ax.set_ylim(low, high)
     ax.set_facecolor("white")
     ax.grid(True, axis="y", color=GRID, linewidth=1)
@@ -201,7 +218,7 @@ def _panel(
         ax.text(
             0.005,
             one.max_value,
-            f" max {one.max_value:g}",
+            f" {'needed' if one.evidence else 'max'} {one.max_value:g}",
             color=MAX_VALUE,
             fontsize=9,
             va="bottom",

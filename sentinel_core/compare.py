@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
-from sentinel_core.thresholds import Allowance
+from sentinel_core.thresholds import Allowance, object_at
 from sentinel_core.values import integer, number
 
 AddError = Callable[[str, str], None]
@@ -274,15 +274,9 @@ def parse_compare(
     add: AddError,
 ) -> Compare | None:
     """Return the ``compare`` of one metric item (``raw``), reporting each broken rule."""
+    raw = object_at(raw, path, _FIELDS, strict=strict, add=add)
     if raw is None:
         return None
-    if not isinstance(raw, Mapping):
-        add(path, "must be an object")
-        return None
-    if strict:
-        for key in raw:
-            if key not in _FIELDS:
-                add(f"{path}.{key}", "unknown field")
     ok = True
     by = raw.get("by", DEFAULT_BY)
     if not isinstance(by, str) or len(by) > _MAX_LABEL_NAME or not LABEL_NAME.fullmatch(by):

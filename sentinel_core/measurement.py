@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from sentinel_core.compare import Sides
+from sentinel_core.sequential_read import Reading
 
 
 class MeasurementError(StrEnum):
@@ -63,3 +64,6 @@ class Measurement:
     # With compare: the new and the old pods' samples over lookback and their hashes; None
     # when the range query was not asked (the metric's own query had no answer).
     sides: Sides | None = None
+    # With sequential: the steps read since the state's ``through`` and the sides' hashes;
+    # None when nothing was asked.
+    reading: Reading | None = None

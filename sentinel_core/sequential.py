@@ -125,6 +125,9 @@ class State:
     excess: float = 0.0
     weight: float = 0.0
     steps: int = field(default=0)
+    # The evidence at which the metric fails (Settings.needed), kept with the state in the
+    # status so that a reader sees both; not part of what the evidence is about.
+    needed: float = field(default=0.0, compare=False)
 
     @property
     def evidence(self) -> float:
@@ -147,11 +150,11 @@ class State:
         """Return the old pods' estimated squared coefficient of variation (0 without pods)."""
         return max(0.0, self.excess / self.weight) if self.weight > 0 else 0.0
 
-    def to_dict(self, needed: float) -> dict[str, Any]:
+    def to_dict(self, needed: float | None = None) -> dict[str, Any]:
         ratio = self.ratio
         return {
             "evidence": float(f"{self.evidence:.6g}"),
-            "needed": needed,
+            "needed": self.needed if needed is None else needed,
             "ratio": None if ratio is None else float(f"{ratio:.4g}"),
             "newBad": self.new_bad,
             "newTotal": self.new_total,
@@ -189,6 +192,7 @@ class State:
             return None
         assert isinstance(key, str) and isinstance(since, str) and isinstance(through, str)
         new_bad, new_total, old_bad, old_total = (float(c or 0.0) for c in counts)
+        needed = number(raw.get("needed"))
         return cls(
             key=key,
             since=since,
@@ -201,6 +205,7 @@ class State:
             excess=excess,
             weight=weight,
             steps=steps,
+            needed=needed if needed is not None and needed > 0 else 0.0,
         )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from sentinel_core.compare import Comparison
 from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
+from sentinel_core.sequential import State
 from sentinel_core.values import format_time, non_negative_integer, parse_time
 
 
@@ -111,6 +112,8 @@ class MetricResult:
     series: tuple[tuple[str, str], ...] = ()
     # With compare: the new pods against the old ones (docs/analysis.md); None without a comparison.
     comparison: Comparison | None = None
+    # With sequential: the evidence and the counts it continues from (docs/analysis.md).
+    sequential: State | None = None
     # The lowest bound the value was judged against (maxValue or the baseline's limit). Not
     # part of the resource's status: the operator exports it as sentinel_metric_threshold.
     # Left out of equality, so a status read back from the resource equals the one written.
@@ -153,6 +156,7 @@ class MetricResult:
                 )
             ),
             comparison=Comparison.from_dict(raw.get("comparison")),
+            sequential=State.from_dict(raw.get("sequential")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -169,6 +173,8 @@ class MetricResult:
             out["series"] = dict(self.series)
         if self.comparison is not None:
             out["comparison"] = self.comparison.to_dict()
+        if self.sequential is not None:
+            out["sequential"] = self.sequential.to_dict()
         out["verdict"] = str(self.verdict)
         if self.message:
             out["message"] = self.message

@@ -254,6 +254,22 @@ def _parse_min_samples(raw: object, path: str, strict: bool, add: AddError) -> M
     return MinSamples(query=query, min=minimum)
 
 
+def object_at(
+    raw: object, path: str, known: frozenset[str], *, strict: bool, add: AddError
+) -> Mapping[str, object] | None:
+    """Return the optional object ``raw`` (``compare``, ``sequential``); None when absent.
+
+    Not an object is reported; with ``strict`` so is each key not in ``known``.
+    """
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        add(path, "must be an object")
+        return None
+    _unknown(raw, known, path, strict, add)
+    return raw
+
+
 def _unknown(
     raw: Mapping[object, object], known: frozenset[str], path: str, strict: bool, add: AddError
 ) -> None:

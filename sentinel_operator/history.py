@@ -57,11 +57,16 @@ def record_attempt(
             # Measured with an error, or not measured because an earlier step failed.
             verdict = Outcome.ERROR
             message = (m.message or str(m.error)) if m is not None else "not measured"
+        value = m.value if m is not None and m.error is None else None
+        value_text = (m.text or "") if m is not None and m.error is None else ""
+        if result is not None and result.sequential is not None:
+            # A sequential metric's value is its evidence, its limit the evidence needed.
+            value, value_text = result.sequential.evidence, result.value or ""
         rows.append(
             MetricResult(
                 name=metric.name,
-                value=m.value if m is not None and m.error is None else None,
-                value_text=(m.text or "") if m is not None and m.error is None else "",
+                value=value,
+                value_text=value_text,
                 max_value=metric.max_value,
                 baseline=m.baseline if ok and m is not None else None,
                 baseline_text=(m.baseline_text or "") if ok and m is not None else "",

@@ -9,6 +9,11 @@ per attempt, never three: backing off keeps sending fewer queries than the healt
 
 A ``compare`` metric (docs/analysis.md) adds one range query over ``lookback`` instead of a
 baseline, also only after its own query answered, and none when there are no two sides to compare.
+
+A ``sequential`` metric has no instant query: one range query reads the whole steps since the
+status's ``through`` (``sequential_read.plan``), both sides per pod, none when there are no two
+sides or no whole step yet. A histogram without the ``slowerThan`` boundary is an invalid query,
+whose message names the boundaries it has (one more query, only then).
 """
 
 from __future__ import annotations
@@ -17,7 +22,15 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from sentinel_core.compare import Sides, split_sides
-from sentinel_core.measurement import Measurement
+from sentinel_core.measurement import Measurement, MeasurementError
+from sentinel_core.sequential_read import (
+    Reading,
+    boundaries_query,
+    lacks_boundary,
+    plan,
+    range_query,
+    steps_of,
+)
 from sentinel_core.spec import MetricSpec
 from sentinel_operator.prometheus import PrometheusClient
 from sentinel_operator.providers import Providers
@@ -36,14 +49,20 @@ def measure_metric(
     now: datetime | None = None,
     step: float = 30.0,
     hashes: Hashes = NO_HASHES,
+    through: str | None = None,
 ) -> Measurement:
     """Return ``metric``'s measurement with its guard and baseline, or the first error.
 
     ``baseline_at`` is when to evaluate the baseline (``rollout.baseline_instant``); None asks
     for none (no ``maxIncrease``, or ``beforeRollout`` before any rollout was seen). With
     ``compare``: ``hashes`` are the target's new and old pod-template hashes, the range ends at
-    ``now`` and its ``step`` is the analysis interval.
+    ``now`` and its ``step`` is the analysis interval. With ``sequential``: ``through`` is where
+    its evidence continues from (``sequential_read.Basis``), the steps are read from there.
     """
+    if metric.sequential is not None:
+        return _measure_sequential(
+            prometheus, metric, hashes=hashes, through=through, now=now, step=step
+        )
     measured = prometheus.measure(metric.name, metric.query)
     if measured.error is not None:
         return measured
@@ -82,6 +101,73 @@ def measure_metric(
     return measured
 
 
+def _measure_sequential(
+    prometheus: PrometheusClient,
+    metric: MetricSpec,
+    *,
+    hashes: Hashes,
+    through: str | None,
+    now: datetime | None,
+    step: float,
+) -> Measurement:
+    spec = metric.sequential
+    assert spec is not None
+    new_hash, old_hashes = hashes
+    reading = Reading(new_hash, old_hashes)
+    planned = plan(through, now, step) if through is not None and now is not None else None
+    if new_hash is None or not old_hashes or planned is None:
+        return Measurement(metric=metric.name, reading=reading)
+    answer = measure_range(
+        prometheus,
+        metric.name,
+        range_query(spec, step),
+        start=planned.first,
+        end=planned.last,
+        step=step,
+    )
+    if answer.error is not None:
+        return Measurement(
+            metric=metric.name,
+            error=answer.error,
+            message=f"range query of {planned.count} steps: {answer.message}",
+        )
+    if lacks_boundary(spec, answer.timed):
+        assert now is not None  # planned
+        return _lacking_boundary(prometheus, metric, now, step)
+    steps = steps_of(spec, answer.timed, plan=planned, new_hash=new_hash, old_hashes=old_hashes)
+    return Measurement(metric=metric.name, reading=replace(reading, steps=steps))
+
+
+def _lacking_boundary(
+    prometheus: PrometheusClient, metric: MetricSpec, at: datetime, step: float
+) -> Measurement:
+    """Return the invalid query of a histogram without the slowerThan boundary."""
+    spec = metric.sequential
+    assert spec is not None and spec.histogram is not None
+    answer = measure_range(
+        prometheus, metric.name, boundaries_query(spec), start=at, end=at, step=step
+    )
+    if answer.error is not None:
+        return Measurement(metric=metric.name, error=answer.error, message=answer.message)
+    found = {labels.get("le", "") for labels, _ in answer.timed} - {""}
+    shown = ", ".join(sorted(found, key=_boundary)) or "none"
+    return Measurement(
+        metric=metric.name,
+        error=MeasurementError.INVALID_QUERY,
+        message=(
+            f"histogram {spec.histogram} has no bucket le={spec.slower_than:g} for slowerThan; "
+            f"its boundaries are {shown}"
+        ),
+    )
+
+
+def _boundary(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return float("inf")
+
+
 def measure_from(
     providers: Providers,
     namespace: str,
@@ -91,6 +177,7 @@ def measure_from(
     now: datetime | None = None,
     step: float = 30.0,
     hashes: Hashes = NO_HASHES,
+    through: str | None = None,
 ) -> Measurement:
     """Measure ``metric`` through its provider, or refuse it without any query.
 
@@ -102,5 +189,11 @@ def measure_from(
     if isinstance(picked, Measurement):
         return replace(picked, metric=metric.name)
     return measure_metric(
-        picked, metric, baseline_at=baseline_at, now=now, step=step, hashes=hashes
+        picked,
+        metric,
+        baseline_at=baseline_at,
+        now=now,
+        step=step,
+        hashes=hashes,
+        through=through,
     )

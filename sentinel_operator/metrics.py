@@ -11,10 +11,11 @@ Two kinds of series, gathered two ways:
 - **Gauges per analysis** (verdict, failures, paused, ready) and the queue depth are not kept in
   memory at all: ``MirrorCollector`` reads them from the database mirror at scrape time, so they
   are right in every process that can reach the database, the web app's ``/metrics`` included.
-- **Gauges per metric** (``sentinel_metric_value``, ``_threshold``, ``_baseline``; docs/status.md)
-  come the same way, from the newest history row of each live analysis, restricted to the metrics
-  its spec still names: a deleted analysis or a metric removed from the spec has no series at the
-  next scrape, with nothing to forget in any process.
+- **Gauges per metric** (``sentinel_metric_value``, ``_threshold``, ``_baseline``, and
+  ``_evidence`` of a sequential metric; docs/status.md) come the same way, from the newest
+  history row of each live analysis, restricted to the metrics its spec still names: a deleted
+  analysis or a metric removed from the spec has no series at the next scrape, with nothing to
+  forget in any process.
 
 The reconciler and dispatcher call ``operator_metrics()``; ``runtime`` serves ``scrape()`` on
 ``--metrics-port``; ``sentinel_site.urls`` serves ``metrics_view``.
@@ -255,6 +256,11 @@ def _metric_gauges() -> Iterator[Metric]:
         "The baseline the value was compared with (metrics with maxIncrease).",
         labels=labels,
     )
+    evidence = GaugeMetricFamily(
+        "sentinel_metric_evidence",
+        "A sequential metric's evidence against the new pods; it fails at the threshold.",
+        labels=labels,
+    )
     newest = (
         Evaluation.objects.filter(analysis=OuterRef("pk"))
         .order_by("-started_at", "-id")
@@ -267,6 +273,8 @@ def _metric_gauges() -> Iterator[Metric]:
     rows = (
         MetricResult.objects.filter(evaluation__in=newest_of_live)
         .filter(Exists(in_spec))
+        # A sequential metric is the one kind without a query (docs/analysis.md).
+        .annotate(sequential=Exists(in_spec.filter(query="")))
         .order_by("evaluation__analysis__namespace", "evaluation__analysis__name", "id")
         .values_list(
             "evaluation__analysis__namespace",
@@ -276,18 +284,21 @@ def _metric_gauges() -> Iterator[Metric]:
             "limit",
             "max_value",
             "baseline",
+            "sequential",
         )
     )
-    for namespace, name, metric, measured, judged_limit, max_value, base in rows.iterator():
+    for namespace, name, metric, measured, judged_limit, max_value, base, seq in rows.iterator():
         key = [namespace, name, metric]
         if measured is not None:
             value.add_metric(key, measured)
+            if seq:
+                evidence.add_metric(key, measured)
         bound = judged_limit if judged_limit is not None else max_value
         if bound is not None:
             threshold.add_metric(key, bound)
         if base is not None:
             baseline.add_metric(key, base)
-    yield from (value, threshold, baseline)
+    yield from (value, threshold, baseline, evidence)
 
 
 def _broker_queue_size() -> int:

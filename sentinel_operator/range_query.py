@@ -1,7 +1,9 @@
 """Ask Prometheus for a metric's samples over a time range (``/api/v1/query_range``).
 
 ``measuring.measure_metric`` calls ``measure_range`` once per evaluation of a ``compare``
-metric (docs/analysis.md), after the metric's instant query answered. It goes through the same
+metric (docs/analysis.md), after the metric's instant query answered, and once per
+evaluation of a ``sequential`` metric (its only query: the steps since the status's
+``through``). It goes through the same
 ``PrometheusClient.fetch`` as the instant query: the same token, timeout, size cap and error
 taxonomy, one HTTP request, never a retry, never an exception; the request counts as one of
 the metric's in the operator's counters.
@@ -20,6 +22,8 @@ from sentinel_operator.prometheus import PrometheusClient, parse_answer
 
 # One series: its labels (``__name__`` dropped) and its non-NaN values, oldest first.
 Series = tuple[dict[str, str], tuple[float, ...]]
+# The same with each value's timestamp (seconds): what a sequential metric's steps need.
+TimedSeries = tuple[dict[str, str], tuple[tuple[float, float], ...]]
 
 
 @dataclass(frozen=True)
@@ -27,9 +31,14 @@ class RangeResult:
     """The answer to one range query: every series, or a typed error."""
 
     metric: str
-    series: tuple[Series, ...] = ()
+    timed: tuple[TimedSeries, ...] = ()
     error: MeasurementError | None = None
     message: str = ""
+
+    @property
+    def series(self) -> tuple[Series, ...]:
+        """Return every series with its values only (compare's samples)."""
+        return tuple((labels, tuple(v for _, v in points)) for labels, points in self.timed)
 
 
 def measure_range(
@@ -74,7 +83,7 @@ def parse_range_answer(
         series = [_series(item) for item in data]
         if any(item is None for item in series):
             return range_unavailable(metric, "Prometheus answered a malformed range series")
-        return RangeResult(metric=metric, series=tuple(s for s in series if s is not None))
+        return RangeResult(metric=metric, timed=tuple(s for s in series if s is not None))
     answer = parse_answer(
         metric, status=status, reason=reason, content_type=content_type, body=body
     )
@@ -99,7 +108,7 @@ def _matrix(status: int, body: bytes) -> list[Any] | None:
     return result if isinstance(result, list) else None
 
 
-def _series(item: Any) -> Series | None:
+def _series(item: Any) -> TimedSeries | None:
     if not isinstance(item, dict) or not isinstance(item.get("values", []), list):
         return None
     raw = item.get("metric")
@@ -108,14 +117,17 @@ def _series(item: Any) -> Series | None:
         for k, v in (raw.items() if isinstance(raw, dict) else ())
         if isinstance(k, str) and isinstance(v, str) and k != "__name__"
     }
-    values: list[float] = []
+    values: list[tuple[float, float]] = []
     for pair in item.get("values", []):
         if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], str)):
+            return None
+        moment = pair[0]
+        if not isinstance(moment, int | float) or isinstance(moment, bool):
             return None
         try:
             value = float(pair[1])
         except ValueError:
             return None
         if not math.isnan(value):
-            values.append(value)
+            values.append((float(moment), value))
     return labels, tuple(values)

@@ -46,7 +46,8 @@ from sentinel_core.decision import Observation, decide
 from sentinel_core.measurement import Measurement
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.rollout import baseline_instant, next_rollout, template_hash
-from sentinel_core.spec import AnalysisSpec
+from sentinel_core.sequential_read import basis_of
+from sentinel_core.spec import AnalysisSpec, MetricSpec
 from sentinel_core.status import Rollout
 from sentinel_core.target import TargetState
 from sentinel_operator.history import Attempt
@@ -139,7 +140,7 @@ class Reconciler:
             if spec is not None:
                 target, deployment = self._target(namespace, spec)
                 rollout = self._rollout(rollout, deployment, started)
-                measurements = self._measure(namespace, spec, deployment, rollout, started)
+                measurements = self._measure(resource, spec, deployment, rollout, started)
             decision = decide(
                 Observation(
                     namespace=namespace,
@@ -208,7 +209,7 @@ class Reconciler:
 
     def _measure(
         self,
-        namespace: str,
+        resource: AnalysisResource,
         spec: AnalysisSpec,
         deployment: Mapping[str, Any] | None,
         rollout: Rollout | None,
@@ -217,7 +218,9 @@ class Reconciler:
         """Measure every metric of ``spec`` at its provider, each query at most once."""
         self.providers.refresh()
         # New pods against old pods (docs/resource.md): one list of the target's ReplicaSets.
-        compares = any(metric.compare is not None for metric in spec.metrics)
+        compares = any(
+            metric.compare is not None or metric.sequential is not None for metric in spec.metrics
+        )
         hashes = (
             compared_hashes(self.client, deployment)
             if compares and deployment is not None
@@ -226,12 +229,13 @@ class Reconciler:
         return tuple(
             measure_from(
                 self.providers,
-                namespace,
+                resource.namespace,
                 metric,
                 baseline_at=baseline_instant(metric, rollout, now),
                 now=now,
                 step=spec.interval_seconds,
                 hashes=hashes,
+                through=_through(resource, metric, rollout, hashes[0], now),
             )
             for metric in spec.metrics
         )
@@ -252,6 +256,22 @@ class Reconciler:
             generation=resource.generation,
             failures_after=resource.status.failures if failures is None else failures,
         )
+
+
+def _through(
+    resource: AnalysisResource,
+    metric: MetricSpec,
+    rollout: Rollout | None,
+    new_hash: str | None,
+    now: datetime,
+) -> str | None:
+    """Return where a sequential metric's evidence continues from, as the core will see it."""
+    if metric.sequential is None or new_hash is None:
+        return None
+    basis = basis_of(
+        resource.status, metric.name, generation=resource.generation, rollout=rollout, now=now
+    )
+    return basis.state(new_hash).through
 
 
 def _log_refusal(outcome: CutShort | Unreadable, scheduled: Due | None, now: datetime) -> None:

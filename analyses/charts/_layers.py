@@ -32,7 +32,12 @@ _MAX_DOTS = 160
 
 def draw_grid(frame: Frame) -> list[str]:
     """Draw the plot's border and the horizontal grid lines with their value labels."""
-    step = nice_step(frame.hi - frame.lo)
+    # On a log scale: whole powers of ten, at most about five of them.
+    step = (
+        max(1.0, math.ceil((frame.hi - frame.lo) / 5))
+        if frame.log
+        else nice_step(frame.hi - frame.lo)
+    )
     parts = [
         f'<rect x="{frame.left:.1f}" y="{frame.top:.1f}" width="{frame.right - frame.left:.1f}" '
         f'height="{frame.bottom - frame.top:.1f}" fill="none" stroke="{GRID}"/>'
@@ -40,6 +45,8 @@ def draw_grid(frame: Frame) -> list[str]:
     count = round((frame.hi - frame.lo) / step)
     for index in range(count + 1):
         value = frame.lo + index * step
+        if frame.log:
+            value = 10**value
         y = frame.y(value)
         parts.append(
             f'<line x1="{frame.left:.1f}" x2="{frame.right:.1f}" y1="{y:.1f}" y2="{y:.1f}" '
@@ -54,10 +61,10 @@ def _tick_label(value: float) -> str:
     return format_value(round(value, 9) + 0.0)
 
 
-def draw_threshold(frame: Frame, max_value: float) -> list[str]:
+def draw_threshold(frame: Frame, max_value: float, name: str = "max") -> list[str]:
     """Draw the ``maxValue`` line, its label and the shaded failing zone above it."""
     y = frame.y(max_value)
-    label = f"max {format_value(max_value)}"
+    label = f"{name} {format_value(max_value)}"
     return [
         # Shade the failing zone so a breach reads at a glance, even without colour vision.
         f'<rect class="chart-breach-zone" x="{frame.left:.1f}" y="{frame.top:.1f}" '

@@ -44,16 +44,19 @@ def render_metric_chart(
     rollout_at: datetime | None = None,
     width: int = 720,
     height: int = 220,
+    evidence: bool = False,
 ) -> str:
     """Return an ``<svg>`` element drawing ``points`` (any order) against ``max_value``.
 
     ``title`` names the metric for screen readers and tooltips. Infinite values are drawn at the
     edge of the plot; with no points the frame and the ``maxValue`` line are still drawn, with a
     note that nothing was evaluated yet. ``max_value`` is None for a metric judged only against
-    its baseline; ``rollout_at`` is marked when it falls within the evaluations drawn.
+    its baseline; ``rollout_at`` is marked when it falls within the evaluations drawn. With
+    ``evidence`` (a sequential metric) the values are its evidence on a log scale and
+    ``max_value`` the evidence needed.
     """
     ordered = sorted(points, key=lambda point: point.at)
-    frame = frame_for(ordered, max_value, float(width), float(height))
+    frame = frame_for(ordered, max_value, float(width), float(height), log=evidence)
     breaches = sum(1 for p in ordered if is_breach(p, max_value))
     bound = f"the maximum {format_value(max_value)}" if max_value is not None else "their limit"
     summary = f"{title}: {len(ordered)} evaluations, {breaches} above {bound}"
@@ -67,7 +70,11 @@ def render_metric_chart(
         f'<title id="{ids}-title">Graph of {escape(summary)}</title>',
         f'<desc id="{ids}-desc">{escape(_description(ordered, max_value))}</desc>',
         *draw_grid(frame),
-        *(draw_threshold(frame, max_value) if max_value is not None else []),
+        *(
+            draw_threshold(frame, max_value, "needed" if evidence else "max")
+            if max_value is not None
+            else []
+        ),
         *draw_baseline(frame, ordered),
         *comparison_lines(ordered, x=frame.x, y=frame.y, legend_at=(frame.left + 8, frame.top)),
         *draw_rollout(frame, rollout_at),

@@ -50,6 +50,9 @@ class Frame:
     t1: float
     lo: float
     hi: float
+    # A log scale (a sequential metric's evidence, docs/analysis.md): lo and hi are powers of
+    # ten's exponents, and values are placed by their logarithm.
+    log: bool = False
 
     def x(self, moment: datetime) -> float:
         span = self.t1 - self.t0
@@ -57,6 +60,8 @@ class Frame:
         return _LEFT + fraction * (self.width - _LEFT - _RIGHT)
 
     def y(self, value: float) -> float:
+        if self.log:
+            value = math.log10(value) if value > 0 else self.lo
         clamped = min(max(value, self.lo), self.hi)
         fraction = (clamped - self.lo) / (self.hi - self.lo)
         return self.height - _BOTTOM - fraction * (self.height - _TOP - _BOTTOM)
@@ -79,9 +84,19 @@ class Frame:
 
 
 def frame_for(
-    points: Sequence[ChartPoint], max_value: float | None, width: float, height: float
+    points: Sequence[ChartPoint],
+    max_value: float | None,
+    width: float,
+    height: float,
+    *,
+    log: bool = False,
 ) -> Frame:
-    """Return the frame fitting every drawn value and ``max_value``, on round tick bounds."""
+    """Return the frame fitting every drawn value and ``max_value``, on round tick bounds.
+
+    With ``log`` the bounds are whole powers of ten around the positive values and 1.
+    """
+    if log:
+        return _log_frame(points, max_value, width, height)
     drawn = [
         v
         for p in points
@@ -99,6 +114,21 @@ def frame_for(
     stamps = [p.at.timestamp() for p in points]
     t0, t1 = (min(stamps), max(stamps)) if stamps else (0.0, 0.0)
     return Frame(width=width, height=height, t0=t0, t1=t1, lo=lo, hi=hi)
+
+
+def _log_frame(
+    points: Sequence[ChartPoint], max_value: float | None, width: float, height: float
+) -> Frame:
+    positive = [
+        math.log10(_drawable(v))
+        for v in (*(p.value for p in points), max_value)
+        if v is not None and v > 0 and math.isfinite(v)
+    ]
+    lo = math.floor(min([0.0, *positive]))
+    hi = math.ceil(max([0.0, *positive]) + math.log10(_HEADROOM))
+    stamps = [p.at.timestamp() for p in points]
+    t0, t1 = (min(stamps), max(stamps)) if stamps else (0.0, 0.0)
+    return Frame(width=width, height=height, t0=t0, t1=t1, lo=lo, hi=max(hi, lo + 1), log=True)
 
 
 def _drawable(value: float) -> float:

@@ -30,7 +30,7 @@ from sentinel_core.conditions import (
     Reason,
     Verdict,
 )
-from sentinel_core.decision._judge import judge
+from sentinel_core.decision._judge import SequentialContext, judge
 from sentinel_core.decision._rules import (
     FALSE,
     TRUE,
@@ -46,6 +46,7 @@ from sentinel_core.decision._rules import (
 from sentinel_core.decision._window import count, describe
 from sentinel_core.measurement import PROVIDER_ERRORS, Measurement, MeasurementError
 from sentinel_core.rollout import is_new
+from sentinel_core.sequential_read import basis_of
 from sentinel_core.spec import (
     DEFAULT_INTERVAL_SECONDS,
     AnalysisSpec,
@@ -155,17 +156,22 @@ def decide(obs: Observation) -> Decision:
     unavailable = [m for _, m in pairs if m.error == MeasurementError.UNAVAILABLE]
     rejected = [m for _, m in pairs if m.error in _REFUSED]
     rollout = obs.rollout if obs.rollout is not None else prev.rollout
-    judgements = tuple(judge(metric, m, rollout) for metric, m in pairs if m.error is None)
+    target = obs.target
+    # A person resumed the target (kubectl rollout resume): acknowledge it, count afresh (the
+    # sequential evidence too, from now on).
+    resumed = prev.is_true(ConditionType.ROLLOUT_PAUSED) and target.exists and not target.paused
+    judgements = tuple(
+        judge(metric, m, rollout, sequential=_sequential_context(obs, spec, metric, resumed))
+        for metric, m in pairs
+        if m.error is None
+    )
     judged = tuple(j.result for j in judgements)
     events: list[Event] = []
     if is_new(prev.rollout, obs.rollout):
         events.append(_event(EventReason.ROLLOUT_DETECTED, _rollout_message(spec, rollout)))
 
-    # A person resumed the target (kubectl rollout resume): acknowledge it, count afresh.
     paused = prev.condition(ConditionType.ROLLOUT_PAUSED)
     paused_at = prev.paused_at
-    target = obs.target
-    resumed = prev.is_true(ConditionType.ROLLOUT_PAUSED) and target.exists and not target.paused
     if resumed:
         paused_at = None
         paused = conds.set(
@@ -325,6 +331,23 @@ def _decide_invalid_spec(error: InvalidSpecError, conds: Conditions, failures: i
         transient=False,
         interval_seconds=DEFAULT_INTERVAL_SECONDS,
     )
+
+
+def _sequential_context(
+    obs: Observation, spec: AnalysisSpec, metric: MetricSpec, resumed: bool
+) -> SequentialContext | None:
+    """Return what a sequential metric's evidence continues from (docs/analysis.md)."""
+    if metric.sequential is None:
+        return None
+    basis = basis_of(
+        obs.previous,
+        metric.name,
+        generation=obs.generation,
+        rollout=obs.rollout if obs.rollout is not None else obs.previous.rollout,
+        now=obs.now,
+        resumed_now=resumed,
+    )
+    return SequentialContext(basis, metrics=spec.sequential_metrics, budget=spec.budget)
 
 
 def _pair(

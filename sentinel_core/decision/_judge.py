@@ -16,10 +16,12 @@ from dataclasses import dataclass, replace
 from sentinel_core.compare import judge_comparison
 from sentinel_core.conditions import Reason, Verdict
 from sentinel_core.measurement import Measurement
+from sentinel_core.sequential import Settings, advance, judge_sequential
+from sentinel_core.sequential_read import Basis
 from sentinel_core.spec import MetricSpec
 from sentinel_core.status import MetricResult, Rollout
 from sentinel_core.thresholds import Increase
-from sentinel_core.values import format_value
+from sentinel_core.values import format_value, parse_time
 
 # status.metricResults[].series: at most this many labels, each value cut to this length.
 MAX_SERIES_LABELS = 10
@@ -38,8 +40,24 @@ class Judgement:
     why: str = ""
 
 
-def judge(metric: MetricSpec, m: Measurement, rollout: Rollout | None = None) -> Judgement:
-    """Return the judgement of measurement ``m`` of ``metric`` (which got an answer)."""
+def judge(
+    metric: MetricSpec,
+    m: Measurement,
+    rollout: Rollout | None = None,
+    *,
+    sequential: SequentialContext | None = None,
+) -> Judgement:
+    """Return the judgement of measurement ``m`` of ``metric`` (which got an answer).
+
+    ``sequential`` is what a ``sequential`` metric's evidence continues from.
+    """
+    if metric.sequential is not None:
+        if sequential is None:
+            # An attempt cut short (decision.interrupted): the evidence is the status's.
+            why = "not judged: the attempt ended before the evidence was continued"
+            result = MetricResult(name=metric.name, verdict=Verdict.INCONCLUSIVE)
+            return _inconclusive(result, Reason.NO_COMPARISON, why)
+        return _judge_sequential(metric, m, sequential)
     series = series_labels(m.labels)
     base = MetricResult(
         name=metric.name,
@@ -174,6 +192,58 @@ def _judge_compare(metric: MetricSpec, m: Measurement, base: MetricResult) -> Ju
         comparison=outcome.comparison,
     )
     return Judgement(judged, why=f"{metric.name}: {outcome.message}" if outcome.failed else "")
+
+
+@dataclass(frozen=True)
+class SequentialContext:
+    """What a sequential metric is judged with beyond its measurement (docs/analysis.md)."""
+
+    basis: Basis
+    # The analysis's number of sequential metrics and its falsePauseRate: needed is m/budget.
+    metrics: int
+    budget: float
+
+
+def _judge_sequential(metric: MetricSpec, m: Measurement, context: SequentialContext) -> Judgement:
+    """Continue the metric's evidence with the steps read and judge it."""
+    spec = metric.sequential
+    assert spec is not None
+    if spec.histogram is not None:
+        rate, events = f"share of requests slower than {spec.slower_than:g}", "requests"
+    else:
+        rate, events = "error rate", "requests"
+    settings = Settings(
+        max_increase=spec.max_increase,
+        metrics=context.metrics,
+        false_pause_rate=context.budget,
+        min_events=spec.min_events,
+        rate_name=rate,
+        events_name=events,
+    )
+    reading = m.reading
+    base = MetricResult(name=metric.name, verdict=Verdict.INCONCLUSIVE, limit=settings.needed)
+    if reading is None or reading.new_hash is None:
+        why = "no comparison: the target has no ReplicaSet yet"
+        kept = context.basis.previous
+        return _inconclusive(_with(base, sequential=kept), Reason.NO_COMPARISON, why)
+    state = context.basis.state(reading.new_hash)
+    # Only steps after the state's end count: a step is never counted twice.
+    through = parse_time(state.through)
+    steps = [
+        step
+        for step in reading.steps
+        if through is None or (parse_time(step.end) or through) > through
+    ]
+    state = replace(advance(state, steps, settings), needed=settings.needed)
+    outcome = judge_sequential(settings, state, rollout=True, old_side=bool(reading.old_hashes))
+    judged = _with(base, value=format_value(float(f"{state.evidence:.6g}")), sequential=state)
+    if outcome.missing:
+        return _inconclusive(judged, Reason.NO_COMPARISON, outcome.missing)
+    failed = outcome.verdict == Verdict.FAIL
+    return Judgement(
+        _with(judged, verdict=outcome.verdict, message=outcome.message),
+        why=f"{metric.name}: {outcome.message}" if failed else "",
+    )
 
 
 def _above_baseline(

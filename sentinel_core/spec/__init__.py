@@ -8,10 +8,12 @@ durations here are the same as the CRD's schema (``crds/``).
 The parts are private: ``_parse`` (the top-level fields), ``_metrics`` (each metric), ``_types``
 (the dataclasses), ``_errors``, ``_names`` (DNS-1123 patterns), ``_durations``. The thresholds
 (``Baseline``, ``Increase``, ``MinSamples``) and ``Compare`` are defined with their judgement in
-``sentinel_core.thresholds`` and ``sentinel_core.compare``, and are part of the spec's types.
+``sentinel_core.thresholds`` and ``sentinel_core.compare``, ``Sequential`` in
+``sentinel_core.sequential_spec``, and are part of the spec's types.
 """
 
 from sentinel_core.compare import Compare
+from sentinel_core.sequential_spec import Sequential
 from sentinel_core.spec._durations import MIN_INTERVAL_SECONDS, check_interval, parse_duration
 from sentinel_core.spec._errors import FieldError, InvalidSpecError
 from sentinel_core.spec._metrics import MAX_METRIC_NAME_LENGTH, MAX_METRICS, MAX_QUERY_LENGTH
@@ -50,6 +52,7 @@ __all__ = [
     "InvalidSpecError",
     "MetricSpec",
     "MinSamples",
+    "Sequential",
     "SpecSummary",
     "Target",
     "check_interval",

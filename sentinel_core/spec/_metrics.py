@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from sentinel_core.compare import check_exclusive, parse_compare
 from sentinel_core.provider import parse_provider
+from sentinel_core.sequential_spec import check_sequential_exclusive, parse_sequential
 from sentinel_core.spec._durations import parse_duration
 from sentinel_core.spec._errors import FieldError, report_unknown_fields
 from sentinel_core.spec._names import DNS1123_LABEL
@@ -25,7 +26,17 @@ MAX_METRICS = 20
 MAX_QUERY_LENGTH = 4096
 MAX_METRIC_NAME_LENGTH = 63
 _METRIC_FIELDS = frozenset(
-    {"name", "query", "maxValue", "maxIncrease", "baseline", "minSamples", "provider", "compare"}
+    {
+        "name",
+        "query",
+        "maxValue",
+        "maxIncrease",
+        "baseline",
+        "minSamples",
+        "provider",
+        "compare",
+        "sequential",
+    }
 )
 # The CRD's CEL message, word for word.
 _MAX_VALUE_REQUIRED = "is required unless maxIncrease or compare is given"
@@ -82,7 +93,10 @@ def parse_metrics(
         else:
             first_index[name] = index
         query = item.get("query")
-        if query is None or query == "":
+        if query is None:
+            # Required unless sequential is given: check_sequential_exclusive says so.
+            query = ""
+        elif query == "":
             errors.append(FieldError(f"{item_path}.query", "is required"))
         elif not isinstance(query, str) or not query.strip():
             errors.append(FieldError(f"{item_path}.query", "must be a non-empty PromQL string"))
@@ -96,7 +110,7 @@ def parse_metrics(
         raw_max = item.get("maxValue")
         max_value = number(raw_max)
         if raw_max is None:
-            if max_value_required(item):
+            if max_value_required(item) and item.get("sequential") is None:
                 errors.append(FieldError(f"{item_path}.maxValue", _MAX_VALUE_REQUIRED))
         elif max_value is None:
             errors.append(FieldError(f"{item_path}.maxValue", "must be a finite number"))
@@ -116,6 +130,10 @@ def parse_metrics(
             add=add,
         )
         check_exclusive(item, item_path, add)
+        sequential = parse_sequential(
+            item.get("sequential"), f"{item_path}.sequential", strict=strict, add=add
+        )
+        check_sequential_exclusive(item, item_path, add)
         provider = parse_provider(item, item_path, add)
         if len(errors) == before:
             metrics.append(
@@ -128,6 +146,7 @@ def parse_metrics(
                     min_samples=extra.min_samples,
                     provider=provider,
                     compare=compare,
+                    sequential=sequential,
                 )
             )
     return metrics

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sentinel_core.sequential_spec import parse_false_pause_rate
 from sentinel_core.spec._durations import check_interval, parse_duration
 from sentinel_core.spec._errors import (
     FieldError,
@@ -47,6 +48,7 @@ _MAX_FAILURE_LIMIT = 2**31 - 1
 _TARGET_KINDS = ("Deployment",)
 _SPEC_FIELDS = frozenset(
     {"target", "metrics", "interval", "failureLimit", "dryRun", "failureWindow", "notify"}
+    | {"falsePauseRate"}
 )
 _TARGET_FIELDS = frozenset({"kind", "name"})
 # The CRD's maximum: status.window holds up to this many verdicts.
@@ -93,6 +95,11 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
     notify = _parse_notify(raw.get("notify", []), f"{path}.notify", errors)
 
     failure_window = _parse_failure_window(raw, path, failure_limit, errors)
+    false_pause_rate = parse_false_pause_rate(
+        raw.get("falsePauseRate"),
+        f"{path}.falsePauseRate",
+        lambda field, message: errors.append(FieldError(field, message)),
+    )
 
     if errors:
         raw_target = raw.get("target")
@@ -118,6 +125,7 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
         dry_run=dry_run,
         failure_window=failure_window,
         notify=notify,
+        false_pause_rate=false_pause_rate,
     )
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sentinel_core.compare import Compare
+from sentinel_core.sequential_spec import DEFAULT_FALSE_PAUSE_RATE, Sequential
 from sentinel_core.thresholds import Baseline, Increase, MinSamples
 
 DEFAULT_TARGET_KIND = "Deployment"
@@ -57,10 +58,17 @@ class MetricSpec:
     provider: str | None = None
     # New pods against old pods (docs/analysis.md); excludes max_value and max_increase.
     compare: Compare | None = None
+    # Sequential judgment on counts (docs/analysis.md); excludes query and every bound above.
+    sequential: Sequential | None = None
 
     def to_dict(self) -> dict[str, object]:
         """Return the metric in the custom resource's ``spec.metrics[]`` shape."""
-        out: dict[str, object] = {"name": self.name, "query": self.query}
+        if self.sequential is not None:
+            out: dict[str, object] = {"name": self.name, "sequential": self.sequential.to_dict()}
+            if self.provider is not None:
+                out["provider"] = self.provider
+            return out
+        out = {"name": self.name, "query": self.query}
         if self.max_value is not None:
             out["maxValue"] = self.max_value
         if self.max_increase is not None:
@@ -91,6 +99,19 @@ class AnalysisSpec:
     failure_window: int | None = None
     # Notification channel names (docs/notifications.md); the operator's configuration defines them.
     notify: tuple[str, ...] = ()
+    # spec.falsePauseRate as written (docs/analysis.md); None: the default budget.
+    false_pause_rate: float | None = None
+
+    @property
+    def budget(self) -> float:
+        """Return the false-pause budget shared by the sequential metrics."""
+        rate = self.false_pause_rate
+        return DEFAULT_FALSE_PAUSE_RATE if rate is None else rate
+
+    @property
+    def sequential_metrics(self) -> int:
+        """Return how many metrics share the budget: each needs evidence m / budget."""
+        return sum(metric.sequential is not None for metric in self.metrics)
 
     @property
     def summary(self) -> SpecSummary:
@@ -116,4 +137,6 @@ class AnalysisSpec:
             out["failureWindow"] = self.failure_window
         if self.notify:
             out["notify"] = list(self.notify)
+        if self.false_pause_rate is not None:
+            out["falsePauseRate"] = self.false_pause_rate
         return out

@@ -17,11 +17,7 @@ from sentinel_cluster import kube
 from sentinel_core.spec import parse_spec
 from testkit.clusters import Cluster
 from testkit.manifests import rollout_analysis
-from tests.cluster.test_crd_thresholds_parity import (
-    _CEL_MESSAGES,
-    _parse_spec_errors,
-    _parse_spec_fields,
-)
+from tests.cluster.test_crd_thresholds_parity import _parse_spec_fields, server_agrees
 
 _COMPARE: dict[str, Any] = {
     "name": "latency-vs-old",
@@ -79,22 +75,7 @@ def test_api_server_and_parse_spec_agree(
     compare: dict[str, Any],
     paths: list[str],
 ) -> None:
-    raw = _spec(metric, compare)
-    with pytest.raises(kube.Invalid) as invalid:
-        kube_client.request(
-            "POST", kube.analyses_path(namespace), body=rollout_analysis(label, namespace, raw)
-        )
-    server = sorted(
-        str(cause.get("field", ""))
-        for cause in invalid.value.causes
-        if cause.get("field") not in (None, "<nil>")
-    )
-    assert server == _parse_spec_fields(raw), invalid.value.causes
-    ours = {f"{field}: {message}" for field, message in _parse_spec_errors(raw)}
-    for cause in invalid.value.causes:
-        for message in _CEL_MESSAGES:
-            if message in str(cause.get("message", "")):
-                assert f"{cause['field']}: {message}" in ours, (cause, ours)
+    server_agrees(kube_client, namespace, label, _spec(metric, compare))
 
 
 def test_defaults_are_the_same_on_both(kube_client: kube.KubeClient, namespace: str) -> None:

@@ -128,6 +128,33 @@ def _cel_messages(node: object) -> set[str]:
 _CEL_MESSAGES = _cel_messages(yaml.safe_load(CRD_PATH.read_text()))
 
 
+def server_agrees(
+    kube_client: kube.KubeClient, namespace: str, label: str, raw: dict[str, Any]
+) -> list[str]:
+    """Assert that the API server refuses ``raw`` on parse_spec's paths, CEL messages alike.
+
+    Return the paths the server named.
+    """
+    body = rollout_analysis(label, namespace, raw)
+    with pytest.raises(kube.Invalid) as invalid:
+        kube_client.request("POST", kube.analyses_path(namespace), body=body)
+    # After a type or required-value error the API server skips the CEL rules and adds a
+    # cause without a field saying so; parse_spec has no such note.
+    server = sorted(
+        str(cause.get("field", ""))
+        for cause in invalid.value.causes
+        if cause.get("field") not in (None, "<nil>")
+    )
+    assert server == _parse_spec_fields(raw), invalid.value.causes
+    # The CEL rules' messages are parse_spec's, word for word.
+    ours = {f"{field}: {message}" for field, message in _parse_spec_errors(raw)}
+    for cause in invalid.value.causes:
+        for message in _CEL_MESSAGES:
+            if message in str(cause.get("message", "")):
+                assert f"{cause['field']}: {message}" in ours, (cause, ours)
+    return server
+
+
 @pytest.mark.parametrize(("label", "metric", "spec", "paths"), CASES, ids=[c[0] for c in CASES])
 def test_parse_spec_names_the_paths(
     label: str, metric: dict[str, Any], spec: dict[str, Any], paths: list[str]
@@ -144,25 +171,8 @@ def test_api_server_and_parse_spec_agree(
     spec: dict[str, Any],
     paths: list[str],
 ) -> None:
-    raw = _spec(metric, spec)
-    body = rollout_analysis(label, namespace, raw)
-    with pytest.raises(kube.Invalid) as invalid:
-        kube_client.request("POST", kube.analyses_path(namespace), body=body)
-    # After a type or required-value error the API server skips the CEL rules and adds a
-    # cause without a field saying so; parse_spec has no such note.
-    server = sorted(
-        str(cause.get("field", ""))
-        for cause in invalid.value.causes
-        if cause.get("field") not in (None, "<nil>")
-    )
-    assert server == _parse_spec_fields(raw), invalid.value.causes
+    server = server_agrees(kube_client, namespace, label, _spec(metric, spec))
     assert set(server) == set(paths)
-    # The CEL rules' messages are parse_spec's, word for word.
-    ours = {f"{field}: {message}" for field, message in _parse_spec_errors(raw)}
-    for cause in invalid.value.causes:
-        for message in _CEL_MESSAGES:
-            if message in str(cause.get("message", "")):
-                assert f"{cause['field']}: {message}" in ours, (cause, ours)
 
 
 def test_a_relative_spec_is_accepted_by_both(kube_client: kube.KubeClient, namespace: str) -> None:

@@ -130,7 +130,10 @@ PATTERN_DNS = r"'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'"
         ),
         (
             {"metrics": [{"name": "p99", "maxValue": 1}]},
-            ("FieldValueRequired", "spec.metrics[0].query: Required value"),
+            (
+                "FieldValueRequired",
+                "spec.metrics[0].query: Required value: is required unless sequential is given",
+            ),
         ),
         (
             {"metrics": [{**METRIC, "maxValue": "string"}]},

@@ -75,3 +75,14 @@ def test_a_chart_that_cannot_be_drawn_is_one_error_with_its_reason() -> None:
         assert "\n" not in str(exc)
     else:
         raise AssertionError("a chart of a non-time sample was drawn")
+
+
+def test_a_sequential_metrics_evidence_is_drawn_on_a_log_scale_with_the_needed_line() -> None:
+    series = render.Series("errors", 100.0, samples([1.0, 3.0, 30.0, 250.0]), evidence=True)
+    assert render.y_limits(series) == (1.0, 1000.0)
+    image = decode_png(render.chart_png("shop/checkout", [series], [], NOW))
+    # On a log axis from 1 to 1000, 100 sits two thirds of the way up.
+    bottom, top = render.panel_box(0, 1)
+    want = (1 - (bottom + 2 / 3 * (top - bottom))) * image.size[1]
+    rows = rows_of_colour(image, render.MAX_VALUE)
+    assert rows and min(abs(r - want) for r in rows) <= 2, (rows, want)

@@ -120,6 +120,7 @@ def test_the_add_page_asks_for_the_resource_and_one_metric(staff_client: Client)
         "failure_window",
         "dry_run",
         "notify",
+        "false_pause_rate",
         "seen_generation",
     ]
     assert form.fields["interval"].initial == "30s"

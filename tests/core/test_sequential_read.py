@@ -1,0 +1,391 @@
+"""Sequential metrics in the pure core around the e-process: spec, what is read, decide, status.
+
+docs/analysis.md ("Sequential judgment"): the ``sequential`` field and ``falsePauseRate`` parse
+with the CRD's rules; the one range query is built from the selectors; the steps to read tile
+time from the status's ``through``; ``decide`` continues the evidence from the status, never
+counts a step twice, and starts afresh on a new rollout, a spec edit or a resume.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import yaml
+
+from sentinel_core.conditions import ConditionStatus, ConditionType, Reason, Verdict
+from sentinel_core.measurement import Measurement, MeasurementError
+from sentinel_core.sequential import Side, Step
+from sentinel_core.sequential_read import (
+    MAX_STEPS,
+    PART_LABEL,
+    Plan,
+    Reading,
+    boundary_pattern,
+    instant,
+    lacks_boundary,
+    plan,
+    range_query,
+    steps_of,
+)
+from sentinel_core.sequential_spec import Sequential
+from sentinel_core.spec import InvalidSpecError, parse_spec
+from sentinel_core.status import AnalysisStatus, Rollout
+from testkit.paths import CRD_PATH
+from tests.core.test_decision import World
+from tests.core.test_status_api import check_status
+
+ERRORS = {
+    "name": "errors-vs-old",
+    "sequential": {
+        "bad": 'http_requests_total{app="checkout", code=~"5.."}',
+        "total": 'http_requests_total{app="checkout"}',
+        "maxIncrease": {"percent": 10},
+    },
+}
+SLOW = {
+    "name": "slow-vs-old",
+    "sequential": {
+        "histogram": 'http_request_duration_seconds{app="checkout"}',
+        "slowerThan": 0.25,
+        "maxIncrease": {"percent": 10},
+    },
+}
+T0 = datetime(2026, 12, 3, 10, 2, tzinfo=UTC)
+
+
+def spec(*metrics: dict[str, Any], **fields: Any) -> Any:
+    return parse_spec({"target": {"name": "checkout"}, "metrics": list(metrics), **fields})
+
+
+def errors(*metrics: dict[str, Any], **fields: Any) -> dict[str, list[str]]:
+    with pytest.raises(InvalidSpecError) as invalid:
+        parse_spec(
+            {"target": {"name": "checkout"}, "metrics": list(metrics), **fields}, strict=True
+        )
+    return invalid.value.by_field()
+
+
+# -- the spec --------------------------------------------------------------------------------
+
+
+def test_the_spec_examples_parse_and_round_trip_with_the_defaults_written_out() -> None:
+    parsed = spec(ERRORS, SLOW, falsePauseRate=0.01)
+    assert parsed.budget == 0.01 and parsed.sequential_metrics == 2
+    errors_metric, slow = parsed.metrics
+    assert errors_metric.sequential == Sequential(
+        bad=ERRORS["sequential"]["bad"], total=ERRORS["sequential"]["total"], percent=10
+    )
+    assert slow.sequential is not None and slow.sequential.max_increase == pytest.approx(0.1)
+    written = parsed.to_dict()
+    assert written["falsePauseRate"] == 0.01
+    assert written["metrics"][0] == {
+        "name": "errors-vs-old",
+        "sequential": {**ERRORS["sequential"], "minEvents": 100, "by": "pod_template_hash"},
+    }
+    assert parse_spec(written, strict=True) == parsed
+    # Without falsePauseRate the default budget applies and nothing is written.
+    assert spec(ERRORS).budget == 0.05 and "falsePauseRate" not in spec(ERRORS).to_dict()
+
+
+@pytest.mark.parametrize(
+    ("item", "fields", "expected"),
+    [
+        ({"name": "m"}, {}, {"spec.metrics[0].query", "spec.metrics[0].maxValue"}),
+        ({**ERRORS, "query": "up"}, {}, {"spec.metrics[0].sequential"}),
+        ({**ERRORS, "maxValue": 1}, {}, {"spec.metrics[0].sequential"}),
+        (
+            {**ERRORS, "compare": {}, "minSamples": {"query": "up", "min": 1}},
+            {},
+            {"spec.metrics[0].sequential"},
+        ),
+        ({"name": "m", "sequential": {"bad": "a"}}, {}, {"spec.metrics[0].sequential"}),
+        (
+            {"name": "m", "sequential": {"bad": "a", "total": "b", "slowerThan": 1}},
+            {},
+            {"spec.metrics[0].sequential"},
+        ),
+        (
+            {"name": "m", "sequential": {"histogram": "h", "slowerThan": "fast"}},
+            {},
+            {"spec.metrics[0].sequential.slowerThan"},
+        ),
+        (
+            {"name": "m", "sequential": {"bad": "rate(a[1m])", "total": "b"}},
+            {},
+            {"spec.metrics[0].sequential.bad"},
+        ),
+        (
+            {"name": "m", "sequential": {"bad": "a", "total": "b", "maxIncrease": {}}},
+            {},
+            {"spec.metrics[0].sequential.maxIncrease.percent"},
+        ),
+        (
+            {"name": "m", "sequential": {"bad": "a", "total": "b", "minEvents": 0}},
+            {},
+            {"spec.metrics[0].sequential.minEvents"},
+        ),
+        (
+            {"name": "m", "sequential": {"bad": "a", "total": "b", "by": "pod-template-hash"}},
+            {},
+            {"spec.metrics[0].sequential.by"},
+        ),
+        (ERRORS, {"falsePauseRate": 0}, {"spec.falsePauseRate"}),
+        (ERRORS, {"falsePauseRate": 0.25}, {"spec.falsePauseRate"}),
+    ],
+)
+def test_each_broken_rule_is_named_by_its_path(
+    item: dict[str, Any], fields: dict[str, Any], expected: set[str]
+) -> None:
+    assert set(errors(item, **fields)) == expected
+
+
+# -- what is read ----------------------------------------------------------------------------
+
+
+def test_the_range_query_reads_both_parts_per_side_and_pod_over_one_interval() -> None:
+    counters = spec(ERRORS).metrics[0].sequential
+    assert counters is not None
+    assert range_query(counters, 30) == (
+        "label_replace(sum by (pod_template_hash, pod) (increase(http_requests_total"
+        '{app="checkout", code=~"5.."}[30000ms])), "sentinel_part", "bad", "", "") or '
+        "label_replace(sum by (pod_template_hash, pod) (increase(http_requests_total"
+        '{app="checkout"}[30000ms])), "sentinel_part", "total", "", "")'
+    )
+    histogram = spec(SLOW).metrics[0].sequential
+    assert histogram is not None
+    query = range_query(histogram, 5)
+    assert 'increase(http_request_duration_seconds_count{app="checkout"}[5000ms])' in query
+    assert (
+        'increase(http_request_duration_seconds_bucket{app="checkout", le=~"0\\\\.25"}[5000ms])'
+        in query
+    )
+    # Go clients write 1, Python's 1.0: both are matched.
+    assert boundary_pattern(1.0) == "1|1\\\\.0"
+
+
+def test_the_plan_tiles_time_from_through_in_whole_steps_and_leaves_the_last_to_settle() -> None:
+    through = instant(T0)
+    assert plan(through, T0 + timedelta(seconds=9), 5) is None
+    assert plan(through, T0 + timedelta(seconds=14), 5).count == 1  # type: ignore[union-attr]
+    got = plan(through, T0 + timedelta(seconds=26), 5)
+    assert got == Plan(first=T0 + timedelta(seconds=5), count=4, step_seconds=5)
+    assert got.last == T0 + timedelta(seconds=20)
+    # A long backlog is read in parts, each starting where the counted steps end.
+    long = plan(through, T0 + timedelta(days=2), 30)
+    assert long is not None and long.count == MAX_STEPS
+
+
+def test_the_steps_are_the_sides_counts_per_pod_and_step() -> None:
+    seq = spec(ERRORS).metrics[0].sequential
+    assert seq is not None
+    planned = Plan(first=T0 + timedelta(seconds=5), count=3, step_seconds=5)
+    at = [planned.first.timestamp() + 5 * i for i in range(3)]
+
+    def series(part: str, hash_: str, pod: str, values: list[float]) -> Any:
+        labels = {PART_LABEL: part, "pod_template_hash": hash_, "pod": pod}
+        return labels, [(t, v) for t, v in zip(at, values, strict=False)]
+
+    answer = [
+        series("total", "new1", "n-a", [100, 100, 100]),
+        series("bad", "new1", "n-a", [3, 4, 5]),
+        series("total", "old1", "o-a", [50, 50, 50]),
+        series("total", "old1", "o-b", [50, 60]),
+        series("bad", "old1", "o-b", [1]),
+        series("total", "other", "x", [1000, 1000, 1000]),
+    ]
+    steps = steps_of(seq, answer, plan=planned, new_hash="new1", old_hashes=["old1"])
+    assert [s.end for s in steps] == [
+        "2026-12-03T10:02:05Z",
+        "2026-12-03T10:02:10Z",
+        "2026-12-03T10:02:15Z",
+    ]
+    assert steps[0] == Step(
+        Side(3, 100, ((3, 100),)), Side(1, 100, ((0, 50), (1, 50))), "2026-12-03T10:02:05Z"
+    )
+    # A pod without a point in a step counts 0 there; a hash of neither side is left out.
+    assert (steps[2].new.total, steps[2].old.total, steps[2].old.pods) == (100, 50, ((0, 50),))
+
+
+def test_a_histograms_bad_events_are_its_count_less_the_boundarys_bucket() -> None:
+    seq = spec(SLOW).metrics[0].sequential
+    assert seq is not None
+    planned = Plan(first=T0, count=1, step_seconds=5)
+    t = T0.timestamp()
+    answer = [
+        ({PART_LABEL: "total", "pod_template_hash": "n", "pod": "p"}, [(t, 200.0)]),
+        ({PART_LABEL: "good", "pod_template_hash": "n", "pod": "p"}, [(t, 150.0)]),
+    ]
+    (step,) = steps_of(seq, answer, plan=planned, new_hash="n", old_hashes=["o"])
+    assert (step.new.bad, step.new.total) == (50, 200)
+    assert not lacks_boundary(seq, answer)
+    assert lacks_boundary(seq, answer[:1])
+
+
+# -- decide: the evidence continues from the status ------------------------------------------
+
+
+def _step(end: datetime, new: tuple[float, float], old: tuple[float, float]) -> Step:
+    return Step(Side(*new), Side(*old), instant(end))
+
+
+class Story:
+    """A World with one sequential metric and a rollout from old1 to new1 started at T0."""
+
+    def __init__(self, *metrics: dict[str, Any], **fields: Any) -> None:
+        self.world = World(spec=spec(*(metrics or (ERRORS,)), **fields), now=T0)
+        self.rollout = Rollout(template_hash="t1", started_at=T0)
+        self.world.status = AnalysisStatus(rollout=self.rollout)
+
+    def evaluate(
+        self, steps: list[Step], new_hash: str = "new1", old: tuple[str, ...] = ("old1",)
+    ) -> Any:
+        reading = Reading(new_hash, old, tuple(steps))
+        measured = Measurement(metric="errors-vs-old", reading=reading)
+        return self.world.decide_with((measured,), self.rollout)
+
+    def result(self) -> Any:
+        (result,) = self.world.status.metric_results
+        return result
+
+
+def bad_steps(start: int, count: int, new_bad: float = 20, old_bad: float = 10) -> list[Step]:
+    return [
+        _step(T0 + timedelta(seconds=30 * (start + i)), (new_bad, 1000), (old_bad, 1000))
+        for i in range(count)
+    ]
+
+
+def test_the_evidence_grows_step_by_step_until_it_reaches_m_over_alpha_and_fails() -> None:
+    story = Story()
+    first = story.evaluate(bad_steps(1, 1))
+    result = story.result()
+    assert result.sequential is not None and result.sequential.steps == 1
+    assert result.sequential.through == "2026-12-03T10:02:30Z"
+    assert result.sequential.needed == 20.0 and result.limit == 20.0
+    assert first.status.last_verdict == Verdict.PASS
+    assert result.message.endswith("no evidence of harm so far")
+    check_status(first.status)
+    evidence = result.sequential.evidence
+    story.evaluate(bad_steps(2, 1))
+    assert story.result().sequential.evidence > evidence
+    for start in range(3, 40):
+        decision = story.evaluate(bad_steps(start, 1))
+        if decision.status.last_verdict == Verdict.FAIL:
+            break
+    result = story.result()
+    assert result.verdict == Verdict.FAIL
+    assert result.sequential.evidence >= 20
+    assert result.message.startswith("new pods' error rate is 2 \u00d7 the old pods' (")
+    assert "evidence" in result.message and "of 20 needed" in result.message
+    assert "worse than maxIncrease 10 % allows" in result.message
+    healthy = decision.status.condition(ConditionType.HEALTHY)
+    assert healthy is not None and "errors-vs-old: new pods' error rate" in healthy.message
+    raw = check_status(decision.status)["metricResults"][0]["sequential"]
+    assert set(raw) >= {"evidence", "needed", "ratio", "newBad", "newTotal", "oldBad"}
+    assert set(raw) >= {"oldTotal", "since", "through"}
+
+
+def test_a_step_read_again_is_never_counted_twice() -> None:
+    story = Story()
+    story.evaluate(bad_steps(1, 3))
+    once = story.result().sequential
+    # The same steps again (a re-read after a failover) and one new one.
+    story.evaluate(bad_steps(1, 4))
+    again = story.result().sequential
+    assert again.steps == once.steps + 1 == 4
+    assert again.new_total == 4000 and again.old_bad == 40
+    assert again.through == "2026-12-03T10:04:00Z"
+
+
+def test_the_budget_is_split_among_the_sequential_metrics() -> None:
+    other = {**ERRORS, "name": "other"}
+    story = Story(ERRORS, other, falsePauseRate=0.01)
+    reading = Reading("new1", ("old1",), tuple(bad_steps(1, 1)))
+    story.world.decide_with(
+        (
+            Measurement(metric="errors-vs-old", reading=reading),
+            Measurement(metric="other", reading=reading),
+        ),
+        story.rollout,
+    )
+    assert {r.sequential.needed for r in story.world.status.metric_results} == {200.0}
+
+
+def test_a_new_rollout_a_spec_edit_and_a_resume_start_afresh() -> None:
+    story = Story()
+    story.evaluate(bad_steps(1, 3))
+    assert story.result().sequential.steps == 3
+    # A new rollout: another new hash, counted from when it began.
+    story.rollout = Rollout(template_hash="t2", started_at=T0 + timedelta(seconds=20))
+    story.evaluate(bad_steps(4, 2), new_hash="new2", old=("new1",))
+    fresh = story.result().sequential
+    assert fresh.key == "new2/1" and fresh.since == "2026-12-03T10:02:20Z" and fresh.steps == 2
+    # A spec edit: from the edit on (now), the steps that ended before it are not counted.
+    story.world.edit(spec(replace_percent(ERRORS, 20)))
+    now = story.world.now
+    story.evaluate(bad_steps(1, 2), new_hash="new2", old=("new1",))
+    edited = story.result().sequential
+    assert edited.key == "new2/2" and edited.since == instant(now) and edited.steps == 0
+    assert edited.evidence == 1.0
+    # kubectl rollout resume of a target this analysis paused: afresh from the resume.
+    story.world.target = replace(story.world.target, paused=True, paused_by=("shop/checkout",))
+    paused = story.world.status.condition(ConditionType.ROLLOUT_PAUSED)
+    assert paused is not None
+    forced = replace(paused, status=ConditionStatus.TRUE, reason=Reason.FAILURE_LIMIT_REACHED)
+    story.world.status = story.world.status.with_conditions(forced)
+    story.world.kubectl_resume()
+    later = T0 + timedelta(seconds=600)
+    story.world.now = later
+    story.evaluate(bad_steps(10, 5), new_hash="new2", old=("new1",))
+    assert story.world.cond(ConditionType.ROLLOUT_PAUSED) == ("False", "ResumedByUser")
+    resumed = story.result().sequential
+    assert resumed.since == instant(later) and resumed.steps == 0
+
+
+def replace_percent(item: dict[str, Any], percent: float) -> dict[str, Any]:
+    return {**item, "sequential": {**item["sequential"], "maxIncrease": {"percent": percent}}}
+
+
+def test_nothing_to_compare_is_inconclusive_no_comparison_with_the_reason() -> None:
+    story = Story()
+    story.evaluate([], old=())
+    result = story.result()
+    assert (result.verdict, story.world.cond(ConditionType.HEALTHY)) == (
+        Verdict.INCONCLUSIVE,
+        ("Unknown", "NoComparison"),
+    )
+    assert "no old ReplicaSet has replicas" in result.message
+    story.evaluate([_step(T0 + timedelta(seconds=30), (0, 50), (0, 50))])
+    assert "under minEvents 100" in story.result().message
+    none = story.world.decide_with(
+        (Measurement(metric="errors-vs-old", reading=Reading(None, ())),), story.rollout
+    )
+    assert "the target has no ReplicaSet yet" in none.status.metric_results[0].message
+
+
+def test_an_unavailable_read_keeps_the_state_for_the_next_evaluation() -> None:
+    story = Story()
+    story.evaluate(bad_steps(1, 2))
+    before = story.result().sequential
+    outage = Measurement(
+        metric="errors-vs-old", error=MeasurementError.UNAVAILABLE, message="HTTP 502"
+    )
+    decision = story.world.decide_with((outage,), story.rollout)
+    assert decision.transient and story.result().sequential == before
+    # The steps of the outage are read when Prometheus answers again.
+    story.evaluate(bad_steps(1, 6))
+    assert story.result().sequential.steps == 6
+
+
+def test_every_sequential_status_field_is_in_the_crd_and_documented() -> None:
+    crd = yaml.safe_load(CRD_PATH.read_text())
+    status = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    item = status["properties"]["metricResults"]["items"]["properties"]["sequential"]
+    docs = (CRD_PATH.parents[1] / "docs" / "status.md").read_text()
+    written = Story().evaluate(bad_steps(1, 1)).status.to_dict()["metricResults"][0]
+    assert set(written["sequential"]) == set(item["properties"])
+    for name in item["properties"]:
+        assert f"`{name}`" in docs, f"docs/status.md: `{name}`"
