@@ -49,8 +49,13 @@ lint: venv
 # than cores pay (docs/testkit.md#parallel-runs has the measurements behind these defaults).
 TEST_WORKERS ?= 4
 TEST_DIST    ?= worksteal
+# Python keeps the bytecode it compiles (in the gitignored __pycache__ directories) even where the
+# environment says PYTHONDONTWRITEBYTECODE: otherwise every xdist worker rewrites and compiles all
+# test modules again (~10 s of CPU each before its first test, measured) and each of the hundreds
+# of Python processes the tests start compiles the project's modules again.
+KEEP_BYTECODE := PYTHONDONTWRITEBYTECODE=
 pytest: venv debs realcluster node
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist $(TEST_DIST) --durations=25 $(PYTEST_ARGS)
+	$(KEEP_BYTECODE) $(BIN)/pytest -n $(TEST_WORKERS) --dist $(TEST_DIST) --durations=25 $(PYTEST_ARGS)
 
 test: lint pytest
 
@@ -60,7 +65,7 @@ test: lint pytest
 # CPU-bound, so one worker per core.
 CHECK_WORKERS ?= 2
 check: lint
-	$(BIN)/pytest -m "not server" -q -n $(CHECK_WORKERS) --durations=10 $(PYTEST_ARGS)
+	$(KEEP_BYTECODE) $(BIN)/pytest -m "not server" -q -n $(CHECK_WORKERS) --durations=10 $(PYTEST_ARGS)
 
 # The operator and the web UI against the current kubeconfig context (or the in-cluster config)
 # and SENTINEL_PROMETHEUS_URL; Ctrl-C stops both.

@@ -157,6 +157,7 @@ def _progressing_reason(deployment: dict[str, Any]) -> str:
 # -- the rollout ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_regressing_rollout_is_paused_mid_way_held_and_resumed(
     real_cluster: RealCluster,
     real_client: kube.KubeClient,
