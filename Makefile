@@ -45,8 +45,9 @@ lint: venv
 # The suite runs the Kubernetes-facing tests on devcluster and on the real control plane
 # (docs/testkit.md), so it needs the binaries: a no-op once built, ~10 min cold; without Go, one
 # line says which Go to install. In parallel (pytest-xdist): each worker starts its own servers
-# on free ports and has its own directories; the tests mostly wait on servers, so more workers
-# than cores pay (docs/testkit.md#parallel-runs has the measurements behind these defaults).
+# on free ports and has its own directories. Four workers on two cores fill the time the tests
+# wait on servers; beyond that the run is CPU-bound, and tests/support/schedule.py starts the
+# slow tests first (docs/testkit.md#parallel-runs has the measurements behind these defaults).
 TEST_WORKERS ?= 4
 TEST_DIST    ?= worksteal
 # Python keeps the bytecode it compiles (in the gitignored __pycache__ directories) even where the
