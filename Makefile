@@ -111,4 +111,4 @@ image:
 .PHONY: helm
 helm: venv
 	$(BIN)/python charts/generate.py
-	charts/helm.sh lint charts/rollout-sentinel
+	charts/helm.sh lint charts/rollout-sentinel --namespace rollout-sentinel

@@ -6,9 +6,8 @@ serves ``/metrics`` (prometheus-client) on a free local port with
 ``requests_per_second`` synthetic requests: healthy (p99 about 0.09 s) until ``regression_after``
 seconds have passed, then a regression where 3 % of requests take 0.3-0.45 s, which
 ``histogram_quantile(0.99, rate(...))`` reports as a p99 of about 0.4 s — above the analysis's 0.25
-s. With ``set_replicasets`` (the real control plane) it also plays the pods:
-``checkout_pod_request_duration_seconds{pod_template_hash=...}``, the new ReplicaSet's pods
-regressed like the rest, the old ones healthy (docs/resource.md#new-pods-against-old-pods).
+s. On the real control plane the Deployment's own pods serve theirs (``testkit.pod_server``),
+and this app, whose ``regression_after`` is then never reached, is the service's front door.
 """
 
 from __future__ import annotations
@@ -66,16 +65,6 @@ class CheckoutApp(StartStop):
             buckets=BUCKETS,
             registry=self.registry,
         )
-        self._pods = Histogram(
-            "checkout_pod_request_duration_seconds",
-            "Duration of checkout's requests per ReplicaSet (synthetic, from the demo).",
-            ["app", "pod_template_hash"],
-            buckets=BUCKETS,
-            registry=self.registry,
-        )
-        # The new ReplicaSet's hash and the old ones' (set_replicasets); none on devcluster.
-        self._new_hash: str | None = None
-        self._old_hashes: tuple[str, ...] = ()
         self.regression_after = regression_after
         self._clock = clock
         self._rng = rng
@@ -112,19 +101,6 @@ class CheckoutApp(StartStop):
             self._server.stop()
         self._feeder = self._server = None
 
-    def set_replicasets(self, new_hash: str | None, old_hashes: tuple[str, ...]) -> None:
-        """Serve the pods' traffic under these hashes from now on (a thread-safe swap)."""
-        self._new_hash, self._old_hashes = new_hash, old_hashes
-
-    def _feed_pods(self, per_tick: int) -> None:
-        # Old pods stay healthy: only the new template is regressed.
-        sides = [(self._new_hash, self.regressed)] if self._new_hash else []
-        sides += [(old, False) for old in self._old_hashes]
-        for template_hash, regressed in sides:
-            child = self._pods.labels(app=APP_LABEL, pod_template_hash=template_hash)
-            for _ in range(per_tick):
-                child.observe(sample_latency(self._rng, regressed=regressed))
-
     def _feed(self) -> None:
         tick = 0.1
         per_tick = max(1, round(self._requests_per_second * tick))
@@ -136,4 +112,3 @@ class CheckoutApp(StartStop):
                     self._on_regression()
             for _ in range(per_tick):
                 child.observe(sample_latency(self._rng, regressed=self.regressed))
-            self._feed_pods(per_tick)

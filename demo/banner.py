@@ -42,7 +42,11 @@ def banner(
         f"   Web UI:      {ui}/admin/",
         f"                user admin, password {password}",
         f"   REST API:    {ui}/api/v1/analyses/",
-        f"   Prometheus:  {prometheus_url}/graph",
+        (
+            f"   Prometheus:  {prometheus_url}/api/v1/targets (3.x, built without its web UI)"
+            if settings.cluster == REALCLUSTER
+            else f"   Prometheus:  {prometheus_url}/graph"
+        ),
         "   Providers:   this Prometheus is provider `default`; Thanos, Mimir, Cortex or",
         "                VictoriaMetrics with auth: SENTINEL_PROVIDERS_FILE (docs/operations.md)",
         f"   Cluster:     {cluster}",
@@ -53,8 +57,18 @@ def banner(
         "   kubectl get ra -w",
         "   kubectl describe ra checkout",
         "   kubectl rollout resume deployment/checkout      # after the operator pauses it",
-        *_real_cluster_hints(settings),
+        *_real_cluster_hints(settings, kubeconfig),
         "",
+        *(_real_story(settings) if settings.cluster == REALCLUSTER else _story(settings)),
+        "=" * 72,
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _story(settings: DemoSettings) -> list[str]:
+    """Return the devcluster story: the service's p99 regresses after a healthy while."""
+    return [
         f" Story: checkout is healthy (p99 ≈ 0.09 s) for {settings.regression_after:.0f} s, "
         "then regresses (p99 ≈ 0.4 s,",
         f" threshold {manifests.MAX_VALUE}). The analysis runs every {settings.interval} over a "
@@ -67,32 +81,38 @@ def banner(
         f" in its graph), given at least {manifests.MIN_REQUESTS} requests. "
         f"{manifests.COMPARE_METRIC} compares the new pods'",
         f" mean latency with the old pods' (at most +{manifests.COMPARE_MAX_EFFECT} %): "
-        + (
-            "after `kubectl set image` below."
-            if settings.cluster == REALCLUSTER
-            else "devcluster has no ReplicaSets, so it"
-        ),
-        (
-            " Ctrl-C stops everything."
-            if settings.cluster == REALCLUSTER
-            else " stays Inconclusive/NoComparison (make demo CLUSTER=real shows it). Ctrl-C "
-            "stops everything."
-        ),
-        "=" * 72,
-        "",
+        "devcluster has no ReplicaSets, so it",
+        " stays Inconclusive/NoComparison (make demo CLUSTER=real shows it). Ctrl-C "
+        "stops everything.",
     ]
-    return "\n".join(lines)
 
 
-def _real_cluster_hints(settings: DemoSettings) -> list[str]:
-    """Return the lines only the real control plane answers: it has a controller manager."""
+def _real_story(settings: DemoSettings) -> list[str]:
+    """Return the real control plane's story: a release whose pods are slower, paused mid-way."""
+    slower = round((manifests.NEXT_POD_LATENCY / manifests.POD_LATENCY - 1) * 100)
+    return [
+        f" Story: checkout runs {manifests.REAL_REPLICAS} pods on a simulated node (kwok: no "
+        "containers); the demo",
+        " serves each pod's /metrics at the pod's own IP and Prometheus 3 discovers them",
+        f" through the API server. {settings.regression_after:.0f} s from now the demo rolls out "
+        f"{manifests.NEXT_IMAGE.rsplit(':', 1)[1]}, whose pods",
+        f" answer {slower} % slower; the rolling update makes one new pod every "
+        f"{manifests.MIN_READY_SECONDS} s. {manifests.COMPARE_METRIC}",
+        f" compares the new pods' mean latency with the old pods' (at most "
+        f"+{manifests.COMPARE_MAX_EFFECT} %, every {settings.interval}),",
+        f" and after {manifests.FAILURE_LIMIT} failures the operator pauses the rollout mid-way: "
+        "old and new",
+        " ReplicaSets keep their sizes while paused. Ctrl-C stops everything.",
+    ]
+
+
+def _real_cluster_hints(settings: DemoSettings, kubeconfig: Path) -> list[str]:
+    """Return the lines only the real control plane answers: its pods roll over."""
     if settings.cluster != REALCLUSTER:
         return []
     return [
-        "   kubectl get rs,pods                             # real ReplicaSets; Pending pods "
-        "(no kubelet)",
-        f"   kubectl set image deployment/checkout {manifests.NAME}={manifests.NEXT_IMAGE}",
-        "                                                   # while paused: no new ReplicaSet",
+        "   # watch the rolling update, and the pause holding it mid-way:",
+        f"   kubectl --kubeconfig {shlex.quote(str(kubeconfig))} get rs,pods -w",
     ]
 
 

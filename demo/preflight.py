@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from demo.settings import PREFERRED_CLUSTER_PORT, REALCLUSTER, DemoError, DemoSettings
-from realcluster.binaries import NotBuilt, locate
+from realcluster.binaries import NotBuilt, locate, prometheus
 from testkit.kubectl import KubectlMissing, kubectl_binary
 from testkit.ports import free_port, port_is_free
 from testkit.prometheus import PROMETHEUS_BINARY
@@ -40,6 +40,7 @@ def check_prerequisites(settings: DemoSettings) -> str:
     if settings.cluster == REALCLUSTER:
         try:
             locate()
+            prometheus()  # the built 3.x: Debian's cannot discover the pods
         except NotBuilt as exc:
             # `make demo CLUSTER=real` builds first; `python -m demo` alone cannot.
             raise DemoError(f"the real control plane is not built: {exc}.") from exc

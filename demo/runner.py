@@ -4,12 +4,17 @@ Order: check the ports, wipe the work dir, start the cluster (devcluster, or wit
 ``SENTINEL_DEMO_CLUSTER=real`` the real control plane; it boots while the rest starts), the
 checkout app and the real Prometheus, migrate the database and create the ``admin`` user,
 apply the CRD, the Deployment and the analysis with kubectl, then start the operator and the
-web UI. Ctrl-C or SIGTERM stops everything in reverse order; a child that dies early stops the
-demo with its last log lines and exit code 1. ``main`` is called by ``demo.__main__``.
+web UI. On the real control plane the Deployment's pods run on kwok's node, the pod server
+(``testkit.pod_server``) serves their metrics, the built Prometheus 3.x discovers them (it
+starts once the cluster is ready, whose address and credentials it needs), and
+``regression_after`` seconds after the banner the demo rolls out ``NEXT_IMAGE``, whose pods
+are slower. Ctrl-C or SIGTERM stops everything in reverse order; a child that dies early stops
+the demo with its last log lines and exit code 1. ``main`` is called by ``demo.__main__``.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import secrets
@@ -22,6 +27,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
+import kubernetes.client
 import requests
 
 from demo import manifests
@@ -30,18 +36,17 @@ from demo.banner import banner, hint
 from demo.children import Child
 from demo.notify import DemoNotifications
 from demo.preflight import check_prerequisites, choose_cluster_port, prepare_work_dir
-from demo.replicasets import HashFollower
 from demo.settings import REALCLUSTER, DemoError, DemoSettings
 from demo.status import Snapshot, describe_change, read_snapshot
 from realcluster.binaries import pinned_versions
-from testkit.clusters import kube_client
 from testkit.devcluster import DevCluster
 from testkit.kubectl import kubectl_command
 from testkit.manifests import CRD_NAME
 from testkit.paths import CRD_PATH
+from testkit.pod_server import Behaviour, PodServer
 from testkit.ports import free_port
 from testkit.processes import tail
-from testkit.prometheus import PrometheusServer
+from testkit.prometheus import PROMETHEUS_BINARY, KubernetesPods, PrometheusServer, built_prometheus
 from testkit.realcluster import RealCluster
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -79,7 +84,10 @@ class Demo:
         self._cluster: DevCluster | RealCluster | None = None
         self._cluster_name = "realcluster" if settings.cluster == REALCLUSTER else "devcluster"
         self._app: CheckoutApp | None = None
-        self._hashes: HashFollower | None = None
+        self._pods: PodServer | None = None
+        self._pods_api: kubernetes.client.ApiClient | None = None
+        self._rolled_out = False
+        self._up_at = 0.0
         self._prometheus: PrometheusServer | None = None
         self.kubeconfig = self.work / "kubeconfig"
         self.password = ""
@@ -100,6 +108,7 @@ class Demo:
         try:
             self._start(*ports)
             self._starting = False
+            self._up_at = self._clock()
             self._banner()
             code = self._watch()
         except Interrupted:
@@ -139,25 +148,19 @@ class Demo:
         self._cluster = self._new_cluster(cluster_port)
         self._cluster.launch()
 
+        real = self._cluster_name == "realcluster"
+        # On the real control plane the regression comes with the new version's pods instead.
         self._app = CheckoutApp(
-            regression_after=self.settings.regression_after,
+            regression_after=math.inf if real else self.settings.regression_after,
             clock=self._clock,
             rng=self._rng,
             on_regression=self._on_regression,
         )
         self._app.start()
         operator_metrics_port = free_port()
-        self._prometheus = PrometheusServer(
-            self.work / "prometheus",
-            [self._app.target, f"127.0.0.1:{operator_metrics_port}"],
-            job="demo",
-            new_session=True,
-        )
-        try:
-            self._prometheus.start()
-        except RuntimeError as exc:
-            raise DemoError(str(exc)) from exc
-        env["SENTINEL_PROMETHEUS_URL"] = self._prometheus.url
+        scraped = [self._app.target, f"127.0.0.1:{operator_metrics_port}"]
+        if not real:
+            self._start_prometheus(scraped, env)
         env.update(self._notifications.start(f"http://127.0.0.1:{web_port}"))
         self._say(
             f"demo: notifications go to a local webhook ({self._notifications.url}); each "
@@ -173,15 +176,10 @@ class Demo:
         ).run(timeout=60)
 
         self._wait_for_cluster(timeout=READY_TIMEOUT[self._cluster_name])
+        if real:
+            self._start_pods()
+            self._start_prometheus(scraped, env)
         self._apply()
-        if self._cluster_name == "realcluster" and self._cluster is not None:
-            # The app plays the real ReplicaSets' pods for latency-vs-old
-            # (docs/resource.md#new-pods-against-old-pods).
-            client = kube_client(self._cluster)
-            self._hashes = HashFollower(
-                client, manifests.NAMESPACE, manifests.NAME, self._app.set_replicasets
-            )
-            self._hashes.start()
 
         (self.work / "operator-metrics").mkdir()
         self._manage(
@@ -198,6 +196,40 @@ class Demo:
         web = self._manage("web", ["runserver", f"127.0.0.1:{web_port}", "--noreload"], env)
         web.start()
         self._wait_for_web(web, timeout=60)
+
+    def _start_prometheus(self, scraped: list[str], env: dict[str, str]) -> None:
+        """Start Prometheus scraping ``scraped``; on the real control plane, the built 3.x
+        that also discovers the checkout pods through the API server."""
+        kubernetes, binary = None, PROMETHEUS_BINARY
+        if self._cluster_name == "realcluster":
+            assert self._cluster is not None
+            kubernetes = KubernetesPods.of(self._cluster, [manifests.NAMESPACE])
+            binary = built_prometheus()
+        self._prometheus = PrometheusServer(
+            self.work / "prometheus",
+            scraped,
+            job=manifests.APP_JOB,
+            kubernetes=kubernetes,
+            binary=binary,
+            new_session=True,
+        )
+        try:
+            self._prometheus.start()
+        except RuntimeError as exc:
+            raise DemoError(str(exc)) from exc
+        env["SENTINEL_PROMETHEUS_URL"] = self._prometheus.url
+
+    def _start_pods(self) -> None:
+        """Serve the checkout pods' metrics at their IPs: NEXT_IMAGE's pods are slower."""
+        assert self._cluster is not None
+        self._pods_api = self._cluster.api_client()
+        self._pods = PodServer(
+            self._pods_api,
+            manifests.NAMESPACE,
+            default=Behaviour(latency=manifests.POD_LATENCY),
+        )
+        self._pods.behave(Behaviour(latency=manifests.NEXT_POD_LATENCY), image=manifests.NEXT_IMAGE)
+        self._pods.start()
 
     def _new_cluster(self, port: int) -> DevCluster | RealCluster:
         if self._cluster_name == "realcluster":
@@ -237,7 +269,9 @@ class Demo:
             "kubectl", ["wait", "--for=condition=Established", "--timeout=30s", f"crd/{CRD_NAME}"]
         )
         workload = manifests.workload(
-            interval=self.settings.interval, rate_window=self.settings.rate_window
+            interval=self.settings.interval,
+            rate_window=self.settings.rate_window,
+            pods_port=None if self._pods is None else self._pods.port,
         )
         (self.work / "checkout.yaml").write_text(workload)
         self._kubectl("kubectl", ["apply", "-f", "-"], input_text=workload)
@@ -296,6 +330,7 @@ class Demo:
                 if failed is not None:
                     self._say(f"demo: {failed}")
                     return 1
+                self._roll_out_when_due()
                 try:
                     current = read_snapshot(api, manifests.NAMESPACE, manifests.NAME)
                 except Exception as exc:  # the log must not die on one failed read
@@ -331,6 +366,23 @@ class Demo:
             return f"Prometheus exited; last lines of its log:\n{tail(self._prometheus.log_file)}"
         return None
 
+    def _roll_out_when_due(self) -> None:
+        """On the real control plane, release NEXT_IMAGE once the healthy time is over."""
+        due = self._up_at + self.settings.regression_after
+        if self._pods is None or self._rolled_out or self._clock() < due:
+            return
+        self._rolled_out = True
+        image = f"{manifests.NAME}={manifests.NEXT_IMAGE}"
+        self._kubectl(
+            "rollout",
+            ["-n", manifests.NAMESPACE, "set", "image", f"deployment/{manifests.NAME}", image],
+        )
+        slower = round((manifests.NEXT_POD_LATENCY / manifests.POD_LATENCY - 1) * 100)
+        self._say(
+            f"[{self._elapsed()}] rolling out {manifests.NEXT_IMAGE}: its pods answer {slower} % "
+            f"slower; one new pod every {manifests.MIN_READY_SECONDS} s (kubectl get rs,pods -w)."
+        )
+
     def _on_regression(self) -> None:
         self._say(
             f"[{self._elapsed()}] checkout's latency regresses now: 3 % of requests take "
@@ -341,14 +393,17 @@ class Demo:
 
     def _stop_all(self) -> None:
         # The web UI and the operator first (they talk to the cluster), together to save
-        # time; then the cluster and Prometheus, also together (realcluster's launcher stops
-        # kube-controller-manager, kube-apiserver and etcd in that order).
-        if self._hashes is not None:
-            self._hashes.stop()
+        # time; then the pod server, then the cluster and Prometheus, also together
+        # (realcluster's launcher stops kwok, kube-scheduler, kube-controller-manager,
+        # kube-apiserver and etcd in that order).
         for child in self._children:
             child.terminate()
         for child in self._children:
             child.stop()
+        if self._pods is not None:
+            self._pods.stop()
+        if self._pods_api is not None:
+            self._pods_api.close()
         if self._cluster is not None:
             self._cluster.terminate()
         if self._prometheus is not None:
@@ -364,7 +419,7 @@ class Demo:
     def _cluster_line(self) -> str:
         assert self._cluster is not None
         if self._cluster_name == "realcluster":
-            kind = f"Kubernetes {pinned_versions().kubernetes} (realcluster, no kubelet)"
+            kind = f"Kubernetes {pinned_versions().kubernetes} (realcluster, pods on 1 kwok node)"
         else:
             kind = "devcluster (the project's double of the API server)"
         return f"{kind} at {self._cluster.url}"

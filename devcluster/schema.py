@@ -95,7 +95,7 @@ def validate(schema: Mapping[str, Any], obj: Any) -> list[Cause]:
     if not cel.has_rules(root):
         return causes
     if any(c.reason in _CEL_BLOCKING for c in causes):
-        return [_CEL_SKIPPED, *causes]
+        return [*causes, _CEL_SKIPPED]
     return causes + [Cause(*found) for found in cel.validate(root, body, "")]
 
 
@@ -103,10 +103,10 @@ def with_cel_note(schema: Mapping[str, Any], causes: list[Cause]) -> list[Cause]
     """Return ``causes`` with kube-apiserver's note that the CEL rules were not checked.
 
     kube-apiserver skips a CRD's CEL rules (x-kubernetes-validations) after these errors and
-    says so in a first cause without a field.
+    says so in a cause without a field, after all the others (it appends it last).
     """
     if any(c.reason in _CEL_BLOCKING for c in causes) and cel.has_rules(schema):
-        return [_CEL_SKIPPED, *causes]
+        return [*causes, _CEL_SKIPPED]
     return causes
 
 

@@ -97,17 +97,25 @@ def kwok_deployment(
     replicas: int,
     min_ready_seconds: int = 0,
     container: str = "app",
+    one_pod_at_a_time: bool = False,
 ) -> dict[str, Any]:
     """Return a Deployment whose pods run on kwok's nodes and declare the metrics ``port``.
 
     ``min_ready_seconds`` holds a rolling update open: a new pod counts as available only
     that long after it is Ready, so the rollout moves one step per that many seconds.
+    ``one_pod_at_a_time`` makes each step one new pod and then one old pod less (``maxSurge``
+    1, ``maxUnavailable`` 0), so a pause finds both ReplicaSets serving.
     """
     deployment = deployment_manifest(name, namespace, image, replicas=replicas, container=container)
     spec = deployment["spec"]
     spec["template"]["spec"] = kwok_pod_spec(spec["template"]["spec"], port)
     if min_ready_seconds:
         spec["minReadySeconds"] = min_ready_seconds
+    if one_pod_at_a_time:
+        spec["strategy"] = {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+        }
     return deployment
 
 

@@ -3,8 +3,9 @@
 The demo runs as a subprocess with its story shortened through its environment knobs (regression
 after 5 s, a 5 s interval over a 20 s rate window), on free ports and in a scratch directory,
 against real devcluster, Prometheus, operator, runserver and kubectl. ``make demo CLUSTER=real``
-runs once more, on the real control plane (docs/realcluster.md), only as long as it takes to come
-up, give the analysis a status and stop on a terminal's Ctrl-C.
+runs once more, on the real control plane (docs/realcluster.md): it comes up with the checkout
+pods running on kwok's node and discovered by Prometheus 3, rolls out the slower release, is
+paused mid-rollout by ``compare``, and stops on a terminal's Ctrl-C.
 """
 
 from __future__ import annotations
@@ -347,7 +348,9 @@ def _executable(pid: int) -> str:
 
 @pytest.mark.realcluster
 @pytest.mark.slow
-def test_make_demo_cluster_real_comes_up_and_stops_on_ctrl_c(demo_env: dict[str, str]) -> None:
+def test_make_demo_cluster_real_pauses_a_rollout_of_running_pods_mid_way(
+    demo_env: dict[str, str],
+) -> None:
     started = time.monotonic()
     make = DemoProcess(
         demo_env, ["make", "--no-print-directory", "demo", "CLUSTER=real"], new_session=True
@@ -372,25 +375,45 @@ def test_make_demo_cluster_real_comes_up_and_stops_on_ctrl_c(demo_env: dict[str,
         )
         assert version["serverVersion"]["gitVersion"] == "v1.37.2"
 
-        def replicas() -> list[int]:
-            found = _kubectl_json(kubeconfig, "get", "rs", "-l", "app=checkout")["items"]
-            return [rs["spec"]["replicas"] for rs in found]
+        assert f"kubectl --kubeconfig {kubeconfig} get rs,pods -w" in make.output
+        prometheus = make.wait_for_line(r"Prometheus: +(http://\S+)/api/v1/targets", timeout=1)[1]
+        components = {_executable(pid) for pid in descendants(make.process.pid)}
+        assert {"etcd", "kube-apiserver", "kube-scheduler", "kwok", "prometheus"} <= components
 
-        assert wait_until(replicas, timeout=15, interval=0.5) == [3]
-        children = descendants(make.process.pid)
-        components = {_executable(pid) for pid in children}
-        assert {"etcd", "kube-apiserver", "kube-controller-manager"} <= components, components
+        # The pods run, and Prometheus 3 discovered each with its ReplicaSet's hash.
+        def discovered() -> set[str]:
+            answer = requests.get(f"{prometheus}/api/v1/targets", timeout=5).json()
+            return {
+                target["labels"].get("pod_template_hash", "")
+                for target in answer["data"]["activeTargets"]
+                if target["health"] == "up" and target["labels"].get("namespace") == "default"
+            }
 
-        # The operator gives the analysis a status.
-        def verdict() -> object:
+        first = _kubectl_json(kubeconfig, "get", "rs", "-l", "app=checkout")["items"]
+        assert wait_until(discovered, timeout=30, interval=0.5) >= {
+            rs["metadata"]["labels"]["pod-template-hash"] for rs in first
+        }
+
+        # The slower release rolls out; compare pauses it while old and new pods both serve.
+        make.wait_for_line(r"rolling out registry\.example\.com/shop/checkout:2\.5\.0", timeout=30)
+
+        def paused() -> dict[str, Any] | None:
             analysis = _kubectl_json(kubeconfig, "get", "ra", "checkout")
-            return (analysis.get("status") or {}).get("lastVerdict")
+            conditions = (analysis.get("status") or {}).get("conditions") or []
+            reasons = {c["type"]: c.get("reason") for c in conditions}
+            return analysis if reasons.get("RolloutPaused") == "FailureLimitReached" else None
 
-        assert wait_until(verdict, timeout=30, interval=0.5) in {"Pass", "Fail", "Inconclusive"}
-        # The third metric read the real ReplicaSets: one so far, so no old pods to compare.
-        assert "no old ReplicaSet has replicas" in wait_until(
-            lambda: _compare_message(kubeconfig), timeout=15, interval=0.5
-        )
+        analysis = wait_until(paused, timeout=120, interval=0.5, what="the pause")
+        results = {r["name"]: r for r in analysis["status"]["metricResults"]}
+        assert results[manifests.COMPARE_METRIC]["verdict"] == "Fail"
+        sizes = {
+            rs["metadata"]["labels"]["pod-template-hash"]: rs["spec"]["replicas"]
+            for rs in _kubectl_json(kubeconfig, "get", "rs", "-l", "app=checkout")["items"]
+        }
+        comparison = results[manifests.COMPARE_METRIC]["comparison"]
+        assert sizes[comparison["newHash"]] > 0 and sizes[comparison["oldHashes"][0]] > 0, sizes
+        assert _kubectl_json(kubeconfig, "get", "deployment", "checkout")["spec"]["paused"]
+        print(run_kubectl(["get", "rs", "-o", "wide"], kubeconfig=Path(kubeconfig)).stdout)
         children = descendants(make.process.pid)
     finally:
         # Ctrl-C in a terminal: SIGINT to the foreground process group, make and the demo.

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from demo import manifests
-from demo.app import CheckoutApp, sample_latency
+from demo.app import sample_latency
 from demo.children import Child
 from demo.settings import DemoError, DemoSettings
 from demo.status import Snapshot, describe_change, snapshot_of
@@ -138,23 +138,27 @@ def test_the_third_metric_compares_new_pods_with_old_ones() -> None:
     (analysis,) = [d for d in documents if d["kind"] == "RolloutAnalysis"]
     compared = parse_spec(analysis["spec"], strict=True).metrics[2]
     assert compared.name == manifests.COMPARE_METRIC and compared.compare is not None
-    # Enough samples at the interval's step over lookback for minSamples per side.
+    # Enough samples at the interval's step over lookback for minSamples per side, from one pod.
     assert compared.compare.lookback_seconds / 10 >= compared.compare.min_samples
     assert compared.compare.max_effect is not None
-    assert "sum by (pod_template_hash)" in compared.query
+    assert compared.compare.by == "pod_template_hash"
+    # Each pod's own series, as discovery labels it; the app's p99 is another job's.
+    assert f'job="{manifests.PODS_JOB}"' in compared.query
+    assert f'job="{manifests.APP_JOB}"' in manifests.query("1m")
 
 
-def test_the_app_plays_the_new_and_old_pods_under_their_hashes() -> None:
-    app = CheckoutApp(regression_after=0, clock=time.monotonic, rng=random.Random(3))
-    app.regressed = True
-    app.set_replicasets("newhash", ("oldhash",))
-    app._feed_pods(2000)
-    means = {}
-    for metric in app.registry.collect():
-        for sample in metric.samples:
-            side = sample.labels.get("pod_template_hash")
-            if side and sample.name.endswith(("_sum", "_count")):
-                means.setdefault(side, {})[sample.name.rsplit("_", 1)[1]] = sample.value
-    new, old = (means[h]["sum"] / means[h]["count"] for h in ("newhash", "oldhash"))
-    # 3 % slow requests: the new pods' mean is well beyond maxEffect above the old pods'.
-    assert new > old * (1 + manifests.COMPARE_MAX_EFFECT / 100)
+def test_on_the_real_control_plane_the_pods_run_on_kwok_and_roll_one_at_a_time() -> None:
+    documents = list(
+        yaml.safe_load_all(manifests.workload(interval="10s", rate_window="1m", pods_port=9100))
+    )
+    (deployment,) = [d for d in documents if d["kind"] == "Deployment"]
+    spec = deployment["spec"]
+    assert spec["replicas"] == manifests.REAL_REPLICAS
+    assert spec["minReadySeconds"] == manifests.MIN_READY_SECONDS
+    assert spec["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
+    pod = spec["template"]["spec"]
+    assert pod["nodeSelector"] == {"type": "kwok"}
+    assert {"name": "metrics", "containerPort": 9100} in pod["containers"][0]["ports"]
+    # The release is slower than compare's maxEffect allows.
+    slower = manifests.NEXT_POD_LATENCY / manifests.POD_LATENCY - 1
+    assert slower > 2 * manifests.COMPARE_MAX_EFFECT / 100

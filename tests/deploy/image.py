@@ -1,8 +1,9 @@
 """The built image, run as ``deploy/`` runs it, for tests/deploy/test_image*.py.
 
 ``built_image`` builds the image once per test session with ``containers/build.sh`` (what
-``make image`` runs; layer-cached, so an unchanged tree rebuilds in seconds). ``Pod`` turns a
-Deployment's Pod template from the rendered ``deploy/`` manifests into ``podman run`` arguments:
+``make image`` runs; layer-cached, so an unchanged tree rebuilds in seconds) and returns the
+image's ID. ``Pod`` turns a Deployment's Pod template from the rendered ``deploy/`` manifests
+into ``podman run`` arguments:
 its user and group, read-only root filesystem, dropped capabilities, no privilege escalation,
 its volume mounts (``emptyDir`` and claims as fresh podman volumes, Secrets as host
 directories), its environment (the ConfigMap, the Secret's values the test gives, the
@@ -12,10 +13,13 @@ it matters.
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
+import os
 import shutil
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,10 +27,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from sentinel_cluster import kube
+from testkit.clusters import Cluster, create_token, kube_client, kubectl_apply
+from testkit.manifests import analysis_manifest, deployment_manifest
+from testkit.metrics_app import GaugeSetter
 from testkit.paths import REPO_ROOT
+from testkit.processes import check_may_start
 from testkit.waiting import wait_until
 
-IMAGE = "localhost/rollout-sentinel:0.1.0"
 PODMAN = REPO_ROOT / "containers" / "podman.sh"
 BUILD = REPO_ROOT / "containers" / "build.sh"
 # A cold build (base from Debian, dependencies from PyPI) takes minutes on two cores.
@@ -36,7 +46,14 @@ BUILD_TIMEOUT = 1800
 def podman(
     *args: str, check: bool = True, timeout: float = 120, input: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run the project's podman (containers/podman.sh) and return what it printed."""
+    """Run the project's podman (containers/podman.sh) and return what it printed.
+
+    Starting a container, as building does, is starting a server: only a test in the
+    ``server`` tier may (docs/testkit.md#tiers), so a missing marker fails here instead of
+    slowing ``make check`` down.
+    """
+    if args and args[0] in ("run", "build", "start"):
+        check_may_start([str(PODMAN), *args], f"a container (podman {args[0]})")
     result = subprocess.run(
         [str(PODMAN), *args],
         capture_output=True,
@@ -50,16 +67,34 @@ def podman(
     return result
 
 
-@functools.cache
 def built_image() -> str:
-    """Build the image from the tree (once per session) and return its name."""
+    """Build the image from the tree (once per session) and return its ID.
+
+    The ID, not the tag: the tag names whatever the last build in the shared image store made,
+    which may be another work tree's while this session runs.
+    """
+    check_may_start([str(BUILD)], "an image build")
+    return _build()
+
+
+@functools.cache
+def _build() -> str:
     missing = [tool for tool in ("podman", "mmdebstrap") if shutil.which(tool) is None]
     assert not missing, f"{' and '.join(missing)} missing: `make image` installs them"
-    result = subprocess.run(
-        [str(BUILD)], capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False
-    )
-    assert result.returncode == 0, f"containers/build.sh failed:\n{result.stdout}\n{result.stderr}"
-    return IMAGE
+    with tempfile.TemporaryDirectory() as scratch:
+        iidfile = Path(scratch) / "iid"
+        result = subprocess.run(
+            [str(BUILD)],
+            capture_output=True,
+            text=True,
+            timeout=BUILD_TIMEOUT,
+            check=False,
+            env={**os.environ, "IIDFILE": str(iidfile)},
+        )
+        assert result.returncode == 0, (
+            f"containers/build.sh failed:\n{result.stdout}\n{result.stderr}"
+        )
+        return iidfile.read_text().strip()
 
 
 @contextmanager
@@ -110,6 +145,20 @@ class ServiceAccount:
             path.chmod(0o755 if path.is_dir() else 0o644)
         host, _, port = server.removeprefix("https://").rpartition(":")
         return cls(directory, host, int(port))
+
+
+def service_account(cluster: Cluster, name: str, namespace: str, directory: Path) -> ServiceAccount:
+    """What the kubelet gives a Pod running as ``namespace/name`` on ``cluster``: a token from a
+    real TokenRequest, the cluster's CA and the API server's address."""
+    kubeconfig = yaml.safe_load(cluster.kubeconfig.read_text())
+    server = kubeconfig["clusters"][0]["cluster"]
+    return ServiceAccount.write(
+        directory,
+        token=create_token(cluster, name, namespace),
+        ca=base64.b64decode(server["certificate-authority-data"]),
+        namespace=namespace,
+        server=server["server"],
+    )
 
 
 @dataclass
@@ -286,3 +335,64 @@ def wait_running(container: str, predicate: Any, what: str, timeout: float = 60)
         return predicate()
 
     return wait_until(check, timeout=timeout, interval=0.5, what=f"{what}\n{logs(container)}")
+
+
+def events(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:
+    """The events of ``namespace``, each as type, reason, message, reporter and object."""
+    out = cluster.kubectl("get", "events", "-n", namespace, "-o", "json").stdout
+    return [
+        {k: e.get(k) for k in ("type", "reason", "message", "reportingComponent")}
+        | {"object": f"{e['involvedObject']['kind']}/{e['involvedObject']['name']}"}
+        for e in json.loads(out)["items"]
+    ]
+
+
+def condition(analysis: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """The analysis' status condition of type ``kind``."""
+    return dict(next(c for c in analysis["status"]["conditions"] if c["type"] == kind))
+
+
+@contextmanager
+def operator_pausing(
+    cluster: Cluster,
+    operator: Pod,
+    *,
+    image: str,
+    namespace: str,
+    gauge: GaugeSetter,
+    metric: Mapping[str, Any],
+    record: Path,
+) -> Iterator[str]:
+    """Run the operator container of ``operator`` (host network, in-cluster configuration) and
+    yield it once it has paused a real Deployment ``checkout`` in ``namespace``.
+
+    The analysis' metric (``metric``, on ``gauge``) fails at once; the pause must show as the
+    ``RolloutPaused`` condition and event, recorded to ``record`` and printed, with no
+    ``Forbidden`` and no traceback in the operator's log. The database must be migrated.
+    """
+    admin = kube_client(cluster)
+    gauge(0.9)
+    kubectl_apply(cluster, deployment_manifest("checkout", namespace))
+    kubectl_apply(
+        cluster,
+        analysis_manifest("checkout", namespace, metrics=[dict(metric)], failure_limit=1),
+    )
+    with started(operator, "operator", image=image, network=["--network", "host"]) as container:
+
+        def paused() -> bool:
+            target = admin.request("GET", kube.deployment_path(namespace, "checkout"))
+            return target["spec"].get("paused") is True
+
+        wait_running(container, paused, "the operator in the image pausing checkout", timeout=90)
+        analysis = admin.request("GET", kube.analysis_path(namespace, "checkout"))
+        pause = condition(analysis, "RolloutPaused")
+        assert pause["status"] == "True", analysis["status"]
+        found = events(cluster, namespace)
+        assert any(e["reason"] == "RolloutPaused" for e in found), found
+        written = {"status": analysis["status"], "events": found}
+        record.write_text(json.dumps(written, indent=2))
+        print("the pause:", json.dumps(written, indent=2))
+        # The in-cluster configuration was used: the token's account, no kubeconfig.
+        log = logs(container)
+        assert "Forbidden" not in log and "Traceback" not in log, log
+        yield container

@@ -2,68 +2,72 @@
 
 The chart's data is ``kubectl kustomize`` of each overlay (``charts/generate.py``); these tests
 check that the committed chart is what the generator writes from today's deploy/, that
-``helm lint`` passes, and that ``helm template`` gives, for each mode and a chosen image, the
-objects kustomize gives with that image — the CRD included, from the chart's ``crds/``. Helm is
-built from the Go module proxy at a pinned version (``charts/helm.sh``).
+``helm lint`` passes, and that ``helm template`` gives, for each mode and each set of values,
+exactly the objects kustomize gives for the same settings asked of deploy/ with an overlay
+(``tests/deploy/helm.py``, ``as_kustomization``): image, pull policy, settings, resources, the
+providers file of deploy/overlays/providers, the notification channels Secret, monitoring — the
+CRD included, from the chart's ``crds/``, and the Namespace left out (it is Helm's to create).
+Helm is built from the Go module proxy at a pinned version (``charts/helm.sh``).
 """
 
 from __future__ import annotations
 
 import filecmp
-import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from testkit.paths import REPO_ROOT
+from testkit.paths import DEPLOY_DIR
+from tests.deploy.helm import (
+    CHART,
+    GENERATE,
+    HOME,
+    PROVIDER_SECRETS,
+    PROVIDERS,
+    Helm,
+    as_kustomization,
+    kustomize,
+    normal,
+)
 
-CHART = REPO_ROOT / "charts" / "rollout-sentinel"
-HELM = REPO_ROOT / "charts" / "helm.sh"
-GENERATE = REPO_ROOT / "charts" / "generate.py"
-
-
-def _helm(*args: str, home: Path) -> str:
-    # HOME stays: charts/helm.sh finds its build under ~/.cache.
-    env = {
-        **os.environ,
-        "HELM_CONFIG_HOME": str(home / "config"),
-        "HELM_CACHE_HOME": str(home / "cache"),
-        "HELM_DATA_HOME": str(home / "data"),
-    }
-    result = subprocess.run(
-        [str(HELM), *args], capture_output=True, text=True, env=env, timeout=900, check=False
-    )
-    assert result.returncode == 0, f"helm {' '.join(args)}:\n{result.stderr}"
-    return result.stdout
-
-
-def _normal(objects: list[dict[str, Any]]) -> list[str]:
-    """Objects as sorted JSON, numbers compared by value (Helm reads the data as JSON floats)."""
-
-    def fix(value: Any) -> Any:
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, dict):
-            return {k: fix(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [fix(v) for v in value]
-        return value
-
-    return sorted(json.dumps(fix(o), sort_keys=True) for o in objects)
-
-
-def _kustomize(directory: str) -> list[dict[str, Any]]:
-    sys.path.insert(0, str(GENERATE.parent))
-    try:
-        from generate import render  # type: ignore[import-not-found]
-    finally:
-        sys.path.pop(0)
-    return render(directory)
+NOTIFY = """channels:
+  - name: ops-mail
+    url: mailtos://user:password@smtp.example.com?to=ops@example.com&from=sentinel@example.com
+    events: [Paused, Failing]
+    default: true
+"""
+# Every value the chart has, set. The public URL's `&` and `<>` are escaped in the JSON both
+# kustomize and the chart hash to name the ConfigMap; the worker count is a number in YAML.
+EVERYTHING: dict[str, Any] = {
+    "image": {
+        "repository": "registry.example/rollout-sentinel",
+        "tag": "9.9.9",
+        "pullPolicy": "Always",
+    },
+    "config": {
+        "SENTINEL_PROMETHEUS_URL": "http://prometheus.example:9090",
+        "SENTINEL_PUBLIC_URL": "https://sentinel.example/?from=helm&to=<all>",
+        "SENTINEL_Q_WORKERS": 3,
+    },
+    "resources": {
+        "web": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+        "operator": {"requests": {"cpu": "50m", "memory": "128Mi"}},
+        "migrate": {"limits": {"memory": "256Mi"}},
+    },
+    "providers": {"file": (PROVIDERS / "providers.yaml").read_text(), "secrets": PROVIDER_SECRETS},
+    "notifications": {"config": NOTIFY},
+    "monitoring": {"enabled": True},
+    # mode namespaced: one namespace kept, one dropped, one new.
+    "namespaces": ["team-b", "payments"],
+}
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "everything": EVERYTHING,
+    "existing-notify-secret": {"notifications": {"existingSecret": "team-channels"}},
+}
 
 
 def test_chart_is_generated_from_deploy(tmp_path: Path) -> None:
@@ -79,38 +83,107 @@ def test_chart_is_generated_from_deploy(tmp_path: Path) -> None:
 
 
 def test_helm_lint(tmp_path: Path) -> None:
+    helm = Helm(tmp_path)
     for mode in ("single", "ha", "namespaced"):
-        out = _helm("lint", str(CHART), "--set", f"mode={mode}", home=tmp_path)
-        assert "0 chart(s) failed" in out
+        out = helm.run("lint", str(CHART), "--namespace", HOME, "--set", f"mode={mode}")
+        assert "0 chart(s) failed" in out.stdout
 
 
+@pytest.mark.parametrize("scenario", SCENARIOS)
 @pytest.mark.parametrize("mode", ["single", "ha", "namespaced"])
-def test_helm_template_renders_the_overlays_objects(mode: str, tmp_path: Path) -> None:
-    image = "registry.example/rollout-sentinel:9.9.9"
-    repository, tag = image.rsplit(":", 1)
-    rendered = _helm(
-        "template", "rs", str(CHART), "--include-crds", "--set", f"mode={mode}",
-        "--set", f"image.repository={repository}", "--set", f"image.tag={tag}",
-        "--set", "monitoring.enabled=true", home=tmp_path,
-    )  # fmt: skip
-    from_helm = [doc for doc in yaml.safe_load_all(rendered) if doc]
-    expected = _kustomize(f"overlays/{mode}") + _kustomize("monitoring")
-    for obj in expected:
-        if obj["kind"] == "Deployment":
-            pod = obj["spec"]["template"]["spec"]
-            for container in [*pod.get("initContainers", []), *pod["containers"]]:
-                assert container["image"] == "rollout-sentinel:0.1.0"
-                container["image"] = image
-    assert _normal(from_helm) == _normal(expected)
+def test_helm_template_renders_what_kustomize_renders(
+    mode: str, scenario: str, tmp_path: Path
+) -> None:
+    values = {"mode": mode, **SCENARIOS[scenario]}
+    from_helm = Helm(tmp_path / "helm").template(values)
+    expected = kustomize(as_kustomization(values, tmp_path / "overlay"))
+    assert [o for o in expected if o["kind"] == "Namespace"], "deploy/ has its Namespace"
+    expected = [o for o in expected if o["kind"] != "Namespace"]
+    if values.get("monitoring", {}).get("enabled"):
+        expected += kustomize(DEPLOY_DIR / "monitoring")
+    assert normal(from_helm) == normal(expected)
 
 
-def test_helm_refuses_an_unknown_mode(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [str(HELM), "template", "rs", str(CHART), "--set", "mode=cluster"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "HELM_CONFIG_HOME": str(tmp_path), "HELM_CACHE_HOME": str(tmp_path)},
-        check=False,
+def test_values_reach_the_objects(tmp_path: Path) -> None:
+    """What the comparison above takes for granted: the values changed something."""
+    plain = {(o["kind"], o["metadata"]["name"]): o for o in Helm(tmp_path / "a").template({})}
+    changed = {
+        (o["kind"], o["metadata"]["name"]): o for o in Helm(tmp_path / "b").template(EVERYTHING)
+    }
+    assert {"PodMonitor", "ServiceMonitor", "PrometheusRule"} <= {
+        o["kind"] for o in changed.values()
+    }
+    (settings,) = [
+        o for o in changed.values() if o["kind"] == "ConfigMap" and "DATABASE_URL" in o["data"]
+    ]
+    (before,) = [o for o in plain.values() if o["kind"] == "ConfigMap"]
+    assert settings["metadata"]["name"] != before["metadata"]["name"]
+    assert settings["data"]["SENTINEL_Q_WORKERS"] == "3"
+    assert (
+        settings["data"]["SENTINEL_PROVIDERS_FILE"]
+        == "/etc/rollout-sentinel/providers/providers.yaml"
     )
+    (notify,) = [o for o in changed.values() if o["kind"] == "Secret"]
+    assert notify["metadata"]["name"].startswith("rollout-sentinel-notify-")
+    operator = changed["Deployment", "rollout-sentinel-operator"]["spec"]["template"]["spec"]
+    (container,) = operator["containers"]
+    assert container["image"] == "registry.example/rollout-sentinel:9.9.9"
+    assert container["imagePullPolicy"] == "Always"
+    assert container["resources"] == {"requests": {"cpu": "50m", "memory": "128Mi"}}
+    assert container["envFrom"][0]["configMapRef"]["name"] == settings["metadata"]["name"]
+    volumes = {v["name"]: v for v in operator["volumes"]}
+    assert volumes["notify"]["secret"]["secretName"] == notify["metadata"]["name"]
+    assert volumes["provider-mimir"]["secret"] == {
+        "secretName": "sentinel-provider-mimir",
+        "defaultMode": 0o400,
+    }
+    namespaced = Helm(tmp_path / "c").template({**EVERYTHING, "mode": "namespaced"})
+    bindings = [o["metadata"] for o in namespaced if o["kind"] == "RoleBinding"]
+    watched = sorted((m["namespace"], m["name"]) for m in bindings if m["namespace"] != HOME)
+    assert watched == [
+        ("payments", "rollout-sentinel-operator"),
+        ("payments", "rollout-sentinel-web"),
+        ("team-b", "rollout-sentinel-operator"),
+        ("team-b", "rollout-sentinel-web"),
+    ]
+    (settings,) = [
+        o for o in namespaced if o["kind"] == "ConfigMap" and "DATABASE_URL" in o["data"]
+    ]
+    assert settings["data"]["SENTINEL_NAMESPACES"] == "team-b,payments"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--set", "mode=cluster"],
+            "at '/mode': value must be one of 'single', 'ha', 'namespaced'",
+        ),
+        (["--set", "modee=ha"], "at '': additional properties 'modee' not allowed"),
+        (
+            [
+                "--set",
+                "providers.secrets[0].name=Thanos",
+                "--set",
+                "providers.secrets[0].secretName=t",
+            ],
+            "at '/providers/secrets/0/name': 'Thanos' does not match pattern",
+        ),
+        (
+            ["--namespace", "sentinel"],
+            "install into the namespace rollout-sentinel (helm install --namespace "
+            'rollout-sentinel), not "sentinel"',
+        ),
+        (
+            ["--set", "notifications.config=x", "--set", "notifications.existingSecret=y"],
+            "notifications: set config or existingSecret, not both",
+        ),
+    ],
+    ids=["mode", "typo", "provider-name", "namespace", "notifications"],
+)
+def test_helm_refuses_bad_values_saying_why(args: list[str], message: str, tmp_path: Path) -> None:
+    namespace = [] if "--namespace" in args else ["--namespace", "rollout-sentinel"]
+    result = Helm(tmp_path).run("template", "rs", str(CHART), *namespace, *args, check=False)
     assert result.returncode != 0
-    assert 'mode must be one of single, ha, namespaced, not "cluster"' in result.stderr
+    assert message in result.stderr
+    assert result.stdout == ""

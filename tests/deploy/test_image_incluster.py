@@ -16,7 +16,6 @@ through the REST API with the web account's token.
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from collections.abc import Iterator
@@ -25,24 +24,24 @@ from typing import Any
 
 import pytest
 import requests
-import yaml
 
 from sentinel_cluster import kube
-from testkit.clusters import create_token, kubectl_apply
-from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
+from testkit.manifests import gauge_metric
 from testkit.metrics_app import GaugeSetter
 from testkit.ports import free_port
 from testkit.prometheus import PrometheusServer
 from testkit.waiting import wait_until
 from tests.deploy.image import (
     Pod,
-    ServiceAccount,
     built_image,
+    condition,
     config_map,
     deployment,
     fresh_volume,
     logs,
+    operator_pausing,
     run,
+    service_account,
     started,
     wait_running,
 )
@@ -63,19 +62,6 @@ def claim() -> Iterator[str]:
         yield name
 
 
-def _account(deployed: Deployed, name: str, directory: Path) -> ServiceAccount:
-    """The files and address the kubelet gives a Pod running as deploy/'s account ``name``."""
-    kubeconfig = yaml.safe_load(deployed.cluster.kubeconfig.read_text())
-    server = kubeconfig["clusters"][0]["cluster"]
-    return ServiceAccount.write(
-        directory,
-        token=create_token(deployed.cluster, name, HOME),
-        ca=base64.b64decode(server["certificate-authority-data"]),
-        namespace=HOME,
-        server=server["server"],
-    )
-
-
 def _pods(
     deployed: Deployed, prometheus: PrometheusServer, claim: str, tmp_path: Path
 ) -> dict[str, Pod]:
@@ -86,24 +72,13 @@ def _pods(
     for component in ("operator", "web"):
         template = deployment(single, f"rollout-sentinel-{component}")
         pod = Pod.of(template, config, secret_env=secret, claims={"rollout-sentinel-data": claim})
-        pod.service_account = _account(deployed, pod.account_name, tmp_path / component)
+        pod.service_account = service_account(
+            deployed.cluster, pod.account_name, HOME, tmp_path / component
+        )
         pods[component] = pod
     # Host network: the manifests' ports may be taken on this machine.
     pods["operator"].env_overrides = {"SENTINEL_METRICS_ADDR": f"127.0.0.1:{free_port()}"}
     return pods
-
-
-def _events(deployed: Deployed, namespace: str) -> list[dict[str, Any]]:
-    out = deployed.cluster.kubectl("get", "events", "-n", namespace, "-o", "json").stdout
-    return [
-        {k: e.get(k) for k in ("type", "reason", "message", "reportingComponent")}
-        | {"object": f"{e['involvedObject']['kind']}/{e['involvedObject']['name']}"}
-        for e in json.loads(out)["items"]
-    ]
-
-
-def _condition(analysis: dict[str, Any], kind: str) -> dict[str, Any]:
-    return next(c for c in analysis["status"]["conditions"] if c["type"] == kind)
 
 
 def test_operator_pauses_and_web_resumes_from_the_image(
@@ -121,33 +96,10 @@ def test_operator_pauses_and_web_resumes_from_the_image(
     admin = deployed.admin
     try:
         run(web, "migrate", image=image)
-        gauge(0.9)
-        kubectl_apply(deployed.cluster, deployment_manifest("checkout", namespace))
-        kubectl_apply(
-            deployed.cluster,
-            analysis_manifest(
-                "checkout", namespace, metrics=[gauge_metric(case, 0.5)], failure_limit=1
-            ),
-        )
-        with started(operator, "operator", image=image, network=["--network", "host"]) as op:
-
-            def paused() -> bool:
-                target = admin.request("GET", kube.deployment_path(namespace, "checkout"))
-                return target["spec"].get("paused") is True
-
-            wait_running(op, paused, "the operator in the image pausing checkout", timeout=90)
-            analysis = admin.request("GET", kube.analysis_path(namespace, "checkout"))
-            pause = _condition(analysis, "RolloutPaused")
-            assert pause["status"] == "True", analysis["status"]
-            events = _events(deployed, namespace)
-            assert any(e["reason"] == "RolloutPaused" for e in events), events
-            record = {"status": analysis["status"], "events": events}
-            (tmp_path / "pause.json").write_text(json.dumps(record, indent=2))
-            print("the pause:", json.dumps(record, indent=2))
-            # The in-cluster configuration was used: the token's account, no kubeconfig.
-            log = logs(op)
-            assert "Forbidden" not in log and "Traceback" not in log, log
-
+        with operator_pausing(
+            deployed.cluster, operator, image=image, namespace=namespace, gauge=gauge,
+            metric=gauge_metric(case, 0.5), record=tmp_path / "pause.json",
+        ):  # fmt: skip
             # The web app from the same image resumes it with the web account's token.
             token = _api_token(web, image)
             port = free_port()
@@ -184,7 +136,7 @@ def test_operator_pauses_and_web_resumes_from_the_image(
 
 def _resumed(admin: kube.KubeClient, namespace: str) -> dict[str, Any] | None:
     analysis = admin.request("GET", kube.analysis_path(namespace, "checkout"))
-    pause = _condition(analysis, "RolloutPaused")
+    pause = condition(analysis, "RolloutPaused")
     return analysis if pause["status"] == "False" else None
 
 

@@ -112,10 +112,10 @@ def test_status_is_validated_against_the_schema(custom: CustomApi, ns: str) -> N
 
     assert caught.value.status == 422
     causes = _status_body(caught.value)["details"]["causes"]
-    # First kube-apiserver's note that the CRD's CEL rules were skipped (an enum error blocks
-    # them), then the error itself.
-    assert [c["field"] for c in causes] == ["<nil>", "status.lastVerdict"]
-    assert causes[1]["reason"] == "FieldValueNotSupported"
+    # The error itself, then kube-apiserver's note that the CRD's CEL rules were skipped (an
+    # enum error blocks them), which it appends after its validation.
+    assert [c["field"] for c in causes] == ["status.lastVerdict", "<nil>"]
+    assert causes[0]["reason"] == "FieldValueNotSupported"
 
 
 def test_generation_bumps_on_spec_change_only(custom: CustomApi, ns: str) -> None:

@@ -192,9 +192,10 @@ def test_cel_rules_and_the_api_servers_note_when_they_are_skipped(
     ra_schema: dict[str, Any],
 ) -> None:
     # A wrong type, a required or unsupported value makes kube-apiserver skip the CEL rules and
-    # say so first; a pattern or minimum error does not.
+    # say so after the other causes; a pattern or minimum error does not.
     blocking = schema.validate(ra_schema, _analysis(failureLimit="3"))
-    assert str(blocking[0]) == _CEL_NOTE and len(blocking) == 2
+    assert str(blocking[-1]) == _CEL_NOTE and len(blocking) == 2
+    assert blocking[0].field == "spec.failureLimit"
     assert [str(c) for c in schema.validate(ra_schema, _analysis(failureLimit=0))] == [
         "spec.failureLimit: Invalid value: 0: spec.failureLimit in body should be greater "
         "than or equal to 1"

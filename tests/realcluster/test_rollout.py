@@ -14,6 +14,15 @@ than two intervals and than a rollout step, neither the ReplicaSets' sizes nor t
 The new pods then recover, ``kubectl rollout resume`` lets the controller go on and ``kubectl
 rollout status`` sees the rollout complete. ``kubectl get rs`` before, during and after the
 pause is printed (``-s`` shows it).
+
+The second test is ``compare`` (new pods against old pods, split by the ``pod_template_hash``
+Prometheus's discovery gave the series) and a ``beforeRollout`` baseline on the same running
+pods: a good rollout completes unpaused and the analysis is then ``Inconclusive/NoComparison``
+(no old side); a next version 50 % slower is paused mid-rollout by compare, while the baseline
+taken at that rollout's start holds the old pods' latency.
+
+The module's two tests share one control plane, one Prometheus (discovering every namespace;
+each test queries its own) and one operator (watching every namespace; each test has its own).
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -34,7 +43,7 @@ from testkit.namespaces import fresh_namespace
 from testkit.observe import condition, event_reasons, get_analysis, wait_condition
 from testkit.operator import OperatorProcess, OperatorStarter
 from testkit.pod_server import Behaviour, PodServer, kwok_deployment, replica_set_hashes
-from testkit.prometheus import PrometheusServer
+from testkit.prometheus import PrometheusServer, discovering_pods
 from testkit.realcluster import RealCluster
 from testkit.waiting import wait_until
 
@@ -83,20 +92,57 @@ def pods_namespace(real_namespace: str) -> str:
     return real_namespace
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
+def pod_prometheus(
+    tmp_path_factory: pytest.TempPathFactory, real_cluster: RealCluster
+) -> Iterator[PrometheusServer]:
+    """The built Prometheus 3.x discovering the pods of every namespace of the module's cluster
+    (each test's queries select its own namespace)."""
+    workdir = tmp_path_factory.mktemp("rollout-prometheus")
+    with discovering_pods(workdir, real_cluster) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
 def real_operator(
-    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
     real_cluster: RealCluster,
     migrated_database: Path,
     pod_prometheus: PrometheusServer,
-    real_namespace: str,
 ) -> Iterator[OperatorProcess]:
-    """One ``runoperator`` against the real API server, watching the test's namespace."""
-    starter = OperatorStarter(tmp_path, migrated_database, kubeconfig=real_cluster.kubeconfig)
+    """One ``runoperator`` against the real API server, watching every namespace."""
+    starter = OperatorStarter(
+        tmp_path_factory.mktemp("rollout-operator"),
+        migrated_database,
+        kubeconfig=real_cluster.kubeconfig,
+    )
     try:
-        yield starter(prometheus_url=pod_prometheus.url, namespaces=[real_namespace])
+        yield starter(prometheus_url=pod_prometheus.url)
     finally:
         starter.stop_all()
+
+
+class Stage(NamedTuple):
+    """Everything a story here plays on."""
+
+    cluster: RealCluster
+    client: kube.KubeClient
+    namespace: str
+    pods: PodServer
+    prometheus: PrometheusServer
+    operator: OperatorProcess
+
+
+@pytest.fixture
+def stage(
+    real_cluster: RealCluster,
+    real_client: kube.KubeClient,
+    real_namespace: str,
+    pods: PodServer,
+    pod_prometheus: PrometheusServer,
+    real_operator: OperatorProcess,
+) -> Stage:
+    return Stage(real_cluster, real_client, real_namespace, pods, pod_prometheus, real_operator)
 
 
 # -- reading what the controllers did ----------------------------------------------------------
@@ -139,15 +185,30 @@ def _roll_out_version_1(
         replicas=replicas,
         min_ready_seconds=min_ready_seconds,
         container=CONTAINER,
+        one_pod_at_a_time=True,
     )
-    deployment["spec"]["strategy"] = {
-        "type": "RollingUpdate",
-        "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
-    }
     kubectl_apply(cluster, deployment)
     cluster.kubectl("rollout", "status", "-n", namespace, f"deployment/{NAME}", "--timeout=90s")
     ((_, template_hash, _),) = replica_set_hashes(cluster, namespace, NAME)
     return template_hash
+
+
+def _set_image(cluster: RealCluster, namespace: str, version: str) -> None:
+    image = IMAGE.format(version)
+    cluster.kubectl("-n", namespace, "set", "image", f"deployment/{NAME}", f"{CONTAINER}={image}")
+
+
+def _apply_analysis(cluster: RealCluster, namespace: str, metrics: list[dict[str, Any]]) -> None:
+    """Apply the analysis of the Deployment (every INTERVAL, pausing after FAILURE_LIMIT)."""
+    analysis = analysis_manifest(
+        NAME,
+        namespace,
+        target=NAME,
+        metrics=metrics,
+        interval=f"{INTERVAL:.0f}s",
+        failure_limit=FAILURE_LIMIT,
+    )
+    kubectl_apply(cluster, analysis)
 
 
 def _progressing_reason(deployment: dict[str, Any]) -> str:
@@ -158,15 +219,8 @@ def _progressing_reason(deployment: dict[str, Any]) -> str:
 
 
 @pytest.mark.slow
-def test_a_regressing_rollout_is_paused_mid_way_held_and_resumed(
-    real_cluster: RealCluster,
-    real_client: kube.KubeClient,
-    real_namespace: str,
-    pods: PodServer,
-    pod_prometheus: PrometheusServer,
-    real_operator: OperatorProcess,
-) -> None:
-    namespace, client, cluster = real_namespace, real_client, real_cluster
+def test_a_regressing_rollout_is_paused_mid_way_held_and_resumed(stage: Stage) -> None:
+    cluster, client, namespace, pods, pod_prometheus, real_operator = stage
     started = time.monotonic()
     old_hash = _roll_out_version_1(cluster, namespace, pods.port, REPLICAS, MIN_READY_SECONDS)
     print(f"\nversion 1: {REPLICAS} pods available in {time.monotonic() - started:.1f} s")
@@ -176,17 +230,8 @@ def test_a_regressing_rollout_is_paused_mid_way_held_and_resumed(
         f'sum(rate(http_requests_total{{namespace="{namespace}"}}[10s]))'
     )
     pod_prometheus.wait_for(errors, lambda values: values == [0.0], timeout=30)
-    kubectl_apply(
-        cluster,
-        analysis_manifest(
-            NAME,
-            namespace,
-            target=NAME,
-            metrics=[{"name": "error-ratio", "query": errors, "maxValue": MAX_ERROR_RATIO}],
-            interval=f"{INTERVAL:.0f}s",
-            failure_limit=FAILURE_LIMIT,
-        ),
-    )
+    error_ratio = {"name": "error-ratio", "query": errors, "maxValue": MAX_ERROR_RATIO}
+    _apply_analysis(cluster, namespace, [error_ratio])
     first = wait_condition(client, namespace, NAME, "Ready", "Evaluating", timeout=20)
     assert first["status"]["lastVerdict"] == "Pass"
     _show_rs(cluster, namespace, "before the rollout")
@@ -194,9 +239,7 @@ def test_a_regressing_rollout_is_paused_mid_way_held_and_resumed(
     # Version 2 fails half its requests; its first pod is Ready at once, available 10 s later.
     pods.behave(Behaviour(latency=0.1, error_rate=0.5), image=IMAGE.format("2.0"))
     rollout = time.monotonic()
-    cluster.kubectl(
-        "-n", namespace, "set", "image", f"deployment/{NAME}", f"{CONTAINER}={IMAGE.format('2.0')}"
-    )
+    _set_image(cluster, namespace, "2.0")
     new_hash = wait_until(
         lambda: (
             (found := replica_set_hashes(cluster, namespace, NAME))[0][1] != old_hash
@@ -273,3 +316,147 @@ def test_a_regressing_rollout_is_paused_mid_way_held_and_resumed(
     fails = [row for row in real_operator.evaluations(namespace, NAME) if row["outcome"] == "Fail"]
     assert [bool(row["paused"]) for row in fails[:FAILURE_LIMIT]] == [False, True]
     print(f"whole story: {time.monotonic() - started:.1f} s")
+
+
+# -- new pods against old pods, and a baseline from before the rollout --------------------------
+
+COMPARE_REPLICAS = 3
+# A good rollout's steps are short; the regressing one's are long enough that the old side is
+# still there when compare has its samples (a pause comes ~30 s after the new ReplicaSet).
+GOOD_MIN_READY_SECONDS = 3
+SLOW_MIN_READY_SECONDS = 25
+LATENCY = 0.25
+NO_OLD_SIDE = "no comparison: no old ReplicaSet has replicas"
+
+
+def _latency_metrics(namespace: str) -> list[dict[str, Any]]:
+    """Each pod's mean latency, new pods against old (one series per pod, labelled by
+    discovery); and the namespace's mean latency against its value when the rollout began."""
+    selector = f'{{namespace="{namespace}",app="{NAME}"}}'
+    per_pod = (
+        f"rate(http_request_duration_seconds_sum{selector}[10s]) / "
+        f"rate(http_request_duration_seconds_count{selector}[10s])"
+    )
+    overall = (
+        f"sum(rate(http_request_duration_seconds_sum{selector}[10s])) / "
+        f"sum(rate(http_request_duration_seconds_count{selector}[10s]))"
+    )
+    return [
+        {
+            "name": "latency-vs-old",
+            "query": per_pod,
+            "compare": {
+                "by": "pod_template_hash",
+                "worse": "increase",
+                "maxEffect": {"percent": 10},
+                "confidence": 0.95,
+                "lookback": "20s",
+                "minSamples": 5,
+            },
+        },
+        {
+            # Loose on purpose: compare, not this, is what pauses the slow version.
+            "name": "latency-vs-before",
+            "query": overall,
+            "maxValue": 1,
+            "maxIncrease": {"percent": 100},
+            "baseline": {"beforeRollout": True},
+        },
+    ]
+
+
+def _results(client: kube.KubeClient, namespace: str) -> dict[str, dict[str, Any]]:
+    status = get_analysis(client, namespace, NAME).get("status") or {}
+    return {result["name"]: result for result in status.get("metricResults") or []}
+
+
+@pytest.mark.slow
+def test_compare_on_discovered_pods_passes_a_good_rollout_and_pauses_a_slower_one(
+    stage: Stage,
+) -> None:
+    cluster, client, namespace, pods, _, real_operator = stage
+    started = time.monotonic()
+    pods.default = Behaviour(latency=LATENCY, spread=0.03)
+    first_hash = _roll_out_version_1(
+        cluster, namespace, pods.port, COMPARE_REPLICAS, GOOD_MIN_READY_SECONDS
+    )
+    _apply_analysis(cluster, namespace, _latency_metrics(namespace))
+    # One ReplicaSet: no old pods to compare with, and no rollout seen, so no baseline.
+    before = wait_until(
+        lambda: len(found := _results(client, namespace)) == 2 and found,
+        timeout=30,
+        interval=0.2,
+        what="a first evaluation",
+    )
+    assert before["latency-vs-old"]["verdict"] == "Inconclusive"
+    assert before["latency-vs-old"]["message"].startswith(NO_OLD_SIDE)
+    assert "baseline" not in before["latency-vs-before"]
+
+    # A good version 2: the rollout runs to its end unpaused, and then there is no old side.
+    good = time.monotonic()
+    _set_image(cluster, namespace, "2.0")
+    cluster.kubectl("rollout", "status", "-n", namespace, f"deployment/{NAME}", "--timeout=90s")
+    print(f"\ncompare: good rollout complete in {time.monotonic() - good:.1f} s")
+    ((_, good_hash, _), (_, first, _)) = replica_set_hashes(cluster, namespace, NAME)
+    assert first == first_hash
+    assert _sizes(cluster, namespace) == {good_hash: COMPARE_REPLICAS, first_hash: 0}
+    done = wait_until(
+        lambda: (
+            (found := _results(client, namespace))
+            .get("latency-vs-old", {})
+            .get("message", "")
+            .startswith(NO_OLD_SIDE)
+            and "baseline" in found["latency-vs-before"]
+            and get_analysis(client, namespace, NAME)
+        ),
+        timeout=3 * INTERVAL,
+        interval=0.2,
+        what="NoComparison after the good rollout",
+    )
+    assert done["status"]["lastVerdict"] == "Inconclusive"
+    assert condition(done, "Healthy")["reason"] == "NoComparison"
+    assert condition(done, "RolloutPaused").get("status") != "True"
+    assert _deployment(client, namespace)["spec"].get("paused") is not True
+    assert not [r for r in real_operator.evaluations(namespace, NAME) if r["outcome"] == "Fail"]
+
+    # Version 3 answers 50 % slower; each of its steps takes 25 s, so the old side stays.
+    pods.behave(Behaviour(latency=1.5 * LATENCY, spread=0.03), image=IMAGE.format("3.0"))
+    cluster.kubectl(
+        "-n",
+        namespace,
+        "patch",
+        f"deployment/{NAME}",
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"minReadySeconds": SLOW_MIN_READY_SECONDS}}),
+    )
+    _show_rs(cluster, namespace, "compare: before the slow rollout")
+    slow = time.monotonic()
+    _set_image(cluster, namespace, "3.0")
+    paused = wait_condition(
+        client, namespace, NAME, "RolloutPaused", "FailureLimitReached", timeout=90
+    )
+    print(f"compare: set image -> paused in {time.monotonic() - slow:.1f} s")
+    _show_rs(cluster, namespace, "compare: paused")
+    ((_, new_hash, new_size), (_, old_hash, old_size), (_, _, gone)) = replica_set_hashes(
+        cluster, namespace, NAME
+    )
+    # Mid-rollout: old pods still serve, the new ReplicaSet is not all available.
+    assert old_hash == good_hash and gone == 0
+    assert new_size > 0 and old_size > 0, (new_size, old_size)
+    assert _available(cluster, namespace, new_hash) < COMPARE_REPLICAS
+    assert _deployment(client, namespace)["spec"]["paused"] is True
+    results = {result["name"]: result for result in paused["status"]["metricResults"]}
+    compared = results["latency-vs-old"]
+    comparison = compared["comparison"]
+    assert compared["verdict"] == "Fail"
+    # The hashes are the ReplicaSets' own, as discovery labelled the series.
+    assert comparison["newHash"] == new_hash and comparison["oldHashes"] == [old_hash]
+    assert comparison["newSamples"] >= 5 and comparison["oldSamples"] >= 5
+    assert comparison["pValue"] < 0.05
+    assert 0.3 < comparison["effect"] / comparison["oldMedian"] < 0.7
+    # The baseline is the old pods' latency when version 3's ReplicaSet was made.
+    assert abs(float(results["latency-vs-before"]["baseline"]) - LATENCY) < 0.05 * LATENCY
+    print(f"comparison: {comparison}; message: {compared['message']}")
+    print(f"baseline: {results['latency-vs-before']}")
+    print(f"compare story: {time.monotonic() - started:.1f} s")

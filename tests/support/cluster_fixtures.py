@@ -38,6 +38,8 @@ CLUSTER_KINDS = ("dev", "real")
 # parametrized over the real cluster.
 DEV_ONLY_FIXTURES = frozenset({"devcluster", "api_faults"})
 KIND_MARKERS = {"dev": pytest.mark.devcluster, "real": pytest.mark.realcluster}
+# The Prometheus flavour of each kind's tests (the ``prometheus`` fixture's parameter).
+PROMETHEUS_OF_KIND = {"dev": "debian", "real": "built"}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -57,6 +59,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # tests/support/tiers.py), so `-m realcluster` selects exactly the [real] cases. Session
     # scope: pytest groups the tests of one kind together, and each kind's cluster, client and
     # deploy/ state is made once.
+    if "prometheus" in metafunc.fixturenames:
+        # The [real] cases query the Prometheus 3.x the real tier is built with, the [dev]
+        # cases Debian's 2.x (tests/support/fixtures.py): both majors answer the operator.
+        flavoured = [
+            pytest.param(kind, PROMETHEUS_OF_KIND[kind], id=kind, marks=KIND_MARKERS[kind])
+            for kind in kinds
+        ]
+        metafunc.parametrize(
+            ("cluster_kind", "prometheus"), flavoured, indirect=["prometheus"], scope="session"
+        )
+        return
     cases = [pytest.param(kind, id=kind, marks=KIND_MARKERS[kind]) for kind in kinds]
     metafunc.parametrize("cluster_kind", cases, scope="session")
 

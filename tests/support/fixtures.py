@@ -6,6 +6,12 @@ whole session, so tests share it safely by two rules:
 - each test writes and queries only series labelled with its own ``case`` value;
 - nobody stops the shared server: ``prometheus.stop()`` raises, and outage tests either put
   a ``fault_proxy`` in front of it or take an ``isolated_prometheus`` of their own.
+
+Which Prometheus that is follows the test's tier: Debian's 2.x by default and for the
+``[dev]`` cases, the 3.x built by ``make realcluster`` for the ``[real]`` cases
+(``tests/support/cluster_fixtures.py`` sets the flavour with the cluster kind), so both
+major versions answer the operator's queries (docs/realcluster.md). Each flavour is one server
+per session, started on first use.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ import pytest
 
 from testkit.fault_proxy import FaultProxy
 from testkit.metrics_app import GaugeSetter, MetricsApp
-from testkit.prometheus import PrometheusServer
+from testkit.prometheus import PROMETHEUS_BINARY, PrometheusServer
+from testkit.prometheus import built_prometheus as built_prometheus_binary
 
 # Scrapes run every second, but Prometheus only applies new targets on a 5 s tick.
 FIRST_SCRAPE_TIMEOUT = 20.0
@@ -50,13 +57,14 @@ def start_scraping(
     server_class: type[PrometheusServer] = PrometheusServer,
     *,
     wait_for_scrape: bool = True,
+    binary: str = PROMETHEUS_BINARY,
 ) -> PrometheusServer:
     """Start a Prometheus scraping ``app``; by default wait until its first scrape is visible.
 
     Prometheus applies new scrape targets on a 5 s tick, so the first scrape lands ~5-6 s
     after /-/ready: worth waiting for once per session, not in every isolated server.
     """
-    server = server_class(workdir, [app.target])
+    server = server_class(workdir, [app.target], binary=binary)
     server.start()
     if wait_for_scrape:
         server.wait_for(
@@ -72,19 +80,53 @@ def metrics_app() -> Iterator[MetricsApp]:
         yield app
 
 
+# The session Prometheus of each flavour (see the module docstring).
+PROMETHEUS_FLAVOURS = {"debian": "debian_prometheus", "built": "built_prometheus"}
+
+
 @pytest.fixture(scope="session")
-def prometheus(
-    metrics_app: MetricsApp, tmp_path_factory: pytest.TempPathFactory
+def prometheus(request: pytest.FixtureRequest) -> PrometheusServer:
+    """The real Prometheus of this test's flavour, shared by the session, scraping
+    ``metrics_app`` every second.
+
+    The flavour is the fixture's parameter, which only the cluster kinds set
+    (``tests/support/cluster_fixtures.py``); a parameter of its own, not a fixture it depends
+    on, so that pytest sets it up again whenever the flavour changes between two tests.
+    """
+    flavour = getattr(request, "param", "debian")
+    # Looked up by name: each flavour's server lives for the whole session, and a session of
+    # plain and [dev] tests never starts the 3.x.
+    server: PrometheusServer = request.getfixturevalue(PROMETHEUS_FLAVOURS[flavour])
+    return server
+
+
+def _shared_prometheus(
+    tmp_path_factory: pytest.TempPathFactory, app: MetricsApp, binary: str
 ) -> Iterator[PrometheusServer]:
-    """The ONE real Prometheus of the session, scraping ``metrics_app`` every second."""
     server = start_scraping(
-        tmp_path_factory.mktemp("prometheus"), metrics_app, SharedPrometheusServer
+        tmp_path_factory.mktemp("prometheus"), app, SharedPrometheusServer, binary=binary
     )
     try:
         yield server
     finally:
         assert isinstance(server, SharedPrometheusServer)
         server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def debian_prometheus(
+    metrics_app: MetricsApp, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PrometheusServer]:
+    """Debian's Prometheus 2.x for the session (``prometheus`` of plain and ``[dev]`` tests)."""
+    yield from _shared_prometheus(tmp_path_factory, metrics_app, PROMETHEUS_BINARY)
+
+
+@pytest.fixture(scope="session")
+def built_prometheus(
+    metrics_app: MetricsApp, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PrometheusServer]:
+    """The Prometheus 3.x built by ``make realcluster`` (``prometheus`` of ``[real]`` tests)."""
+    yield from _shared_prometheus(tmp_path_factory, metrics_app, built_prometheus_binary())
 
 
 @pytest.fixture

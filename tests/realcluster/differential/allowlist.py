@@ -74,15 +74,6 @@ ALLOWED: tuple[Allowed, ...] = (
         "token on devcluster; run against a real cluster it must allow this row, and "
         "devcluster can then add the role.",
     ),
-    Allowed(
-        ops="Deployment: *[tT]able*",
-        path=r"(\.stdout\[1\]|\.body\.rows\[0\]\.cells)\[[123]\]",
-        real="READY `0/2`, UP-TO-DATE and AVAILABLE below 2: with no kubelet, pods stay Pending",
-        dev="`2/2`, 2, 2: it plays a Deployment controller that completes every rollout at once",
-        reason="These columns print status the controllers write, which the normalizer masks "
-        "in the objects themselves (see above); the product reads a Deployment's spec.paused "
-        "and annotations, never its replica counts.",
-    ),
 )
 
 

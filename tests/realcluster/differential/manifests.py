@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from testkit.pod_server import KWOK_NODE_SELECTOR, KWOK_TOLERATION
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
 CRD_PATH = REPO_ROOT / "crds" / "rolloutanalysis.yaml"
 GROUP = "sentinel.example.com"
@@ -64,7 +66,11 @@ def deployment(name: str, namespace: str = NS, image: str = "nginx:1.27") -> dic
                     "containers": [
                         {"name": "app", "image": image, "ports": [{"containerPort": 8080}]},
                         {"name": "sidecar", "image": "busybox:1.36", "args": ["sleep", "1d"]},
-                    ]
+                    ],
+                    # The real cluster's pods run on its kwok node (docs/realcluster.md), so
+                    # its rollouts complete as devcluster's do.
+                    "tolerations": [KWOK_TOLERATION],
+                    "nodeSelector": KWOK_NODE_SELECTOR,
                 },
             },
         },

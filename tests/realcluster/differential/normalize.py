@@ -16,7 +16,8 @@ docs/devcluster.md), and the product never reads them.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
@@ -27,6 +28,9 @@ DECIMAL = re.compile(r"\d+")
 # kubectl describe prints an object's resourceVersion.
 DESCRIBED_RV = re.compile(r"(Resource Version:\s+)\d+")
 # A failed delete precondition names the stored resourceVersion in its message.
+# The field of a cause about no field: field.Invalid(nil, ...) in kube-apiserver.
+NO_FIELD = "<nil>"
+_T = TypeVar("_T")
 RECORD_RV = re.compile(r"(ResourceVersion in record \()\d+\)")
 
 # Key -> (placeholder, the shape the value must have to be masked). A value of another shape
@@ -114,7 +118,9 @@ def _sort_causes(status: dict[str, Any]) -> None:
     """Put a Status's causes, and the message that lists them, in one order.
 
     The real server validates a custom resource's properties in Go map order, which is random
-    from one request to the next, so only the set of causes is an answer to compare.
+    from one request to the next, so only the set of field causes is an answer to compare. The
+    causes without a field (``<nil>``: the note that the CEL rules were not checked) keep their
+    place: the server appends them after its validation, in a fixed order.
     """
     details = status.get("details")
     causes = details.get("causes") if isinstance(details, dict) else None
@@ -126,7 +132,11 @@ def _sort_causes(status: dict[str, Any]) -> None:
     def joined(items: list[dict[str, Any]]) -> str:
         return ", ".join(f"{c.get('field')}: {c.get('message')}" for c in items)
 
-    ordered = sorted(causes, key=lambda c: (str(c.get("field")), str(c.get("message"))))
+    ordered = _sorted_in_place(
+        causes,
+        is_fixed=lambda c: c.get("field") in (None, NO_FIELD),
+        key=lambda c: (str(c.get("field")), str(c.get("message"))),
+    )
     message = status.get("message")
     if isinstance(message, str) and message.endswith(f"[{joined(causes)}]"):
         status["message"] = message[: -len(joined(causes)) - 2] + f"[{joined(ordered)}]"
@@ -141,10 +151,18 @@ def sort_bullets(lines: list[str]) -> list[str]:
         if line.startswith("* "):
             run.append(line)
             continue
-        out += sorted(run)
+        out += _sorted_in_place(run, is_fixed=lambda b: b.startswith(f"* {NO_FIELD}:"), key=str)
         run = []
         out.append(line)
     return out[:-1]
+
+
+def _sorted_in_place(
+    items: list[_T], *, is_fixed: Callable[[_T], bool], key: Callable[[_T], Any]
+) -> list[_T]:
+    """Return ``items`` sorted by ``key``, except that those ``is_fixed`` keep their index."""
+    movable = iter(sorted((item for item in items if not is_fixed(item)), key=key))
+    return [item if is_fixed(item) else next(movable) for item in items]
 
 
 def _mask_kind_specific(obj: dict[str, Any]) -> dict[str, Any]:

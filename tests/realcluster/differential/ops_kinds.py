@@ -11,8 +11,11 @@ the client gets for the object (what kubectl prints from).
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
+
+import kubernetes.client
 
 from tests.realcluster.differential import manifests as m
 from tests.realcluster.differential.runner import JSON_PATCH, TABLE, Script, Session
@@ -217,6 +220,7 @@ def _register(kind: Kind) -> None:
 
     @script.op(f"{kind.kind}: kubectl get (table)")
     def table(s: Session) -> Any:
+        _rolled_out(s, kind)
         return s.kubectl("get", ref, *kind.namespace, "-o", "wide", out="table")
 
     @script.op(f"{kind.kind}: python get as Table")
@@ -226,3 +230,34 @@ def _register(kind: Kind) -> None:
 
 for _kind in KINDS:
     _register(_kind)
+
+
+ROLLOUT_TIMEOUT = 30.0
+
+
+def _rolled_out(s: Session, kind: Kind) -> None:
+    """Wait until a Deployment's controller has finished the rollout the apply began.
+
+    The table prints the status the controllers write: devcluster completes a rollout as it
+    answers, the real controllers a moment later (their pods run on kwok's node).
+    """
+    if kind.kind != "Deployment":
+        return
+    deadline = time.monotonic() + ROLLOUT_TIMEOUT
+    while True:
+        found = kubernetes.client.AppsV1Api(s.client()).read_namespaced_deployment(kind.name, m.NS)
+        status, wanted = found.status, found.spec.replicas
+        done = (status.observed_generation or 0) >= (found.metadata.generation or 0) and all(
+            count == wanted
+            for count in (
+                status.replicas,
+                status.updated_replicas,
+                status.ready_replicas,
+                status.available_replicas,
+            )
+        )
+        if done:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{kind.name} not rolled out within {ROLLOUT_TIMEOUT} s")
+        time.sleep(0.1)
