@@ -12,8 +12,9 @@ from tests.support.schedule import pytest_collection_modifyitems, share_sizes
 
 
 class _Item:
-    def __init__(self, name: str, slow: bool = False) -> None:
+    def __init__(self, name: str, slow: bool = False, module: str | None = None) -> None:
         self.name, self.slow = name, slow
+        self.nodeid = f"tests/{module or name}.py::{name}"
 
     def get_closest_marker(self, name: str) -> object | None:
         return object() if name == "slow" and self.slow else None
@@ -72,6 +73,17 @@ def test_under_worksteal_each_share_starts_with_a_slow_test_and_nothing_is_lost(
     assert [reordered[share[0]].slow for share in shares] == [True] * 4
     # The others keep their order.
     assert [item for item in reordered if not item.slow] == [i for i in items if not i.slow]
+
+
+def test_a_modules_slow_tests_stay_together_on_one_worker() -> None:
+    modules = {2: "a", 3: "a", 7: "b", 11: "c", 12: "c"}
+    items = [
+        _Item(f"t{index}", slow=index in modules, module=modules.get(index)) for index in range(30)
+    ]
+    reordered = _reordered(items, 2, "worksteal")
+    shares = [[reordered[i].name for i in share] for share in _first_shares(len(items), 2)]
+    assert shares[0][:4] == ["t2", "t3", "t11", "t12"]
+    assert shares[1][:1] == ["t7"]
 
 
 def test_other_distributions_get_the_slow_tests_first() -> None:

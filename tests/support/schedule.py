@@ -8,8 +8,8 @@ on every pytest-xdist worker alike, to where a worker takes it up first:
   and lets idle workers steal from the ends of the others' queues. A slow test near the end of
   a share starts only when its worker gets there, or when an idle worker steals it in the last
   minutes: the 3-minute soak then runs alone while the other workers have nothing left. So the
-  slow tests are dealt out, one per share in turn, to the heads of the shares, computed as
-  xdist computes them.
+  slow tests are dealt out, a module's together and one module per share in turn, to the heads
+  of the shares, computed as xdist computes them.
 - Any other distribution (``load`` deals tests out in order) gets the slow tests at the front.
 
 Without xdist (``-n 0``, one file run by hand) the order is left alone. The tests themselves do
@@ -46,7 +46,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if workerinput.get(_DIST) != "worksteal":
         items[:] = [*slow, *rest]
         return
-    shares: list[list[pytest.Item]] = [slow[index::workers] for index in range(workers)]
+    # A module's slow tests stay together, so that its module-scoped servers start once.
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in slow:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    for index, group in enumerate(modules.values()):
+        shares[index % workers].extend(group)
     remaining = iter(rest)
     for share, size in zip(shares, share_sizes(len(items), workers), strict=True):
         share.extend(itertools.islice(remaining, max(0, size - len(share))))
