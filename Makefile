@@ -45,12 +45,18 @@ lint: venv
 # The suite runs the Kubernetes-facing tests on devcluster and on the real control plane
 # (docs/testkit.md), so it needs the binaries: a no-op once built, ~10 min cold; without Go, one
 # line says which Go to install. In parallel (pytest-xdist): each worker starts its own servers
-# on free ports and has its own directories; the tests mostly wait on servers, so more workers
-# than cores pay (docs/testkit.md#parallel-runs has the measurements behind these defaults).
+# on free ports and has its own directories. Four workers on two cores fill the time the tests
+# wait on servers; beyond that the run is CPU-bound, and tests/support/schedule.py starts the
+# slow tests first (docs/testkit.md#parallel-runs has the measurements behind these defaults).
 TEST_WORKERS ?= 4
 TEST_DIST    ?= worksteal
+# Python keeps the bytecode it compiles (in the gitignored __pycache__ directories) even where the
+# environment says PYTHONDONTWRITEBYTECODE: otherwise every xdist worker rewrites and compiles all
+# test modules again (~10 s of CPU each before its first test, measured) and each of the hundreds
+# of Python processes the tests start compiles the project's modules again.
+KEEP_BYTECODE := PYTHONDONTWRITEBYTECODE=
 pytest: venv debs realcluster node
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist $(TEST_DIST) --durations=25 $(PYTEST_ARGS)
+	$(KEEP_BYTECODE) $(BIN)/pytest -n $(TEST_WORKERS) --dist $(TEST_DIST) --durations=25 $(PYTEST_ARGS)
 
 test: lint pytest
 
@@ -60,7 +66,7 @@ test: lint pytest
 # CPU-bound, so one worker per core.
 CHECK_WORKERS ?= 2
 check: lint
-	$(BIN)/pytest -m "not server" -q -n $(CHECK_WORKERS) --durations=10 $(PYTEST_ARGS)
+	$(KEEP_BYTECODE) $(BIN)/pytest -m "not server" -q -n $(CHECK_WORKERS) --durations=10 $(PYTEST_ARGS)
 
 # The operator and the web UI against the current kubeconfig context (or the in-cluster config)
 # and SENTINEL_PROMETHEUS_URL; Ctrl-C stops both.

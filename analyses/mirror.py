@@ -182,14 +182,22 @@ def mark_deleted(namespace: str, name: str, uid: str, *, now: datetime | None = 
     """Mark the live row of the deleted resource; keep it and its history for the retention.
 
     Clearing ``next_due_at`` drops it from the dispatch queue at once
-    (docs/operator.md#deleted-analysis). An empty ``uid`` (a delete seen without the object) matches
-    whichever live row holds the name.
+    (docs/operator.md#deleted-analysis). Only the row of ``uid`` is marked, never another one
+    under the same name: an analysis deleted and created again is a new incarnation whose
+    watch event may arrive before the old one's delete is recorded, and marking it would drop
+    its evaluations until the next resync. An empty ``uid`` marks nothing.
     """
-    rows = Analysis.objects.live().filter(namespace=namespace, name=name)
-    if uid:
-        rows = rows.filter(uid=uid)
+    if not uid:
+        return
+    rows = Analysis.objects.live().filter(namespace=namespace, name=name, uid=uid)
     # A single UPDATE statement is its own short transaction.
     rows.update(deleted_at=now or timezone.now(), next_due_at=None)
+
+
+def live_uid(namespace: str, name: str) -> str:
+    """Return the uid of the live row named ``namespace/name``; "" when there is none."""
+    found = Analysis.objects.live().filter(namespace=namespace, name=name).order_by()
+    return next(iter(found.values_list("uid", flat=True)[:1]), "")
 
 
 def sync_all(

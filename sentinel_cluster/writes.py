@@ -2,7 +2,8 @@
 
 - ``write_status``: PUT the status subresource with the resource's resourceVersion; on a 409
   re-read the resource and re-apply a status computed from the fresh copy (the operator
-  re-applies the same decided status, the web app's resume recomputes it from the fresh one).
+  re-applies its decided status, keeping a resume made in between; the web app's resume
+  recomputes it from the fresh one).
 - ``pause``: merge-patch the target Deployment paused, ``paused-by`` kept a union.
 - ``release``: take one analysis out of the target's pause, unpausing it if it had a hand in it.
 

@@ -33,10 +33,10 @@ from sentinel_operator.tasks import RECONCILE_TASK
 
 log = logging.getLogger(__name__)
 
-# Enqueue(namespace, name, due_at): put one reconcile on the task queue.
-Enqueue = Callable[[str, str, datetime], None]
-# A due row as read: pk, namespace, name, next_due_at.
-_Due = tuple[int, str, str, datetime]
+# Enqueue(namespace, name, due_at, uid): put one reconcile on the task queue.
+Enqueue = Callable[[str, str, datetime, str], None]
+# A due row as read: pk, namespace, name, next_due_at, uid.
+_Due = tuple[int, str, str, datetime, str]
 
 # Longer than a reconcile may take (django-q2 kills a task after Q_CLUSTER["timeout"] = 60 s)
 # plus the wait in a busy broker queue; only a lost task ever waits this long.
@@ -45,8 +45,12 @@ POLL_INTERVAL = 0.1
 BATCH = 200
 
 
-def enqueue_reconcile(namespace: str, name: str, due_at: datetime) -> None:
-    """Queue ``tasks.reconcile_task`` on django-q2 (the default ``Enqueue``)."""
+def enqueue_reconcile(namespace: str, name: str, due_at: datetime, uid: str) -> None:
+    """Queue ``tasks.reconcile_task`` on django-q2 (the default ``Enqueue``).
+
+    The uid goes along so that a 404 marks this incarnation deleted and never one created
+    since under the same name (docs/operator.md#deleted-analysis).
+    """
     from django_q.tasks import async_task
 
     async_task(
@@ -54,6 +58,7 @@ def enqueue_reconcile(namespace: str, name: str, due_at: datetime) -> None:
         namespace,
         name,
         due_at.isoformat(),
+        uid,
         task_name=f"reconcile {namespace}/{name}",
         group="reconcile",
         # Successful results are in the status and the history already; skip the Task row.
@@ -97,7 +102,7 @@ class Dispatcher:
         if self.namespaces:
             # Filtered in the query, so rows out of scope never fill a batch either.
             rows = rows.filter(namespace__in=self.namespaces)
-        due = list(rows.values_list("pk", "namespace", "name", "next_due_at")[: self.batch])
+        due = list(rows.values_list("pk", "namespace", "name", "next_due_at", "uid")[: self.batch])
         if not due:
             return 0
         claimed_until = now + self.claim_timeout
@@ -121,8 +126,8 @@ class Dispatcher:
         """Queue ``claimed`` on the ORM broker in one transaction: all of them or none."""
         try:
             with transaction.atomic():
-                for _, namespace, name, due_at in claimed:
-                    self._enqueue(namespace, name, due_at)
+                for _, namespace, name, due_at, uid in claimed:
+                    self._enqueue(namespace, name, due_at, uid)
         except Exception:
             log.exception("dispatcher: cannot queue %d analyses", len(claimed))
             self._unclaim(claimed, claimed_until)
@@ -131,7 +136,7 @@ class Dispatcher:
 
     def _enqueue_one(self, row: _Due, claimed_until: datetime) -> int:
         try:
-            self._enqueue(row[1], row[2], row[3])
+            self._enqueue(row[1], row[2], row[3], row[4])
         except Exception:
             log.exception("dispatcher: cannot queue %s/%s", row[1], row[2])
             self._unclaim([row], claimed_until)

@@ -101,8 +101,9 @@ class Deleted:
 
     namespace: str
     name: str
-    # "" (a 404 on the first read) matches whichever live row holds the name.
-    uid: str = ""
+    # The incarnation the attempt was for; only its row is marked (mirror.mark_deleted), never
+    # a new one created under the same name meanwhile.
+    uid: str
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,10 @@ current state every time and never looks at the event that made the analysis due
 
 The contract, once (controller-runtime's; docs/status.md#requeue-and-backoff):
 
-- The resource is gone (404): ``Deleted``; the mirror row is marked deleted, which drops it from
-  the dispatch queue at once. Nothing is requeued (a missing object is success).
+- The resource is gone (404): ``Deleted``; the mirror row of the incarnation the attempt was for
+  (its uid, as dispatched) is marked deleted, which drops it from the dispatch queue at once; a
+  new incarnation created meanwhile under the same name is left alone. Nothing is requeued (a
+  missing object is success).
 - An evaluation got answers from Prometheus (any verdict, also an invalid query or spec, also a
   missing target): ``Evaluated``; the status is written and the analysis is **requeued** at
   ``+interval``, its backoff count back to 0.
@@ -22,7 +24,8 @@ the one parse of the attempt, handed along from here); GET the target Deployment
 analysis's own namespace only (404 is ``TargetState(exists=False)``, not an error); measure
 every metric (none when the spec is invalid); ``decide``; carry out the pause (``writes.pause``)
 BEFORE the status write; write status through ``/status`` (``writes.write_status``: on a 409
-re-read and re-apply the same decided status, never measure or count again). The attempt then
+re-read and re-apply the decided status, never measure or count again, keeping a person's
+resume made in between: ``sentinel_core.decision.reapplied``). The attempt then
 ends in one ``outcome.Outcome``, which ``outcome.record`` writes down: events, then mirror,
 history row, notifications and next due time in one transaction, then metrics. Nothing is
 written to the database before ``decide``; the one thing read for it (the notification context,
@@ -39,16 +42,17 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from analyses import mirror
 from notifications import store as notifications
 from sentinel_cluster import kube, writes
 from sentinel_cluster.replicasets import compared_hashes, newest_replicaset_created
-from sentinel_core.decision import Observation, decide
+from sentinel_core.decision import Decision, Observation, decide, reapplied
 from sentinel_core.measurement import Measurement
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.rollout import baseline_instant, next_rollout, template_hash
 from sentinel_core.sequential_read import basis_of
 from sentinel_core.spec import AnalysisSpec, MetricSpec
-from sentinel_core.status import Rollout
+from sentinel_core.status import AnalysisStatus, Rollout
 from sentinel_core.target import TargetState
 from sentinel_operator.history import Attempt
 from sentinel_operator.measuring import NO_HASHES, measure_from
@@ -89,18 +93,29 @@ class Reconciler:
         self._rng = rng or random.Random()
         self.instance = instance
 
-    def reconcile(self, namespace: str, name: str, *, due_at: datetime | None = None) -> Outcome:
+    def reconcile(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        due_at: datetime | None = None,
+        uid: str | None = None,
+    ) -> Outcome:
         """Run one attempt for ``namespace/name``, record its outcome and return it.
 
-        ``due_at`` is when the analysis was due, for the dispatch lag.
+        ``due_at`` is when the analysis was due, for the dispatch lag. ``uid`` is the incarnation
+        the attempt is for (the dispatcher's due row); None reads it from the mirror, before the
+        analysis is read, so that a 404 marks that incarnation and no later one.
         """
         metrics = operator_metrics()
         started = self._now()
         start_mono = self._monotonic()
         if due_at is not None:
             metrics.dispatch_lag.observe(max(0.0, (started - due_at).total_seconds()))
+        if uid is None:
+            uid = mirror.live_uid(namespace, name)
         try:
-            outcome = self._attempt(namespace, name, started, start_mono)
+            outcome = self._attempt(namespace, name, uid, started, start_mono)
         except Exception:
             # A bug or a database failure: back off rather than leave the analysis to its
             # dispatch claim (minutes), then let django-q2 see the exception.
@@ -123,11 +138,13 @@ class Reconciler:
 
     # -- one attempt -----------------------------------------------------------------------
 
-    def _attempt(self, namespace: str, name: str, started: datetime, start_mono: float) -> Outcome:
+    def _attempt(
+        self, namespace: str, name: str, uid: str, started: datetime, start_mono: float
+    ) -> Outcome:
         try:
             raw = self.client.request("GET", kube.analysis_path(namespace, name))
         except kube.NotFound:
-            return Deleted(namespace, name)
+            return Deleted(namespace, name, uid=uid)
         except kube.KubeError as exc:
             return Unreadable(namespace, name, exc, started, self._now())
 
@@ -166,17 +183,17 @@ class Reconciler:
                     decision.pause.name,
                     decision.pause.reason,
                 )
-            status = decision.status.to_dict()
-            answer = writes.write_status(self.client, raw, lambda _fresh: status)
+            write = _StatusWrite(raw, resource.status, decision)
+            answer = writes.write_status(self.client, raw, write.status_for)
         except writes.AnalysisGone:
             return Deleted(namespace, name, uid=resource.uid)
         except kube.KubeError as exc:
             return CutShort(resource, exc, measurements, self._facts(resource, started, start_mono))
         return Evaluated(
-            resource.answered(answer, decision.status),
+            resource.answered(answer, write.written),
             decision,
             measurements,
-            self._facts(resource, started, start_mono, failures=decision.status.failures),
+            self._facts(resource, started, start_mono, failures=write.written.failures),
         )
 
     def _target(
@@ -272,6 +289,28 @@ def _through(
         resource.status, metric.name, generation=resource.generation, rollout=rollout, now=now
     )
     return basis.state(new_hash).through
+
+
+class _StatusWrite:
+    """The status one attempt writes: the decided one, and after a 409 ``reapplied``'s.
+
+    ``written`` is what the last write carried, for the mirror and the history row.
+    """
+
+    def __init__(self, raw: Mapping[str, Any], read: AnalysisStatus, decision: Decision) -> None:
+        self._raw, self._read, self._decision = raw, read, decision
+        self.written = decision.status
+
+    def status_for(self, fresh: Mapping[str, Any]) -> Mapping[str, Any]:
+        if fresh is not self._raw:
+            # A 409: someone wrote in between; a person's resume must not be overwritten.
+            self.written = reapplied(
+                self._decision.status,
+                read=self._read,
+                fresh=AnalysisStatus.from_dict(fresh.get("status")),
+                paused=self._decision.pause is not None,
+            )
+        return self.written.to_dict()
 
 
 def _log_refusal(outcome: CutShort | Unreadable, scheduled: Due | None, now: datetime) -> None:

@@ -83,8 +83,13 @@ def reconciler() -> Reconciler:
         return _reconciler[1]
 
 
-def reconcile_task(namespace: str, name: str, due_at: str | None = None) -> str:
-    """Reconcile one analysis; ``due_at`` (ISO 8601) is when the dispatcher found it due."""
+def reconcile_task(
+    namespace: str, name: str, due_at: str | None = None, uid: str | None = None
+) -> str:
+    """Reconcile one analysis; ``due_at`` (ISO 8601) is when the dispatcher found it due.
+
+    ``uid`` is the incarnation the dispatcher found due (None in a task queued without it).
+    """
     scope = settings.SENTINEL.namespaces
     if scope and namespace not in scope:
         # The dispatcher never queues these; a task that arrives all the same (an old queue
@@ -92,7 +97,7 @@ def reconcile_task(namespace: str, name: str, due_at: str | None = None) -> str:
         log.warning("reconcile %s/%s refused: outside SENTINEL_NAMESPACES", namespace, name)
         return OUT_OF_SCOPE
     due = datetime.fromisoformat(due_at) if due_at else None
-    return result(reconciler().reconcile(namespace, name, due_at=due)).value
+    return result(reconciler().reconcile(namespace, name, due_at=due, uid=uid)).value
 
 
 def resync_task(client: kube.KubeClient | None = None) -> str:

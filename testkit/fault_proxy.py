@@ -1,7 +1,8 @@
 """An HTTP proxy in front of Prometheus that breaks answers on purpose.
 
 Outage tests (the ``fault_proxy`` fixture) point the operator at this proxy
-and switch its mode from Python: pass-through, a fixed 5xx status, a slow answer, an HTML
+and switch its mode from Python: pass-through, a fixed 5xx status, a slow answer, an answer held
+until the test lets it go (to interleave a test's own write with an evaluation), an HTML
 page, truncated JSON, a connection cut mid-body, a Prometheus ``"status":"error"`` body, a
 body given byte for byte, or a huge answer (generated as it is sent, never held in memory).
 It counts the ``/api/v1/query`` requests it sees and records their Authorization header, so
@@ -23,7 +24,9 @@ from testkit.serving import RunningServer, serve
 
 QUERY_PATH = "/api/v1/query"
 
-FaultKind = Literal["pass", "status", "slow", "html", "truncated", "cut", "error", "huge", "body"]
+FaultKind = Literal[
+    "pass", "status", "slow", "held", "html", "truncated", "cut", "error", "huge", "body"
+]
 
 # The HTTP status Prometheus itself uses for each errorType.
 _ERROR_STATUS = {
@@ -86,6 +89,8 @@ class FaultProxy(StartStop):
         self._lock = threading.Lock()
         # Set on stop() so that handlers sleeping in "slow" mode give up at once.
         self._stopping = threading.Event()
+        # Set by let_go(): requests held in "held" mode are forwarded.
+        self._let_go = threading.Event()
         self._server: RunningServer | None = None
         self.port = 0
 
@@ -104,6 +109,7 @@ class FaultProxy(StartStop):
         if self._server is None:
             return
         self._stopping.set()
+        self._let_go.set()
         self._server.stop()
         self._server = None
 
@@ -131,6 +137,20 @@ class FaultProxy(StartStop):
     def slow(self, seconds: float) -> None:
         """Wait ``seconds`` before forwarding (a client with a shorter timeout gives up)."""
         self.set_fault(Fault("slow", delay=seconds))
+
+    def hold(self) -> None:
+        """Keep every request waiting until ``let_go`` (or stop), then forward it.
+
+        ``in_flight`` says when a request is being held, so a test can write in between an
+        evaluation's read and its write without guessing how long either takes.
+        """
+        self._let_go.clear()
+        self.set_fault(Fault("held"))
+
+    def let_go(self) -> None:
+        """Forward the held requests, and every later one unchanged."""
+        self.set_fault(Fault())
+        self._let_go.set()
 
     def html(self) -> None:
         """Answer 200 with an HTML page, as a login portal in front of Prometheus would."""
@@ -262,6 +282,11 @@ class _Handler(BaseHTTPRequestHandler):
                 # The proxy is stopping: hang up instead of answering late.
                 self.close_connection = True
                 return
+            if fault.kind == "held":
+                proxy._let_go.wait()
+                if proxy._stopping.is_set():
+                    self.close_connection = True
+                    return
             self._forward(body, fault)
 
     def _forward(self, body: bytes, fault: Fault) -> None:

@@ -10,7 +10,8 @@ Carry out ``Decision.pause`` before writing ``Decision.status``: if the pause fa
 not written and the next reconcile decides again from fresh state, whereas a status saying
 ``RolloutPaused=True`` over a target that was never paused would read as a person's resume.
 ``decide`` is deterministic, so on a 409 the reconciler re-applies the same ``status`` to the
-re-read resource without measuring or counting again.
+re-read resource without measuring or counting again (``_conflict.reapplied``: a person's resume
+made in between keeps its fields).
 """
 
 from __future__ import annotations

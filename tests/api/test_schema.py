@@ -80,6 +80,7 @@ def test_docs_page_loads_nothing_from_another_host(live_server: Any) -> None:
     assert '"validatorUrl": null' in html
 
 
+@pytest.mark.slow
 def test_schemathesis_finds_no_server_error(
     live_server: Any, api: Api, namespace: str, tmp_path: Path
 ) -> None:

@@ -23,6 +23,7 @@ def titles(webhook: WebhookReceiver) -> list[str]:
     return [m.title.split(" — ")[0].removeprefix("Rollout Sentinel: ") for m in webhook.messages]
 
 
+@pytest.mark.slow
 def test_operator_killed_right_after_the_pause_sends_one_message(
     notify_e2e: NotifyE2E, webhook: WebhookReceiver
 ) -> None:
@@ -83,6 +84,7 @@ def _evaluating(notify_e2e: NotifyE2E, webhook: WebhookReceiver, *, outage_after
     notify_e2e.wait_condition("Ready", "Evaluating", timeout=10)
 
 
+@pytest.mark.slow
 def test_outage_longer_than_the_threshold_sends_one_unavailable_and_one_recovered(
     notify_e2e: NotifyE2E, webhook: WebhookReceiver
 ) -> None:

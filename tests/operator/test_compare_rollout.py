@@ -103,6 +103,7 @@ def _hashes(client: kube.KubeClient, namespace: str) -> list[tuple[int, str, int
 
 
 @pytest.mark.clusters("real")
+@pytest.mark.slow
 def test_new_pods_against_old_pods(
     operator: OperatorProcess,
     kube_cluster: Cluster,

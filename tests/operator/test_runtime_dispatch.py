@@ -39,12 +39,15 @@ class Queue:
 
     def __init__(self, *, fail: bool = False) -> None:
         self.items: list[tuple[str, str, datetime]] = []
+        # The uid each item was queued with: the incarnation a 404 may mark deleted.
+        self.uids: list[str] = []
         self.fail = fail
 
-    def __call__(self, namespace: str, name: str, due_at: datetime) -> None:
+    def __call__(self, namespace: str, name: str, due_at: datetime, uid: str) -> None:
         if self.fail:
             raise ConnectionError("broker down")
         self.items.append((namespace, name, due_at))
+        self.uids.append(uid)
 
 
 @pytest.mark.django_db
@@ -63,6 +66,7 @@ def test_due_rows_are_claimed_and_queued_once() -> None:
         ("ns", "early", early.next_due_at),
         ("ns", "late", late.next_due_at),
     ]
+    assert queue.uids == [early.uid, late.uid]
     claimed = Analysis.objects.get(pk=early.pk).next_due_at
     assert claimed == NOW + dispatcher.claim_timeout
     # A second pass (or a second replica) finds nothing left to queue.

@@ -7,15 +7,18 @@ what it wrote to the cluster, to the history and to the dispatch schedule.
 from __future__ import annotations
 
 import random
+import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
 
+from analyses import mirror, services
 from analyses.models import Analysis, Evaluation
 from sentinel_cluster import kube
 from sentinel_operator import due
-from sentinel_operator.outcome import Evaluated, Result
+from sentinel_operator.outcome import Deleted, Evaluated, Outcome, Result
 from sentinel_operator.outcome import result as result_of
 from sentinel_operator.prometheus import PrometheusClient
 from sentinel_operator.providers import Providers
@@ -213,6 +216,99 @@ def test_a_deleted_analysis_leaves_the_queue_and_keeps_its_history(
     row = Analysis.objects.get(namespace=namespace, name="ra")
     assert row.deleted_at is not None and row.next_due_at is None
     assert Evaluation.objects.filter(analysis=row).count() == 1
+
+
+def test_a_404_marks_only_the_incarnation_the_attempt_was_dispatched_for(
+    kube_client: kube.KubeClient, fault_proxy: FaultProxy, namespace: str, case: str
+) -> None:
+    """Deleted and created again, the new one mirrored before the old one's 404 is recorded.
+
+    The clock is the seam between the attempt's read and its bookkeeping: the reconciler asks it
+    the time before the read and again when it records, and on that second call the analysis is
+    created again and mirrored, as the watch does when the new one's event comes first.
+    """
+    path = kube.analysis_path(namespace, "ra")
+    _create(kube_client, namespace, "ra", metrics=[gauge_metric(case, 0.5)])
+    old, _ = mirror.upsert_from_resource(kube_client.request("GET", path))
+    kube_client.request("DELETE", path)
+    calls: list[datetime] = []
+
+    def clock() -> datetime:
+        calls.append(datetime.now(UTC))
+        if len(calls) == 2:
+            _create(kube_client, namespace, "ra", metrics=[gauge_metric(case, 0.5)])
+            mirror.upsert_from_resource(kube_client.request("GET", path))
+        return calls[-1]
+
+    prometheus = PrometheusClient(fault_proxy.url, timeout=2.0)
+    reconciler = Reconciler(kube_client, Providers.single(prometheus), now=clock, instance="test")
+    outcome = reconciler.reconcile(namespace, "ra", uid=old.uid)
+
+    assert isinstance(outcome, Deleted) and len(calls) >= 2  # the new one came in between
+    # The new incarnation is still live and dispatched: its first evaluation is not lost.
+    live = Analysis.objects.filter(namespace=namespace, name="ra", deleted_at__isnull=True)
+    assert [(row.uid != old.uid, row.next_due_at is not None) for row in live] == [(True, True)]
+    assert Analysis.objects.get(pk=old.pk).deleted_at is not None
+    assert outcome.uid == old.uid
+
+
+@pytest.mark.django_db(transaction=True)  # the evaluation runs in a thread of its own
+def test_a_resume_made_during_an_evaluation_wins_over_its_count(
+    kube_client: kube.KubeClient,
+    fault_proxy: FaultProxy,
+    namespace: str,
+    gauge: GaugeSetter,
+    case: str,
+) -> None:
+    """A person resumes while an evaluation is measuring; its status write then meets a 409.
+
+    The proxy holds the evaluation's query until the resume is written, so the evaluation
+    decided from the status before the resume (failures 1 -> 2) and must not write that back
+    over the resume's ``failures: 0`` and ``ResumedByUser`` (docs/operator.md#conflicts).
+    """
+    gauge(0.9)
+    _deploy(kube_client, namespace)
+    _create(kube_client, namespace, "ra", metrics=[gauge_metric(case, 0.5)], failure_limit=3)
+    # The held query waits for the resume, however long that takes on a loaded machine.
+    prometheus = PrometheusClient(fault_proxy.url, timeout=60.0)
+    reconciler = Reconciler(
+        kube_client, Providers.single(prometheus), rng=random.Random(7), instance="test"
+    )
+    assert result_of(reconciler.reconcile(namespace, "ra")) == Result.EVALUATED
+    row = Analysis.objects.get(namespace=namespace, name="ra")
+    assert row.failures == 1
+
+    fault_proxy.hold()
+    outcomes: list[Outcome] = []
+
+    def evaluate() -> None:
+        try:
+            outcomes.append(reconciler.reconcile(namespace, "ra"))
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=evaluate)
+    worker.start()
+    try:
+        wait_until(lambda: bool(fault_proxy.in_flight), timeout=30)
+        services.resume_analysis(row, actor="alice", client=kube_client)
+    finally:
+        fault_proxy.let_go()
+        worker.join(timeout=60)
+    assert not worker.is_alive()
+    assert result_of(outcomes[0]) == Result.EVALUATED
+
+    status = kube_client.request("GET", kube.analysis_path(namespace, "ra"))["status"]
+    assert status["failures"] == 0
+    paused = next(c for c in status["conditions"] if c["type"] == "RolloutPaused")
+    assert (paused["status"], paused["reason"]) == ("False", "ResumedByUser")
+    assert "alice" in paused["message"]
+    # The evaluation's own results are written all the same.
+    assert status["lastVerdict"] == "Fail"
+    # The mirror and the history row say what was written, not what was decided.
+    assert Analysis.objects.get(pk=row.pk).failures == 0
+    last = Evaluation.objects.filter(analysis=row).order_by("-started_at").first()
+    assert last is not None and last.outcome == "Fail" and last.failures_after == 0
 
 
 def test_two_analyses_on_one_target_both_name_themselves(

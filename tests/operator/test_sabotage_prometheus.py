@@ -135,6 +135,7 @@ def _recover_and_check(
     return recovery
 
 
+@pytest.mark.slow
 def test_prometheus_502_backs_off_and_recovers(
     operator: OperatorProcess,
     kube_cluster: Cluster,

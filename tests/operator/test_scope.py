@@ -129,7 +129,7 @@ def test_dispatcher_never_queues_rows_outside_its_namespaces() -> None:
         )
     queued: list[tuple[str, str]] = []
 
-    def enqueue(namespace: str, name: str, due_at: datetime) -> None:
+    def enqueue(namespace: str, name: str, due_at: datetime, uid: str) -> None:
         queued.append((namespace, name))
 
     scoped = Dispatcher(

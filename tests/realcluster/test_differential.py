@@ -55,6 +55,7 @@ def test_docs_list_the_allow_list() -> None:
 
 
 @pytest.mark.realcluster
+@pytest.mark.slow
 def test_devcluster_answers_like_the_real_server(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

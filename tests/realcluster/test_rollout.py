@@ -218,6 +218,7 @@ def _progressing_reason(deployment: dict[str, Any]) -> str:
 # -- the rollout ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_regressing_rollout_is_paused_mid_way_held_and_resumed(stage: Stage) -> None:
     cluster, client, namespace, pods, pod_prometheus, real_operator = stage
     started = time.monotonic()
@@ -369,6 +370,7 @@ def _results(client: kube.KubeClient, namespace: str) -> dict[str, dict[str, Any
     return {result["name"]: result for result in status.get("metricResults") or []}
 
 
+@pytest.mark.slow
 def test_compare_on_discovered_pods_passes_a_good_rollout_and_pauses_a_slower_one(
     stage: Stage,
 ) -> None:

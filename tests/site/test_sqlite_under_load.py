@@ -50,6 +50,7 @@ DRIVE_DEADLINE = 240
 
 
 @pytest.mark.server
+@pytest.mark.slow
 def test_default_sqlite_configuration_never_reports_database_is_locked(tmp_path: Path) -> None:
     started = time.monotonic()
     database = tmp_path / "sentinel.sqlite3"

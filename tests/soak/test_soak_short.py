@@ -23,7 +23,7 @@ import pytest
 from bench import soak
 
 # The whole stack for minutes (docs/testkit.md#tiers).
-pytestmark = pytest.mark.soak
+pytestmark = [pytest.mark.soak, pytest.mark.slow]
 
 
 def test_three_minutes_of_faults_break_no_invariant(tmp_path: Path) -> None:

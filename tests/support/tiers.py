@@ -4,9 +4,10 @@ Registered for the whole suite by the root ``tests/conftest.py``; the markers ar
 ``pyproject.toml`` and the tiers described in ``docs/testkit.md``.
 
 - ``server``: the test starts or uses a server (a cluster, Prometheus, an operator, PostgreSQL,
-  Redis, Django's live server, a browser...). Applied here to every test whose fixtures include
-  one of ``SERVER_FIXTURES``, and to every test of a tier below; a module that starts servers
-  by itself says ``pytestmark = pytest.mark.server``. ``make check`` runs ``-m "not server"``.
+  Redis, Django's live server, a browser, the product's image under podman...). Applied here to
+  every test whose fixtures include one of ``SERVER_FIXTURES``, and to every test of a tier
+  below; a module that starts servers by itself says ``pytestmark = pytest.mark.server``.
+  ``make check`` runs ``-m "not server"``.
 - ``devcluster`` / ``realcluster``: the ``[dev]`` / ``[real]`` case of a test parametrized over
   ``cluster_kind`` (``tests/support/cluster_fixtures.py`` attaches them to the parameter), or a
   test that names the cluster fixture itself; a test that starts its own real control plane is
@@ -77,6 +78,10 @@ SERVER_FIXTURES = frozenset(
         "live_server",
         "webhook",
         "smtp",
+        # The product's image, built (a minute of podman) and run as Pods whose web container
+        # serves HTTP (tests/deploy/test_image*.py): no part of the inner loop.
+        "image",
+        "web_pod",
     }
 )
 # Fixtures that start a real control plane of their own: a test using one is marked

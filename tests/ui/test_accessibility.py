@@ -246,6 +246,7 @@ def describe(violations: list[dict[str, Any]]) -> list[str]:
 
 
 @pytest.mark.parametrize("theme", list(THEMES))
+@pytest.mark.slow
 def test_every_page_has_no_axe_violations(
     theme: str, live_server: LiveServer, superuser: User
 ) -> None:
