@@ -286,6 +286,12 @@ class Cluster(DeletionMixin):
         if rtype.group == "apps" and rtype.kind == "Deployment":
             builtins.default_deployment(obj)
             builtins.simulate_deployment_status(obj, self.now())
+        elif rtype.group == "apps" and rtype.kind == "StatefulSet":
+            builtins.default_stateful_set(obj)
+            builtins.fresh_workload_status(rtype.kind, obj)
+        elif rtype.group == "apps" and rtype.kind == "DaemonSet":
+            builtins.default_daemon_set(obj)
+            builtins.fresh_workload_status(rtype.kind, obj)
         elif rtype.kind == "CustomResourceDefinition":
             builtins.default_crd(obj)
             builtins.crd_status(obj, self.now())

@@ -16,8 +16,10 @@ The package's ``__init__`` is the spec's public surface; the metrics' rules live
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
+from sentinel_core.kinds import KINDS, default_by
 from sentinel_core.spec._durations import check_interval, parse_duration
 from sentinel_core.spec._errors import (
     FieldError,
@@ -35,6 +37,7 @@ from sentinel_core.spec._types import (
     DEFAULT_INTERVAL_SECONDS,
     DEFAULT_TARGET_KIND,
     AnalysisSpec,
+    MetricSpec,
     SpecSummary,
     Target,
 )
@@ -44,7 +47,7 @@ MAX_NOTIFY = 10
 # The CRD declares failureLimit as int32.
 _MAX_FAILURE_LIMIT = 2**31 - 1
 
-_TARGET_KINDS = ("Deployment",)
+_TARGET_KINDS = KINDS
 _SPEC_FIELDS = frozenset(
     {"target", "metrics", "interval", "failureLimit", "dryRun", "failureWindow", "notify"}
 )
@@ -67,6 +70,8 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
 
     target = _parse_target(raw.get("target"), f"{path}.target", strict, errors)
     metrics = parse_metrics(raw.get("metrics"), f"{path}.metrics", strict, errors)
+    if target is not None:
+        metrics = _kind_defaults(metrics, raw.get("metrics"), target.kind)
 
     interval = raw.get("interval", DEFAULT_INTERVAL)
     interval_seconds = DEFAULT_INTERVAL_SECONDS
@@ -119,6 +124,25 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
         failure_window=failure_window,
         notify=notify,
     )
+
+
+def _kind_defaults(metrics: list[MetricSpec], raw: object, kind: str) -> list[MetricSpec]:
+    """Give each ``compare`` written without ``by`` the label of the target's kind.
+
+    The CRD cannot default ``by`` (a default cannot depend on another field), so the kind's
+    label is filled in here, where both are known (docs/resource.md#new-pods-against-old-pods).
+    """
+    written = {
+        item.get("name"): "by" in compare
+        for item in (raw if isinstance(raw, list) else ())
+        if isinstance(item, Mapping) and isinstance(compare := item.get("compare"), Mapping)
+    }
+    return [
+        replace(m, compare=replace(m.compare, by=default_by(kind)))
+        if m.compare is not None and not written.get(m.name, True)
+        else m
+        for m in metrics
+    ]
 
 
 def _parse_failure_window(

@@ -21,18 +21,15 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sentinel_cluster import kube
-from testkit.clusters import kube_client as admin_kube_client
 from testkit.clusters import kubectl_apply, running_with_crd
 from testkit.manifests import analysis_manifest
-from testkit.namespaces import fresh_namespace
 from testkit.observe import condition, event_reasons, get_analysis, wait_condition
-from testkit.operator import OperatorProcess, OperatorStarter
+from testkit.operator import OperatorProcess
 from testkit.pod_server import Behaviour, PodServer, kwok_deployment, replica_set_hashes
 from testkit.prometheus import PrometheusServer
 from testkit.realcluster import RealCluster
@@ -54,49 +51,14 @@ PAUSED_BY = "sentinel.example.com/paused-by"
 
 @pytest.fixture(scope="module")
 def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
-    """The real control plane with one simulated node, and the CRD applied by kubectl."""
+    """The real control plane with one simulated node, and the CRD applied by kubectl.
+
+    The client, namespace, pods and operator on it are tests/realcluster/conftest.py's.
+    """
     with running_with_crd(
         RealCluster(tmp_path_factory.mktemp("rollout-realcluster"), nodes=1)
     ) as cluster:
         yield cluster
-
-
-@pytest.fixture(scope="module")
-def real_client(real_cluster: RealCluster) -> kube.KubeClient:
-    """The product's ``KubeClient`` as the real cluster's admin."""
-    return admin_kube_client(real_cluster)
-
-
-@pytest.fixture
-def real_namespace(real_client: kube.KubeClient) -> Iterator[str]:
-    with fresh_namespace(real_client, "rollout") as name:
-        yield name
-
-
-@pytest.fixture
-def pods_cluster(real_cluster: RealCluster) -> RealCluster:
-    return real_cluster
-
-
-@pytest.fixture
-def pods_namespace(real_namespace: str) -> str:
-    return real_namespace
-
-
-@pytest.fixture
-def real_operator(
-    tmp_path: Path,
-    real_cluster: RealCluster,
-    migrated_database: Path,
-    pod_prometheus: PrometheusServer,
-    real_namespace: str,
-) -> Iterator[OperatorProcess]:
-    """One ``runoperator`` against the real API server, watching the test's namespace."""
-    starter = OperatorStarter(tmp_path, migrated_database, kubeconfig=real_cluster.kubeconfig)
-    try:
-        yield starter(prometheus_url=pod_prometheus.url, namespaces=[real_namespace])
-    finally:
-        starter.stop_all()
 
 
 # -- reading what the controllers did ----------------------------------------------------------

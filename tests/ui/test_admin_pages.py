@@ -114,6 +114,7 @@ def test_the_add_page_asks_for_the_resource_and_one_metric(staff_client: Client)
     assert list(form.fields) == [
         "namespace",
         "name",
+        "target_kind",
         "target_name",
         "interval",
         "failure_limit",

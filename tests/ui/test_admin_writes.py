@@ -86,6 +86,23 @@ def test_adding_creates_the_resource_in_the_cluster(
     assert [m.name for m in row.metrics.all()] == ["p99-latency", "error-rate"]
 
 
+@pytest.mark.parametrize("kind", ["StatefulSet", "DaemonSet"])
+def test_adding_an_analysis_of_another_kind_names_it_everywhere(
+    staff_client: Client, ui_cluster: DevCluster, namespace: str, kind: str
+) -> None:
+    """docs/status.md#pausing-each-kind: the form's kind reaches the cluster and the page."""
+    data = change_form(None, namespace=namespace, name="db", target="db")
+    data["target_kind"] = kind
+    response = staff_client.post(reverse("admin:analyses_analysis_add"), data)
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    assert _get(ui_cluster, namespace, "db")["spec"]["target"] == {"kind": kind, "name": "db"}
+    row = Analysis.objects.live().get(namespace=namespace, name="db")
+    assert row.target_kind == kind
+    page = staff_client.get(reverse("admin:analyses_analysis_change", args=[row.pk]))
+    assert f"{kind} <strong>{namespace}/db</strong>" in page.content.decode()
+    assert page.context["adminform"].form.fields["target_kind"].initial == kind
+
+
 def test_adding_an_existing_name_is_refused_and_writes_nothing(
     staff_client: Client, ui_cluster: DevCluster, namespace: str
 ) -> None:
