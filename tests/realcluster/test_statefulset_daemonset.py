@@ -243,6 +243,15 @@ def test_a_statefulset_and_a_daemonset_are_held_mid_rollout_and_released(
     }
     assert set(range(partition, REPLICAS)) <= new_db <= set(range(partition - 1, REPLICAS))
     _show(cluster, namespace, "held by the operator")
+    for name in TARGETS:
+        held = _get(client, namespace, name)
+        kept = {
+            key: value
+            for key, value in held["metadata"]["annotations"].items()
+            if key.startswith("sentinel.example.com/")
+            and key != "sentinel.example.com/pause-reason"
+        }
+        print(f"{TARGETS[name]} {name}: updateStrategy {held['spec']['updateStrategy']}, {kept}")
     held_at = time.monotonic()
     watch_until = held_at + max(2 * INTERVAL, MIN_READY_SECONDS) + 2
     watched = 0
@@ -296,6 +305,7 @@ def test_a_statefulset_and_a_daemonset_are_held_mid_rollout_and_released(
         reasons = event_reasons(client, namespace, name)
         assert reasons.count("RolloutPaused") == 1 and reasons.count("RolloutResumed") == 1
         print(f"\n$ kubectl describe ra {name}   # events")
-        for event in events_for(client, namespace, name):
+        events = events_for(client, namespace, name)
+        for event in sorted(events, key=lambda e: str(e.get("firstTimestamp") or "")):
             print(f"  {event['type']:8} {event['reason']:16} {event.get('message', '')[:150]}")
     print(f"whole story: {time.monotonic() - started:.1f} s")
