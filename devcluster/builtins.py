@@ -53,12 +53,23 @@ def default_stateful_set(obj: dict[str, Any]) -> None:
     strategy = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
     strategy.setdefault("type", "RollingUpdate")
     if strategy["type"] == "RollingUpdate":
-        strategy.setdefault("rollingUpdate", {}).setdefault("partition", 0)
+        rolling = strategy.setdefault("rollingUpdate", {})
+        rolling.setdefault("partition", 0)
+        # MaxUnavailableStatefulSet is on by default in 1.37.
+        rolling.setdefault("maxUnavailable", 1)
     _default_pod_template(spec)
 
 
-def default_daemon_set(obj: dict[str, Any]) -> None:
-    """Fill the defaults apps/v1 gives a DaemonSet (pkg/apis/apps/v1/defaults.go)."""
+# The DaemonSet strategy's count of pod template changes, shown to apps/v1 as an annotation.
+_TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+
+
+def default_daemon_set(obj: dict[str, Any], old: Mapping[str, Any] | None = None) -> None:
+    """Fill the defaults apps/v1 gives a DaemonSet (pkg/apis/apps/v1/defaults.go).
+
+    And count its template's changes as the registry strategy does: 1 when created, one more
+    each time an update changes ``spec.template``.
+    """
     spec = obj.setdefault("spec", {})
     spec.setdefault("revisionHistoryLimit", 10)
     strategy = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
@@ -68,6 +79,14 @@ def default_daemon_set(obj: dict[str, Any]) -> None:
         rolling.setdefault("maxUnavailable", 1)
         rolling.setdefault("maxSurge", 0)
     _default_pod_template(spec)
+    # Compared once both templates carry their defaults: an apply that changes nothing in the
+    # template does not count.
+    before = ((old or {}).get("metadata") or {}).get("annotations") or {}
+    counted = str(before.get(_TEMPLATE_GENERATION, ""))
+    generation = int(counted) if old is not None and counted.isdigit() else 0
+    if old is None or (old.get("spec") or {}).get("template") != spec.get("template"):
+        generation += 1
+    obj["metadata"].setdefault("annotations", {})[_TEMPLATE_GENERATION] = str(generation)
 
 
 def fresh_workload_status(kind: str, obj: dict[str, Any]) -> None:

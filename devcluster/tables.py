@@ -253,11 +253,11 @@ _BUILTIN: dict[tuple[str, str], tuple[list[dict[str, Any]], Cells]] = {
     ("apps", "DaemonSet"): (
         [
             _NAME,
-            _column("Desired", description=docs.DESIRED_NUMBER_SCHEDULED),
-            _column("Current", description=docs.CURRENT_NUMBER_SCHEDULED),
-            _column("Ready", description=docs.NUMBER_READY),
-            _column("Up-to-date", description=docs.UPDATED_NUMBER_SCHEDULED),
-            _column("Available", description=docs.NUMBER_AVAILABLE),
+            _column("Desired", "integer", docs.DESIRED_NUMBER_SCHEDULED),
+            _column("Current", "integer", docs.CURRENT_NUMBER_SCHEDULED),
+            _column("Ready", "integer", docs.NUMBER_READY),
+            _column("Up-to-date", "integer", docs.UPDATED_NUMBER_SCHEDULED),
+            _column("Available", "integer", docs.NUMBER_AVAILABLE),
             _column("Node Selector", description=docs.NODE_SELECTOR),
             _AGE,
             _CONTAINERS,
@@ -379,11 +379,16 @@ def _row_object(obj: Mapping[str, Any], include: str) -> Any:
         return None
     if include == "Object":
         return obj
-    return {
-        "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": obj.get("metadata") or {},
-    }
+    metadata = dict(obj.get("metadata") or {})
+    annotations = dict(metadata.get("annotations") or {})
+    # A DaemonSet's template generation is a field of the internal object that apps/v1 shows
+    # as an annotation; the metadata of a Table row is the internal object's, without it.
+    if annotations.pop("deprecated.daemonset.template.generation", None) is not None:
+        if annotations:
+            metadata["annotations"] = annotations
+        else:
+            metadata.pop("annotations", None)
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": metadata}
 
 
 def table(

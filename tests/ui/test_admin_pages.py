@@ -179,6 +179,7 @@ def test_the_overview_counts_by_verdict_paused_and_not_ready(
     }
     (target,) = context["paused_targets"]
     assert (target.namespace, target.target, target.analyses) == ("shop", "checkout", ("checkout",))
+    assert target.kind == "Deployment"
     page = response.content.decode()
     assert 'data-count="2"' in page and "shop/checkout" in page
 
