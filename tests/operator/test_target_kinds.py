@@ -55,7 +55,7 @@ def test_a_statefulset_is_frozen_by_its_partition_and_released(
     # Defaulted as kube-apiserver defaults it; no controller wrote a status.
     assert stored["spec"]["updateStrategy"] == {
         "type": "RollingUpdate",
-        "rollingUpdate": {"partition": 0},
+        "rollingUpdate": {"partition": 0, "maxUnavailable": 1},
     }
     assert stored["spec"]["podManagementPolicy"] == "OrderedReady"
     assert stored["status"] == {"replicas": 0, "availableReplicas": 0}
