@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -21,8 +22,11 @@ from pytest_django.fixtures import Settings
 
 from analyses import mirror
 from analyses.models import Analysis
+from sentinel_cluster import kube, writes
+from sentinel_core.target import PauseTarget
+from testkit.clusters import kube_client
 from testkit.devcluster import DevCluster
-from testkit.manifests import ra_manifest
+from testkit.manifests import ra_manifest, workload_manifest
 from tests.ui import factories
 from tests.ui.forms import change_form
 
@@ -264,3 +268,38 @@ def test_resuming_without_a_target_deployment_resets_the_status_and_warns(
     assert remote["failures"] == 0
     assert not Analysis.objects.get(pk=row.pk).paused
     assert 'id="resume-rollout"' not in page
+
+
+def test_resuming_a_held_statefulset_restores_its_partition(
+    staff_client: Client, ui_cluster: DevCluster, namespace: str
+) -> None:
+    """The UI's resume of the other kinds (docs/status.md#pausing-each-kind)."""
+    ui_cluster.kubectl(
+        "apply", "-f", "-",
+        input=yaml.safe_dump(workload_manifest("StatefulSet", "db", namespace, replicas=3)),
+    )  # fmt: skip
+    manifest = _manifest(namespace, "db")
+    manifest["spec"]["target"] = {"kind": "StatefulSet", "name": "db"}
+    ui_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(manifest))
+    client = kube_client(ui_cluster)
+    statefulset = client.request("GET", kube.workload_path("StatefulSet", namespace, "db"))
+    key = f"{namespace}/db"
+    order = PauseTarget(namespace, "db", (key,), datetime.now(UTC), f"{key}: test", "StatefulSet")
+    writes.pause(client, order, statefulset)
+    status = factories.status(verdict="Fail", failures=3, paused=True)
+    ui_cluster.kubectl(
+        "patch", "rolloutanalysis", "db", "-n", namespace, "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+    row, _ = mirror.upsert_from_resource(_get(ui_cluster, namespace, "db"))
+    held = client.request("GET", kube.workload_path("StatefulSet", namespace, "db"))
+    assert held["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 3
+    response = staff_client.post(
+        reverse("admin:analyses_analysis_resume", args=[row.pk]), follow=True
+    )
+    assert f"StatefulSet {namespace}/db is rolling out again" in response.content.decode()
+    after = client.request("GET", kube.workload_path("StatefulSet", namespace, "db"))
+    assert after["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 0
+    assert not any(
+        k.startswith("sentinel.example.com/") for k in after["metadata"].get("annotations", {})
+    )
