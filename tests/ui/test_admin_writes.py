@@ -60,6 +60,17 @@ def _applied(cluster: DevCluster, namespace: str, name: str, **kwargs: Any) -> A
     return row
 
 
+def _paused_by_the_operator(cluster: DevCluster, namespace: str, name: str) -> Analysis:
+    """Write a status saying the analysis paused its target, as the operator would; mirror it."""
+    status = factories.status(verdict="Fail", failures=3, paused=True)
+    cluster.kubectl(
+        "patch", "rolloutanalysis", name, "-n", namespace, "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+    row, _ = mirror.upsert_from_resource(_get(cluster, namespace, name))
+    return row
+
+
 def test_adding_creates_the_resource_in_the_cluster(
     staff_client: Client, ui_cluster: DevCluster, namespace: str
 ) -> None:
@@ -250,12 +261,7 @@ def test_resuming_without_a_target_deployment_resets_the_status_and_warns(
     staff_client: Client, ui_cluster: DevCluster, namespace: str
 ) -> None:
     _applied(ui_cluster, namespace, "checkout")
-    status = factories.status(verdict="Fail", failures=3, paused=True)
-    ui_cluster.kubectl(
-        "patch", "rolloutanalysis", "checkout", "-n", namespace, "--subresource=status",
-        "--type=merge", "-p", json.dumps({"status": status}),
-    )  # fmt: skip
-    row, _ = mirror.upsert_from_resource(_get(ui_cluster, namespace, "checkout"))
+    row = _paused_by_the_operator(ui_cluster, namespace, "checkout")
     assert row.paused
     response = staff_client.post(
         reverse("admin:analyses_analysis_resume", args=[row.pk]), follow=True
@@ -286,12 +292,7 @@ def test_resuming_a_held_statefulset_restores_its_partition(
     key = f"{namespace}/db"
     order = PauseTarget(namespace, "db", (key,), datetime.now(UTC), f"{key}: test", "StatefulSet")
     writes.pause(client, order, statefulset)
-    status = factories.status(verdict="Fail", failures=3, paused=True)
-    ui_cluster.kubectl(
-        "patch", "rolloutanalysis", "db", "-n", namespace, "--subresource=status",
-        "--type=merge", "-p", json.dumps({"status": status}),
-    )  # fmt: skip
-    row, _ = mirror.upsert_from_resource(_get(ui_cluster, namespace, "db"))
+    row = _paused_by_the_operator(ui_cluster, namespace, "db")
     held = client.request("GET", kube.workload_path("StatefulSet", namespace, "db"))
     assert held["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 3
     response = staff_client.post(
