@@ -132,10 +132,13 @@ def _kind_defaults(metrics: list[MetricSpec], raw: object, kind: str) -> list[Me
     The CRD cannot default ``by`` (a default cannot depend on another field), so the kind's
     label is filled in here, where both are known (docs/resource.md#new-pods-against-old-pods).
     """
+    # Keyed by name: a metric that parsed has a unique string name (anything else was refused).
     written = {
-        item.get("name"): "by" in compare
+        name: "by" in compare
         for item in (raw if isinstance(raw, list) else ())
-        if isinstance(item, Mapping) and isinstance(compare := item.get("compare"), Mapping)
+        if isinstance(item, Mapping)
+        and isinstance(name := item.get("name"), str)
+        and isinstance(compare := item.get("compare"), Mapping)
     }
     return [
         replace(m, compare=replace(m.compare, by=default_by(kind)))

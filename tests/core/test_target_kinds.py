@@ -20,7 +20,7 @@ import pytest
 from analyses.api.serializers import merge_patch
 from sentinel_core.conditions import Annotation
 from sentinel_core.kinds import DAEMON_SET, STATEFUL_SET, default_by
-from sentinel_core.spec import parse_spec
+from sentinel_core.spec import InvalidSpecError, parse_spec
 from sentinel_core.target import PauseTarget, TargetState, is_paused, pause_patch, release_patch
 
 KEY = "shop/db"
@@ -226,3 +226,14 @@ def test_each_kind_parses_and_compare_by_follows_it(kind: str) -> None:
     )
     # The default is written out, so the REST API and the mirror show what is used.
     assert spec.to_dict()["metrics"][0]["compare"]["by"] == default_by(kind)
+
+
+@pytest.mark.parametrize("name", [{}, [], None, 3])
+def test_a_metric_name_of_the_wrong_type_is_a_field_error_not_a_crash(name: object) -> None:
+    raw = {
+        "target": {"kind": "StatefulSet", "name": "db"},
+        "metrics": [{"name": name, "query": "q", "compare": {}}],
+    }
+    with pytest.raises(InvalidSpecError) as refused:
+        parse_spec(raw)
+    assert [e.field for e in refused.value.errors] == ["spec.metrics[0].name"]
