@@ -281,9 +281,14 @@ class AnalysisAdmin(admin.ModelAdmin):
         if obj is None or self.has_change_permission(request, obj):
             evaluation.append("seen_generation")
         return [
-            ("Resource", {"fields": ["namespace", "name", "target_name"]}),
+            ("Resource", {"fields": ["namespace", "name", "target_kind", "target_name"]}),
             ("Evaluation", {"fields": evaluation}),
         ]
+
+    @admin.display(description="target kind")
+    def target_kind(self, obj: Analysis) -> str:
+        # Read-only pages, as interval: spec.target.kind.
+        return obj.target_kind
 
     @admin.display(description="interval")
     def interval(self, obj: Analysis) -> str:

@@ -24,6 +24,7 @@ from django.core.validators import MinValueValidator, RegexValidator
 from analyses import access, provider_access, scope
 from analyses.admin_metric_groups import METRIC_GROUPS
 from analyses.models import Analysis, AnalysisMetric
+from sentinel_core.kinds import KINDS
 from sentinel_core.provider import DEFAULT_PROVIDER
 from sentinel_core.spec import (
     DEFAULT_INTERVAL,
@@ -70,7 +71,7 @@ _ANALYSIS_FIELDS = {
     "name": "name",
     "spec.target": "target_name",
     "spec.target.name": "target_name",
-    "spec.target.kind": "target_name",
+    "spec.target.kind": "target_kind",
     "spec.interval": "interval",
     "spec.failureLimit": "failure_limit",
     "spec.failureWindow": "failure_window",
@@ -144,6 +145,18 @@ def _add_problem(form: forms.Form, problem: Problem) -> None:
 class AnalysisForm(forms.ModelForm):
     """The spec fields of one analysis, plus the generation the user was looking at."""
 
+    target_kind = forms.ChoiceField(
+        choices=[(kind, kind) for kind in KINDS],
+        initial=DEFAULT_TARGET_KIND,
+        # Left out of a post (a script, an older page): the CRD's default, Deployment.
+        required=False,
+        label="Target kind",
+        help_text=(
+            "What to pause: a Deployment (spec.paused), a StatefulSet (its rollingUpdate "
+            "partition) or a DaemonSet (its updateStrategy); docs/status.md#pausing-each-kind."
+        ),
+    )
+
     interval = forms.CharField(
         initial=DEFAULT_INTERVAL,
         max_length=32,
@@ -188,12 +201,12 @@ class AnalysisForm(forms.ModelForm):
             "dry_run",
         )
         labels = {
-            "target_name": "Target Deployment",
+            "target_name": "Target name",
             "failure_limit": "Failure limit",
             "failure_window": "Failure window",
         }
         help_texts = {
-            "target_name": "A Deployment in the same namespace.",
+            "target_name": "A workload of the kind above, in the same namespace.",
             "failure_limit": "Consecutive failed evaluations that pause the rollout.",
             "failure_window": (
                 "Optional, at least the failure limit: pause at failure-limit failures among the "
@@ -216,6 +229,7 @@ class AnalysisForm(forms.ModelForm):
             self.fields["failure_limit"].widget.attrs["min"] = 1
         if self.instance.pk is not None:
             self.fields["interval"].initial = self.instance.spec.get("interval", DEFAULT_INTERVAL)
+            self.fields["target_kind"].initial = self.instance.target_kind
             self.fields["notify"].initial = ", ".join(self.instance.spec.get("notify") or [])
             self.fields["false_pause_rate"].initial = self.instance.spec.get("falsePauseRate")
             self.fields["seen_generation"].initial = self.instance.generation
@@ -423,7 +437,10 @@ def spec_from_forms(form: AnalysisForm, formsets: Sequence[forms.BaseFormSet]) -
     data = form.cleaned_data
     metrics = [_metric_spec(f.cleaned_data) for f in included_metric_forms(formsets)]
     raw: dict[str, Any] = {
-        "target": {"kind": DEFAULT_TARGET_KIND, "name": data["target_name"]},
+        "target": {
+            "kind": data.get("target_kind") or DEFAULT_TARGET_KIND,
+            "name": data["target_name"],
+        },
         "metrics": metrics,
         "interval": data["interval"],
         "failureLimit": data["failure_limit"],

@@ -27,6 +27,7 @@ from sentinel_core.compare import (
     DEFAULT_MIN_SAMPLES,
     DEFAULT_WORSE,
 )
+from sentinel_core.kinds import CONTROLLER_REVISION_HASH_LABEL
 from sentinel_core.sequential_spec import DEFAULT_MIN_EVENTS as SEQUENTIAL_MIN_EVENTS
 from sentinel_core.sequential_spec import MAX_SELECTOR_LENGTH
 from sentinel_core.values import format_value
@@ -231,7 +232,9 @@ COMPARE = MetricGroup(
             "compare_by",
             _text(
                 "Label telling them apart",
-                f"The series label that holds the pod template hash; {DEFAULT_BY} if empty.",
+                "The series label that tells new pods from old; if empty, "
+                f"{DEFAULT_BY} for a Deployment, {CONTROLLER_REVISION_HASH_LABEL} for a "
+                "StatefulSet or DaemonSet.",
                 DEFAULT_BY,
                 20,
             ),

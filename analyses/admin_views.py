@@ -33,6 +33,7 @@ from sentinel_core.compare import (
     DEFAULT_WORSE,
 )
 from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
+from sentinel_core.spec import DEFAULT_TARGET_KIND
 from sentinel_core.status import AnalysisStatus, Condition
 
 if TYPE_CHECKING:
@@ -61,12 +62,14 @@ class CountLink:
 
 @dataclass(frozen=True)
 class PausedTarget:
-    """A Deployment paused by one or more analyses."""
+    """A target paused by one or more analyses."""
 
     namespace: str
     target: str
     analyses: tuple[str, ...]
     url: str
+    # spec.target.kind: Deployment, StatefulSet or DaemonSet.
+    kind: str = DEFAULT_TARGET_KIND
 
 
 @dataclass(frozen=True)
@@ -167,19 +170,20 @@ def overview_context(request: HttpRequest) -> dict[str, Any]:
 
 
 def paused_targets(live: QuerySet[Analysis]) -> list[PausedTarget]:
-    """Return the Deployments paused by ``live`` analyses, with the analyses that paused each."""
-    holders: dict[tuple[str, str], list[str]] = defaultdict(list)
+    """Return the targets paused by ``live`` analyses, with the analyses that paused each."""
+    holders: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     rows = live.filter(paused=True).order_by("namespace", "target_name", "name")
-    for namespace, target, name in rows.values_list("namespace", "target_name", "name"):
-        holders[(namespace, target)].append(name)
+    for row in rows.only("namespace", "target_name", "name", "spec"):
+        holders[(row.namespace, row.target_kind, row.target_name)].append(row.name)
     return [
         PausedTarget(
             namespace=namespace,
             target=target,
             analyses=tuple(names),
             url=changelist_url(paused__exact="1", namespace=namespace, target_name=target),
+            kind=kind,
         )
-        for (namespace, target), names in holders.items()
+        for (namespace, kind, target), names in holders.items()
     ]
 
 
@@ -343,19 +347,22 @@ def resume(admin: AnalysisAdmin, request: HttpRequest, object_id: str) -> HttpRe
     if not result.target_found:
         messages.warning(
             request,
-            f"Resumed {analysis}, but its target Deployment {analysis.target_name} was not "
+            f"Resumed {analysis}, but its target {analysis.target_kind} {analysis.target_name} "
+            "was not "
             "found in the cluster.",
         )
     elif result.target_unpaused:
         messages.success(
             request,
-            f"Deployment {analysis.namespace}/{analysis.target_name} is rolling out again; "
+            f"{analysis.target_kind} {analysis.namespace}/{analysis.target_name} is rolling out "
+            "again; "
             f"the failure count of {analysis} was reset.",
         )
     else:
         messages.success(
             request,
-            f"Deployment {analysis.namespace}/{analysis.target_name} was already running "
+            f"{analysis.target_kind} {analysis.namespace}/{analysis.target_name} was already "
+            "running "
             "(or is still held by another analysis); the failure count was reset.",
         )
     admin.log_change(request, result.analysis, "Resumed the rollout.")

@@ -16,7 +16,7 @@ from django.db import models
 from django.db.models import Q
 
 from sentinel_core.conditions import Outcome, Verdict
-from sentinel_core.spec import DEFAULT_INTERVAL_SECONDS
+from sentinel_core.spec import DEFAULT_INTERVAL_SECONDS, DEFAULT_TARGET_KIND
 
 
 def _choices(values: type[StrEnum]) -> list[tuple[str, str]]:
@@ -89,6 +89,13 @@ class Analysis(models.Model):
     backoff_attempt = models.PositiveIntegerField(default=0)
 
     objects = AnalysisQuerySet.as_manager()
+
+    @property
+    def target_kind(self) -> str:
+        """Return ``spec.target.kind`` (Deployment, StatefulSet or DaemonSet) as mirrored."""
+        target = self.spec.get("target") if isinstance(self.spec, dict) else None
+        kind = target.get("kind") if isinstance(target, dict) else None
+        return kind if isinstance(kind, str) and kind else DEFAULT_TARGET_KIND
 
     class Meta:
         ordering = ["namespace", "name", "-created_at"]

@@ -36,7 +36,7 @@ from sentinel_cluster import kube, writes
 from sentinel_cluster.events import record_events
 from sentinel_core.decision import Resumption, resume
 from sentinel_core.resource import AnalysisResource
-from sentinel_core.spec import AnalysisSpec
+from sentinel_core.spec import DEFAULT_TARGET_KIND, AnalysisSpec
 from sentinel_core.status import AnalysisStatus
 
 # A person is waiting for the answer: give up sooner than the operator's 10 s.
@@ -259,16 +259,20 @@ def resume_analysis(
     with _translated(analysis.namespace, analysis.name):
         raw = _current(client, analysis, path)
         resource = AnalysisResource.read(raw)
-        target = resource.summary.target_name if resource.valid_spec is not None else ""
+        spec = resource.valid_spec
+        target = spec.target.name if spec is not None else ""
+        kind = spec.target.kind if spec is not None else DEFAULT_TARGET_KIND
         try:
             found, unpaused = (
-                writes.release(client, analysis.namespace, target, key, claimed=resource.paused)
+                writes.release(
+                    client, analysis.namespace, target, key, claimed=resource.paused, kind=kind
+                )
                 if target
                 else (False, False)
             )
         except kube.Conflict as exc:
             raise ResourceConflict(
-                f"Deployment {analysis.namespace}/{target} kept changing; try resuming again."
+                f"{kind} {analysis.namespace}/{target} kept changing; try resuming again."
             ) from exc
         try:
             written = writes.write_status(client, raw, resumed)

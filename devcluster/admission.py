@@ -156,9 +156,18 @@ def _check_labels(metadata: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
+# The apps/v1 kinds whose selector must match their pod template and which need a container.
+_WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet")
+
+
 def _tracks_generation(rtype: ResourceType) -> bool:
     # Only kinds whose registry strategy maintains metadata.generation get one.
-    return rtype.custom or rtype.kind in ("Deployment", "CustomResourceDefinition")
+    return rtype.custom or rtype.kind in (
+        "Deployment",
+        "StatefulSet",
+        "DaemonSet",
+        "CustomResourceDefinition",
+    )
 
 
 def _spec_part(rtype: ResourceType, obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -271,7 +280,7 @@ def admit(
         causes += _new_finalizer_causes(metadata, old["metadata"], twice=rtype.custom)
     if old is not None and rtype.kind in ("RoleBinding", "ClusterRoleBinding"):
         causes += _role_ref_causes(new, old)
-    if rtype.group == "apps" and rtype.kind == "Deployment" and subresource != "status":
+    if rtype.group == "apps" and rtype.kind in _WORKLOADS and subresource != "status":
         causes += [Cause(*problem) for problem in builtins.deployment_problems(new)]
     if rtype.kind == "CustomResourceDefinition":
         causes += crd_causes(new)

@@ -35,6 +35,8 @@ _KINDS: dict[tuple[str, str, str], str] = {
     ("", "v1", "ServiceAccount"): "V1ServiceAccount",
     ("events.k8s.io", "v1", "Event"): "EventsV1Event",
     ("apps", "v1", "Deployment"): "V1Deployment",
+    ("apps", "v1", "StatefulSet"): "V1StatefulSet",
+    ("apps", "v1", "DaemonSet"): "V1DaemonSet",
     ("autoscaling", "v1", "Scale"): "V1Scale",
     ("coordination.k8s.io", "v1", "Lease"): "V1Lease",
     ("rbac.authorization.k8s.io", "v1", "Role"): "V1Role",
@@ -115,7 +117,13 @@ for _model in ("V1Container", "V1EphemeralContainer"):
     _LIST_EXTENSIONS[(_model, "ports")] = _list_map("merge", "containerPort", "protocol")
     _LIST_EXTENSIONS[(_model, "volumeMounts")] = _list_map("merge", "mountPath")
     _LIST_EXTENSIONS[(_model, "volumeDevices")] = _list_map("merge", "devicePath")
-for _model in ("V1DeploymentStatus", "V1NamespaceStatus", "V1CustomResourceDefinitionStatus"):
+for _model in (
+    "V1DeploymentStatus",
+    "V1StatefulSetStatus",
+    "V1DaemonSetStatus",
+    "V1NamespaceStatus",
+    "V1CustomResourceDefinitionStatus",
+):
     # The models do not mark condition types required, so these stay patch-only lists.
     _LIST_EXTENSIONS[(_model, "conditions")] = _patch_only("merge", "type")
 _LIST_EXTENSIONS[("V1ObjectMeta", "ownerReferences")] = _list_map("merge", "uid")
@@ -133,6 +141,10 @@ _DEFAULTS: dict[tuple[str, str], Any] = {
     ("V1DeploymentSpec", "replicas"): 1,
     ("V1DeploymentSpec", "revisionHistoryLimit"): 10,
     ("V1DeploymentSpec", "progressDeadlineSeconds"): 600,
+    ("V1StatefulSetSpec", "replicas"): 1,
+    ("V1StatefulSetSpec", "revisionHistoryLimit"): 10,
+    ("V1StatefulSetSpec", "podManagementPolicy"): "OrderedReady",
+    ("V1DaemonSetSpec", "revisionHistoryLimit"): 10,
     ("V1Container", "terminationMessagePath"): "/dev/termination-log",
     ("V1Container", "terminationMessagePolicy"): "File",
     ("V1PodSpec", "restartPolicy"): "Always",

@@ -1,6 +1,6 @@
 """Behaviour of built-in kinds that a real cluster gets from controllers and strategies:
-Deployment defaults and a simulated status, the Scale subresource, CRD status conditions,
-and the core/v1 <-> events.k8s.io/v1 Event conversion.
+Deployment defaults and a simulated status, StatefulSet and DaemonSet defaults, the Scale
+subresource, CRD status conditions, and the core/v1 <-> events.k8s.io/v1 Event conversion.
 
 Called by handlers.py around writes and reads.
 """
@@ -38,6 +38,77 @@ def default_deployment(obj: dict[str, Any]) -> None:
         rolling = strategy.setdefault("rollingUpdate", {})
         rolling.setdefault("maxUnavailable", "25%")
         rolling.setdefault("maxSurge", "25%")
+    _default_pod_template(spec)
+
+
+def default_stateful_set(obj: dict[str, Any]) -> None:
+    """Fill the defaults apps/v1 gives a StatefulSet (pkg/apis/apps/v1/defaults.go)."""
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    spec.setdefault(
+        "persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"}
+    )
+    strategy = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = strategy.setdefault("rollingUpdate", {})
+        rolling.setdefault("partition", 0)
+        # MaxUnavailableStatefulSet is on by default in 1.37.
+        rolling.setdefault("maxUnavailable", 1)
+    _default_pod_template(spec)
+
+
+# The DaemonSet strategy's count of pod template changes, shown to apps/v1 as an annotation.
+_TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+
+
+def default_daemon_set(obj: dict[str, Any], old: Mapping[str, Any] | None = None) -> None:
+    """Fill the defaults apps/v1 gives a DaemonSet (pkg/apis/apps/v1/defaults.go).
+
+    And count its template's changes as the registry strategy does: 1 when created, one more
+    each time an update changes ``spec.template``.
+    """
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("revisionHistoryLimit", 10)
+    strategy = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = strategy.setdefault("rollingUpdate", {})
+        rolling.setdefault("maxUnavailable", 1)
+        rolling.setdefault("maxSurge", 0)
+    _default_pod_template(spec)
+    # Compared once both templates carry their defaults: an apply that changes nothing in the
+    # template does not count.
+    before = ((old or {}).get("metadata") or {}).get("annotations") or {}
+    counted = str(before.get(_TEMPLATE_GENERATION, ""))
+    generation = int(counted) if old is not None and counted.isdigit() else 0
+    if old is None or (old.get("spec") or {}).get("template") != spec.get("template"):
+        generation += 1
+    obj["metadata"].setdefault("annotations", {})[_TEMPLATE_GENERATION] = str(generation)
+
+
+def fresh_workload_status(kind: str, obj: dict[str, Any]) -> None:
+    """Give a new StatefulSet or DaemonSet the status kube-apiserver gives one: zero counts.
+
+    Its controller would fill it in; devcluster plays none, as a real control plane without a
+    controller manager, so the status stays this one (written only through ``/status``).
+    """
+    if obj.get("status"):
+        return
+    if kind == "StatefulSet":
+        obj["status"] = {"replicas": 0, "availableReplicas": 0}
+    else:
+        obj["status"] = {
+            "currentNumberScheduled": 0,
+            "numberMisscheduled": 0,
+            "desiredNumberScheduled": 0,
+            "numberReady": 0,
+        }
+
+
+def _default_pod_template(spec: dict[str, Any]) -> None:
     template_spec = spec.setdefault("template", {}).setdefault("spec", {})
     template_spec.setdefault("restartPolicy", "Always")
     template_spec.setdefault("terminationGracePeriodSeconds", 30)

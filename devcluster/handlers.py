@@ -228,7 +228,7 @@ class Cluster(DeletionMixin):
         )
         obj = admitted.obj
         if subresource != "status":
-            self._before_write(rtype, obj)
+            self._before_write(rtype, obj, old)
         elif not rtype.custom and rtype.schema is not None:
             obj.update(timestamps.normalize(rtype.schema, obj))
         obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
@@ -278,7 +278,9 @@ class Cluster(DeletionMixin):
 
     # -- side effects ------------------------------------------------------------------------
 
-    def _before_write(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
+    def _before_write(
+        self, rtype: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None = None
+    ) -> None:
         if not rtype.custom and rtype.schema is not None:
             obj.update(timestamps.normalize(rtype.schema, obj))
         if rtype.kind == "Secret":
@@ -286,6 +288,12 @@ class Cluster(DeletionMixin):
         if rtype.group == "apps" and rtype.kind == "Deployment":
             builtins.default_deployment(obj)
             builtins.simulate_deployment_status(obj, self.now())
+        elif rtype.group == "apps" and rtype.kind == "StatefulSet":
+            builtins.default_stateful_set(obj)
+            builtins.fresh_workload_status(rtype.kind, obj)
+        elif rtype.group == "apps" and rtype.kind == "DaemonSet":
+            builtins.default_daemon_set(obj, old)
+            builtins.fresh_workload_status(rtype.kind, obj)
         elif rtype.kind == "CustomResourceDefinition":
             builtins.default_crd(obj)
             builtins.crd_status(obj, self.now())

@@ -102,7 +102,13 @@ DEFAULT_USER_ROLES: tuple[dict[str, Any], ...] = (
             {"apiGroups": [""], "resources": ["serviceaccounts/token"], "verbs": ["create"]},
             {
                 "apiGroups": ["apps"],
-                "resources": ["deployments", "deployments/scale"],
+                "resources": [
+                    "deployments",
+                    "deployments/scale",
+                    "statefulsets",
+                    "statefulsets/scale",
+                    "daemonsets",
+                ],
                 "verbs": _WRITE,
             },
         ],
@@ -116,7 +122,16 @@ DEFAULT_USER_ROLES: tuple[dict[str, Any], ...] = (
             {"apiGroups": [""], "resources": ["namespaces"], "verbs": _READ},
             {
                 "apiGroups": ["apps"],
-                "resources": ["deployments", "deployments/scale", "deployments/status"],
+                "resources": [
+                    "deployments",
+                    "deployments/scale",
+                    "deployments/status",
+                    "statefulsets",
+                    "statefulsets/scale",
+                    "statefulsets/status",
+                    "daemonsets",
+                    "daemonsets/status",
+                ],
                 "verbs": _READ,
             },
         ],

@@ -105,6 +105,21 @@ _BUILTINS: tuple[ResourceType, ...] = (
         ("status", "scale"),
         categories=("all",),
     ),
+    # The other kinds a RolloutAnalysis guards: stored, defaulted and validated; no controller
+    # rolls their pods, so their status stays the one a fresh object gets.
+    _builtin(
+        "apps",
+        "v1",
+        "StatefulSet",
+        "statefulsets",
+        True,
+        ("sts",),
+        ("status", "scale"),
+        categories=("all",),
+    ),
+    _builtin(
+        "apps", "v1", "DaemonSet", "daemonsets", True, ("ds",), ("status",), categories=("all",)
+    ),
     _builtin("coordination.k8s.io", "v1", "Lease", "leases", True),
     _builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
     _builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),

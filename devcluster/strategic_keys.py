@@ -56,6 +56,16 @@ STRATEGIC_PATCH_FIELDS: dict[tuple[str, str], dict[str, tuple[str, str]]] = {
         **_prefixed("spec.template", _POD_TEMPLATE),
         "status.conditions": ("merge", "type"),
     },
+    ("apps", "StatefulSet"): {
+        **_METADATA,
+        **_prefixed("spec.template", _POD_TEMPLATE),
+        "status.conditions": ("merge", "type"),
+    },
+    ("apps", "DaemonSet"): {
+        **_METADATA,
+        **_prefixed("spec.template", _POD_TEMPLATE),
+        "status.conditions": ("merge", "type"),
+    },
     ("", "Pod"): {
         **_METADATA,
         **_prefixed("spec", _POD_SPEC_FIELDS),

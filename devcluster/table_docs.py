@@ -57,6 +57,36 @@ DEPLOYMENT_SELECTOR = (
     "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the "
     "ones affected by this deployment. It must match the pod template's labels."
 )
+# DaemonSetStatus and its spec, for the DaemonSet table (pkg/printers/internalversion), as
+# kube-apiserver v1.37 words them (the differential test compares them).
+DESIRED_NUMBER_SCHEDULED = (
+    "The total number of nodes that should be running the daemon pod (including nodes "
+    "correctly running the daemon pod). More info: "
+    "https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"
+)
+CURRENT_NUMBER_SCHEDULED = (
+    "The number of nodes that are running at least 1 daemon pod and are supposed to run the "
+    "daemon pod. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"
+)
+NUMBER_READY = (
+    "numberReady is the number of nodes that should be running the daemon pod and have one or "
+    "more of the daemon pod running with a Ready Condition."
+)
+UPDATED_NUMBER_SCHEDULED = "The total number of nodes that are running updated daemon pod"
+NUMBER_AVAILABLE = (
+    "The number of nodes that should be running the daemon pod and have one or more of the "
+    "daemon pod running and available (ready for at least spec.minReadySeconds)"
+)
+NODE_SELECTOR = (
+    "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which "
+    "must match a node's labels for the pod to be scheduled on that node. More info: "
+    "https://kubernetes.io/docs/concepts/configuration/assign-pod-node/"
+)
+DAEMON_SET_SELECTOR = (
+    "A label query over pods that are managed by the daemon set. Must match in order to be "
+    "controlled. It must match the pod template's labels. More info: "
+    "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"
+)
 # LeaseSpec.holderIdentity
 HOLDER_IDENTITY = (
     "holderIdentity contains the identity of the holder of a current lease. If Coordinated "

@@ -82,6 +82,46 @@ def _deployment_cells(obj: Mapping[str, Any], now: datetime) -> list[Any]:
     ]
 
 
+def _stateful_set_cells(obj: Mapping[str, Any], now: datetime) -> list[Any]:
+    replicas = _get(obj, "spec", "replicas", default=1)
+    containers = _get(obj, "spec", "template", "spec", "containers", default=[])
+    return [
+        _name(obj),
+        f"{_get(obj, 'status', 'readyReplicas', default=0)}/{replicas}",
+        _created(obj, now),
+        ",".join(str(c.get("name", "")) for c in containers),
+        ",".join(str(c.get("image", "")) for c in containers),
+    ]
+
+
+def _daemon_set_cells(obj: Mapping[str, Any], now: datetime) -> list[Any]:
+    containers = _get(obj, "spec", "template", "spec", "containers", default=[])
+    node_selector = _get(obj, "spec", "template", "spec", "nodeSelector", default={})
+    selector = _get(obj, "spec", "selector", default={})
+    labels = ",".join(f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items()))
+    return [
+        _name(obj),
+        _get(obj, "status", "desiredNumberScheduled", default=0),
+        _get(obj, "status", "currentNumberScheduled", default=0),
+        _get(obj, "status", "numberReady", default=0),
+        _get(obj, "status", "updatedNumberScheduled", default=0),
+        _get(obj, "status", "numberAvailable", default=0),
+        ",".join(f"{k}={v}" for k, v in sorted(node_selector.items())) or "<none>",
+        _created(obj, now),
+        ",".join(str(c.get("name", "")) for c in containers),
+        ",".join(str(c.get("image", "")) for c in containers),
+        labels,
+    ]
+
+
+_CONTAINERS = _column(
+    "Containers", description="Names of each container in the template.", priority=1
+)
+_IMAGES = _column(
+    "Images", description="Images referenced by each container in the template.", priority=1
+)
+
+
 def _binding_cells(obj: Mapping[str, Any], now: datetime) -> list[Any]:
     subjects = _get(obj, "subjects", default=[])
 
@@ -200,6 +240,32 @@ _BUILTIN: dict[tuple[str, str], tuple[list[dict[str, Any]], Cells]] = {
         ],
         _deployment_cells,
     ),
+    ("apps", "StatefulSet"): (
+        [
+            _NAME,
+            _column("Ready", description="Number of the pod with ready state"),
+            _AGE,
+            _CONTAINERS,
+            _IMAGES,
+        ],
+        _stateful_set_cells,
+    ),
+    ("apps", "DaemonSet"): (
+        [
+            _NAME,
+            _column("Desired", "integer", docs.DESIRED_NUMBER_SCHEDULED),
+            _column("Current", "integer", docs.CURRENT_NUMBER_SCHEDULED),
+            _column("Ready", "integer", docs.NUMBER_READY),
+            _column("Up-to-date", "integer", docs.UPDATED_NUMBER_SCHEDULED),
+            _column("Available", "integer", docs.NUMBER_AVAILABLE),
+            _column("Node Selector", description=docs.NODE_SELECTOR),
+            _AGE,
+            _CONTAINERS,
+            _IMAGES,
+            _column("Selector", description=docs.DAEMON_SET_SELECTOR, priority=1),
+        ],
+        _daemon_set_cells,
+    ),
     ("coordination.k8s.io", "Lease"): (
         [_NAME, _column("Holder", description=docs.HOLDER_IDENTITY), _AGE],
         lambda o, n: [_name(o), _get(o, "spec", "holderIdentity", default=""), _created(o, n)],
@@ -313,11 +379,16 @@ def _row_object(obj: Mapping[str, Any], include: str) -> Any:
         return None
     if include == "Object":
         return obj
-    return {
-        "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": obj.get("metadata") or {},
-    }
+    metadata = dict(obj.get("metadata") or {})
+    annotations = dict(metadata.get("annotations") or {})
+    # A DaemonSet's template generation is a field of the internal object that apps/v1 shows
+    # as an annotation; the metadata of a Table row is the internal object's, without it.
+    if annotations.pop("deprecated.daemonset.template.generation", None) is not None:
+        if annotations:
+            metadata["annotations"] = annotations
+        else:
+            metadata.pop("annotations", None)
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": metadata}
 
 
 def table(

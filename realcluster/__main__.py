@@ -45,6 +45,9 @@ CONTROLLERS = ",".join(
     [
         "deployment-controller",
         "replicaset-controller",
+        # The other kinds a RolloutAnalysis guards (docs/status.md#pausing-each-kind).
+        "statefulset-controller",
+        "daemonset-controller",
         "garbage-collector-controller",
         "serviceaccount-controller",
         "serviceaccount-token-controller",

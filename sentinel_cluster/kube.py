@@ -23,6 +23,8 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from sentinel_core.kinds import PLURALS
+
 GROUP = "sentinel.example.com"
 VERSION = "v1alpha1"
 PLURAL = "rolloutanalyses"
@@ -155,6 +157,33 @@ class KubeClient:
             token = meta.get("continue") or None
             if not token:
                 return items, str(meta.get("resourceVersion") or "")
+
+    def list_owned(self, path: str, owner: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        """Return the items of the collection ``path`` that ``owner`` (a workload) owns.
+
+        One list by the owner's ``matchLabels``, kept to the items whose ``ownerReferences``
+        name its uid (so the list is exact whatever else the labels select). A cluster that
+        serves no such collection (devcluster, which plays no controllers) answers 404: that is
+        none, not an error; any other API error is raised.
+        """
+        metadata = owner.get("metadata") or {}
+        uid = metadata.get("uid")
+        labels = ((owner.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        selector = ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
+        query = {"labelSelector": selector} if selector else None
+        try:
+            answer = self.request("GET", path, query=query)
+        except NotFound:
+            return []
+        return [
+            item
+            for item in answer.get("items") or ()
+            if isinstance(item, Mapping)
+            and any(
+                isinstance(ref, Mapping) and ref.get("uid") == uid
+                for ref in (item.get("metadata") or {}).get("ownerReferences") or ()
+            )
+        ]
 
     def watch(
         self, path: str, *, resource_version: str, timeout_seconds: int = 300
@@ -305,6 +334,16 @@ def deployment_path(namespace: str, name: str) -> str:
 
 def replicasets_path(namespace: str) -> str:
     return f"/apis/apps/v1/namespaces/{quote(namespace)}/replicasets"
+
+
+def workload_path(kind: str, namespace: str, name: str) -> str:
+    """Return the path of a target of ``kind`` (Deployment, StatefulSet or DaemonSet)."""
+    return f"/apis/apps/v1/namespaces/{quote(namespace)}/{PLURALS[kind]}/{quote(name)}"
+
+
+def controllerrevisions_path(namespace: str, name: str | None = None) -> str:
+    base = f"/apis/apps/v1/namespaces/{quote(namespace)}/controllerrevisions"
+    return f"{base}/{quote(name)}" if name else base
 
 
 def events_path(namespace: str) -> str:

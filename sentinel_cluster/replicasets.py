@@ -69,19 +69,8 @@ def newest_replicaset_created(
 
 def _owned(client: kube.KubeClient, deployment: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Return the ReplicaSets ``deployment`` owns; none where the cluster serves none (404)."""
-    metadata = deployment.get("metadata") or {}
-    namespace, uid = metadata.get("namespace", ""), metadata.get("uid")
-    selector = _selector(deployment)
-    query = {"labelSelector": selector} if selector else None
-    try:
-        answer = client.request("GET", kube.replicasets_path(namespace), query=query)
-    except kube.NotFound:
-        return []
-    return [
-        item
-        for item in answer.get("items") or ()
-        if isinstance(item, Mapping) and _owned_by(item, uid)
-    ]
+    namespace = str((deployment.get("metadata") or {}).get("namespace", ""))
+    return client.list_owned(kube.replicasets_path(namespace), deployment)
 
 
 def _hash(replicaset: Mapping[str, Any]) -> str:
@@ -112,14 +101,3 @@ def _template_hash(replicaset: Mapping[str, Any]) -> str:
         metadata.pop("labels", None)
     template["metadata"] = metadata
     return template_hash(template)
-
-
-def _selector(deployment: Mapping[str, Any]) -> str:
-    # matchLabels only: the owner check below keeps the list exact whatever else selects.
-    labels = ((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-    return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
-
-
-def _owned_by(item: Mapping[str, Any], uid: object) -> bool:
-    owners = (item.get("metadata") or {}).get("ownerReferences") or ()
-    return any(isinstance(o, Mapping) and o.get("uid") == uid for o in owners)

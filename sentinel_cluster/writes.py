@@ -4,8 +4,10 @@
   re-read the resource and re-apply a status computed from the fresh copy (the operator
   re-applies its decided status, keeping a resume made in between; the web app's resume
   recomputes it from the fresh one).
-- ``pause``: merge-patch the target Deployment paused, ``paused-by`` kept a union.
-- ``release``: take one analysis out of the target's pause, unpausing it if it had a hand in it.
+- ``pause``: merge-patch the target paused, ``paused-by`` kept a union (each kind is paused its
+  own way: docs/status.md#pausing-each-kind).
+- ``release``: take one analysis out of the target's pause, unpausing it (restoring what the
+  pause changed) if it had a hand in it.
 
 Each re-reads on a conflict at most ``CONFLICT_RETRIES`` times and then raises ``kube.Conflict``;
 callers decide what that means to them (backoff for the operator, a 409 for a person). The
@@ -18,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sentinel_cluster import kube
+from sentinel_core.kinds import DEPLOYMENT
 from sentinel_core.target import PauseTarget, pause_patch, release_patch
 
 # Re-reads after a 409 before giving up: enough for a busy resource, short enough for a person.
@@ -66,7 +69,7 @@ def pause(client: kube.KubeClient, order: PauseTarget, deployment: Mapping[str, 
     A 409 (another analysis paused it meanwhile, or a person edited it) re-reads the Deployment
     and merges its ``paused-by`` with ours, so no analysis's entry is lost.
     """
-    path = kube.deployment_path(order.namespace, order.name)
+    path = kube.workload_path(order.kind, order.namespace, order.name)
     current = deployment
     for _ in range(CONFLICT_RETRIES):
         try:
@@ -81,21 +84,27 @@ def pause(client: kube.KubeClient, order: PauseTarget, deployment: Mapping[str, 
 
 
 def release(
-    client: kube.KubeClient, namespace: str, name: str, key: str, *, claimed: bool
+    client: kube.KubeClient,
+    namespace: str,
+    name: str,
+    key: str,
+    *,
+    claimed: bool,
+    kind: str = DEPLOYMENT,
 ) -> tuple[bool, bool]:
-    """Take the analysis ``key`` out of the pause of Deployment ``namespace/name``.
+    """Take the analysis ``key`` out of the pause of the ``kind`` ``namespace/name``.
 
-    Return (found, unpaused): whether the Deployment exists, and whether this call unpaused it
+    Return (found, unpaused): whether the target exists, and whether this call unpaused it
     (``sentinel_core.target.release_patch`` says when it may). Raise ``kube.Conflict`` when it
     kept changing.
     """
-    path = kube.deployment_path(namespace, name)
+    path = kube.workload_path(kind, namespace, name)
     for _ in range(CONFLICT_RETRIES):
         try:
             deployment = client.request("GET", path)
         except kube.NotFound:
             return False, False
-        change = release_patch(deployment, key, claimed=claimed)
+        change = release_patch(deployment, key, claimed=claimed, kind=kind)
         if change.patch is None:
             return True, False
         try:

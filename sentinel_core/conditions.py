@@ -172,7 +172,7 @@ class Outcome(StrEnum):
 
 
 class Annotation(StrEnum):
-    """Annotations the operator writes on a Deployment it pauses."""
+    """Annotations the operator writes on a target it pauses."""
 
     # Comma list of ``namespace/name`` of every analysis that tripped, in the order they did.
     PAUSED_BY = "sentinel.example.com/paused-by"
@@ -180,3 +180,10 @@ class Annotation(StrEnum):
     PAUSED_AT = "sentinel.example.com/paused-at"
     # Human-readable reason of the latest pause.
     PAUSE_REASON = "sentinel.example.com/pause-reason"
+    # A StatefulSet's pause (docs/status.md#pausing-each-kind): the partition the pause set, and
+    # the one it had before, restored on release.
+    PAUSED_PARTITION = "sentinel.example.com/paused-partition"
+    PARTITION_BEFORE = "sentinel.example.com/partition-before"
+    # A DaemonSet's pause: its updateStrategy before the switch to OnDelete (JSON), restored on
+    # release.
+    UPDATE_STRATEGY_BEFORE = "sentinel.example.com/update-strategy-before"

@@ -20,7 +20,7 @@ The contract, once (controller-runtime's; docs/status.md#requeue-and-backoff):
   as an error naming the refused request, since only a person can fix it.
 
 One attempt, in order, each step once: GET the analysis and read it (``AnalysisResource.read``,
-the one parse of the attempt, handed along from here); GET the target Deployment in the
+the one parse of the attempt, handed along from here); GET the target (its kind) in the
 analysis's own namespace only (404 is ``TargetState(exists=False)``, not an error); measure
 every metric (none when the spec is invalid); ``decide``; carry out the pause (``writes.pause``)
 BEFORE the status write; write status through ``/status`` (``writes.write_status``: on a 409
@@ -46,7 +46,9 @@ from analyses import mirror
 from notifications import store as notifications
 from sentinel_cluster import kube, writes
 from sentinel_cluster.replicasets import compared_hashes, newest_replicaset_created
+from sentinel_cluster.revisions import revision_hashes, revision_started
 from sentinel_core.decision import Decision, Observation, decide, reapplied
+from sentinel_core.kinds import DEPLOYMENT
 from sentinel_core.measurement import Measurement
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.rollout import baseline_instant, next_rollout, template_hash
@@ -156,7 +158,7 @@ class Reconciler:
             target, deployment = TargetState(exists=False), None
             if spec is not None:
                 target, deployment = self._target(namespace, spec)
-                rollout = self._rollout(rollout, deployment, started)
+                rollout = self._rollout(spec.target.kind, rollout, deployment, started)
                 measurements = self._measure(resource, spec, deployment, rollout, started)
             decision = decide(
                 Observation(
@@ -200,28 +202,39 @@ class Reconciler:
         self, namespace: str, spec: AnalysisSpec
     ) -> tuple[TargetState, dict[str, Any] | None]:
         # Only ever the analysis's own namespace: a spec cannot reach into another one.
+        kind = spec.target.kind
         try:
-            deployment = self.client.request(
-                "GET", kube.deployment_path(namespace, spec.target.name)
+            workload = self.client.request(
+                "GET", kube.workload_path(kind, namespace, spec.target.name)
             )
         except kube.NotFound:
             return TargetState(exists=False), None
-        return TargetState.from_deployment(deployment), deployment
+        return TargetState.from_workload(kind, workload), workload
 
     def _rollout(
-        self, previous: Rollout | None, deployment: Mapping[str, Any] | None, now: datetime
+        self,
+        kind: str,
+        previous: Rollout | None,
+        workload: Mapping[str, Any] | None,
+        now: datetime,
     ) -> Rollout | None:
         """Return the target's rollout: a changed pod template starts a new one.
 
-        docs/resource.md describes the rollout and the baseline before it.
+        docs/resource.md describes the rollout and the baseline before it; it began when the
+        Deployment's ReplicaSet, or the StatefulSet's or DaemonSet's ControllerRevision, of
+        the new template was created.
         """
-        if deployment is None:
+        if workload is None:
             return previous
-        current = template_hash((deployment.get("spec") or {}).get("template") or {})
+        current = template_hash((workload.get("spec") or {}).get("template") or {})
         newest = None
         if previous is not None and previous.template_hash != current:
             # Only on a change: one list per rollout, not one per evaluation.
-            newest = newest_replicaset_created(self.client, deployment, current)
+            newest = (
+                newest_replicaset_created(self.client, workload, current)
+                if kind == DEPLOYMENT
+                else revision_started(self.client, kind, workload)
+            )
         return next_rollout(previous, current, newest_replicaset=newest, now=now)
 
     def _measure(
@@ -234,15 +247,19 @@ class Reconciler:
     ) -> tuple[Measurement, ...]:
         """Measure every metric of ``spec`` at its provider, each query at most once."""
         self.providers.refresh()
-        # New pods against old pods (docs/resource.md): one list of the target's ReplicaSets.
+        # New pods against old pods (docs/resource.md): one list of the target's ReplicaSets
+        # (a Deployment) or ControllerRevisions (the other kinds).
         compares = any(
             metric.compare is not None or metric.sequential is not None for metric in spec.metrics
         )
-        hashes = (
-            compared_hashes(self.client, deployment)
-            if compares and deployment is not None
-            else NO_HASHES
-        )
+        hashes = NO_HASHES
+        if compares and deployment is not None:
+            kind = spec.target.kind
+            hashes = (
+                compared_hashes(self.client, deployment)
+                if kind == DEPLOYMENT
+                else revision_hashes(self.client, kind, deployment)
+            )
         return tuple(
             measure_from(
                 self.providers,

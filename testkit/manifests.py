@@ -33,6 +33,7 @@ __all__ = [
     "namespace_manifest",
     "ra_manifest",
     "to_yaml",
+    "workload_manifest",
 ]
 
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -86,10 +87,11 @@ def analysis_manifest(
     interval: str = "5s",
     failure_limit: int = 3,
     dry_run: bool = False,
+    kind: str = "Deployment",
 ) -> dict[str, Any]:
     """Return a RolloutAnalysis with every field the operator acts on written out."""
     spec = {
-        "target": {"kind": "Deployment", "name": target},
+        "target": {"kind": kind, "name": target},
         "metrics": [dict(metric) for metric in metrics],
         "interval": interval,
         "failureLimit": failure_limit,
@@ -152,6 +154,33 @@ def deployment_manifest(
     spec["selector"] = {"matchLabels": {"app": name}}
     spec["template"] = {"metadata": {"labels": {"app": name}}, "spec": {"containers": [pod]}}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata, "spec": spec}
+
+
+def workload_manifest(
+    kind: str,
+    name: str,
+    namespace: str | None = None,
+    image: str = "nginx:1.27",
+    *,
+    replicas: int = 1,
+    container: str = "app",
+) -> dict[str, Any]:
+    """Return a minimal valid apps/v1 Deployment, StatefulSet or DaemonSet (``app: name``).
+
+    The StatefulSet rolls with ``RollingUpdate`` and names a headless Service of its own name
+    (which need not exist to run its pods); the DaemonSet has no ``replicas``: it runs one pod
+    per eligible node.
+    """
+    workload = deployment_manifest(name, namespace, image, replicas=replicas, container=container)
+    workload["kind"] = kind
+    spec = workload["spec"]
+    if kind == "StatefulSet":
+        spec["serviceName"] = name
+        spec["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+    elif kind == "DaemonSet":
+        del spec["replicas"]
+        spec["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
+    return workload
 
 
 def namespace_manifest(name: str) -> dict[str, Any]:

@@ -216,6 +216,7 @@ def decide(obs: Observation) -> Decision:
                     paused_by=target.paused_by if ours else (*target.paused_by, obs.key),
                     paused_at=now,
                     reason=clip(f"{obs.key}: {detail}"),
+                    kind=spec.target.kind,
                 )
             paused_at = now
             paused = conds.set(

@@ -16,8 +16,10 @@ The package's ``__init__`` is the spec's public surface; the metrics' rules live
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
+from sentinel_core.kinds import KINDS, default_by
 from sentinel_core.sequential_spec import parse_false_pause_rate
 from sentinel_core.spec._durations import check_interval, parse_duration
 from sentinel_core.spec._errors import (
@@ -36,6 +38,7 @@ from sentinel_core.spec._types import (
     DEFAULT_INTERVAL_SECONDS,
     DEFAULT_TARGET_KIND,
     AnalysisSpec,
+    MetricSpec,
     SpecSummary,
     Target,
 )
@@ -45,7 +48,7 @@ MAX_NOTIFY = 10
 # The CRD declares failureLimit as int32.
 _MAX_FAILURE_LIMIT = 2**31 - 1
 
-_TARGET_KINDS = ("Deployment",)
+_TARGET_KINDS = KINDS
 _SPEC_FIELDS = frozenset(
     {"target", "metrics", "interval", "failureLimit", "dryRun", "failureWindow", "notify"}
     | {"falsePauseRate"}
@@ -69,6 +72,8 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
 
     target = _parse_target(raw.get("target"), f"{path}.target", strict, errors)
     metrics = parse_metrics(raw.get("metrics"), f"{path}.metrics", strict, errors)
+    if target is not None:
+        metrics = _kind_defaults(metrics, raw.get("metrics"), target.kind)
 
     interval = raw.get("interval", DEFAULT_INTERVAL)
     interval_seconds = DEFAULT_INTERVAL_SECONDS
@@ -127,6 +132,31 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
         notify=notify,
         false_pause_rate=false_pause_rate,
     )
+
+
+def _kind_defaults(metrics: list[MetricSpec], raw: object, kind: str) -> list[MetricSpec]:
+    """Give each ``compare`` or ``sequential`` written without ``by`` the label of the kind.
+
+    The CRD cannot default ``by`` (a default cannot depend on another field), so the kind's
+    label is filled in here, where both are known (docs/resource.md#new-pods-against-old-pods).
+    """
+    # Keyed by name: a metric that parsed has a unique string name (anything else was refused).
+    written = {
+        (name, part): "by" in given
+        for item in (raw if isinstance(raw, list) else ())
+        if isinstance(item, Mapping) and isinstance(name := item.get("name"), str)
+        for part in ("compare", "sequential")
+        if isinstance(given := item.get(part), Mapping)
+    }
+    by = default_by(kind)
+    out = []
+    for m in metrics:
+        if m.compare is not None and not written.get((m.name, "compare"), True):
+            m = replace(m, compare=replace(m.compare, by=by))
+        if m.sequential is not None and not written.get((m.name, "sequential"), True):
+            m = replace(m, sequential=replace(m.sequential, by=by))
+        out.append(m)
+    return out
 
 
 def _parse_failure_window(

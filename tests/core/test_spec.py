@@ -155,7 +155,7 @@ def test_interval_must_be_at_least_five_seconds() -> None:
     [
         (["target"], _DELETE, "spec.target"),
         (["target"], "checkout", "spec.target"),
-        (["target", "kind"], "StatefulSet", "spec.target.kind"),
+        (["target", "kind"], "ReplicaSet", "spec.target.kind"),
         (["target", "name"], _DELETE, "spec.target.name"),
         (["target", "name"], "", "spec.target.name"),
         (["target", "name"], "Checkout", "spec.target.name"),

@@ -79,6 +79,9 @@ ANNOTATIONS = {
     "sentinel.example.com/paused-by",
     "sentinel.example.com/paused-at",
     "sentinel.example.com/pause-reason",
+    "sentinel.example.com/paused-partition",
+    "sentinel.example.com/partition-before",
+    "sentinel.example.com/update-strategy-before",
 }
 STATUS_FIELDS = {
     "observedGeneration",

@@ -24,7 +24,7 @@ CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("no-metrics", {"metrics": []}, ["spec.metrics"]),
     (
         "duplicate-metric-and-bad-kind",
-        {"metrics": [_GOOD_METRIC, _GOOD_METRIC], "target": {"kind": "StatefulSet", "name": "x"}},
+        {"metrics": [_GOOD_METRIC, _GOOD_METRIC], "target": {"kind": "ReplicaSet", "name": "x"}},
         ["spec.metrics[1]", "spec.target.kind"],
     ),
 ]

@@ -216,12 +216,19 @@ def test_ha_redis_password_comes_from_a_secret(real: RealCluster) -> None:
 
 def test_guard_policy_matches_exactly_the_two_accounts(real: RealCluster) -> None:
     objects = render(real, "overlays/ha")
-    policy = next(o for o in objects if o["kind"] == "ValidatingAdmissionPolicy")
-    condition = policy["spec"]["matchConditions"][0]["expression"]
-    for account in (OPERATOR_ACCOUNT, WEB_ACCOUNT):
-        assert f"'system:serviceaccount:{HOME}:{account}'" in condition
-    assert condition.count("system:serviceaccount:") == 2
-    assert policy["spec"]["failurePolicy"] == "Fail"
-    binding = next(o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding")
-    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
-    assert binding["spec"]["validationActions"] == ["Deny"]
+    policies = [o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"]
+    # One guard per target kind (docs/status.md#pausing-each-kind), each bound to Deny.
+    guarded = {p["spec"]["matchConstraints"]["resourceRules"][0]["resources"][0] for p in policies}
+    assert guarded == {"deployments", "statefulsets", "daemonsets"}
+    bindings = {
+        o["spec"]["policyName"]: o["spec"]
+        for o in objects
+        if o["kind"] == "ValidatingAdmissionPolicyBinding"
+    }
+    for policy in policies:
+        condition = policy["spec"]["matchConditions"][0]["expression"]
+        for account in (OPERATOR_ACCOUNT, WEB_ACCOUNT):
+            assert f"'system:serviceaccount:{HOME}:{account}'" in condition
+        assert condition.count("system:serviceaccount:") == 2
+        assert policy["spec"]["failurePolicy"] == "Fail"
+        assert bindings[policy["metadata"]["name"]]["validationActions"] == ["Deny"]

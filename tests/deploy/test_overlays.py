@@ -51,6 +51,12 @@ OPERATOR_RULES = [
         "verbs": ["get", "list", "watch", "patch"],
     },
     {"apiGroups": ["apps"], "resources": ["replicasets"], "verbs": ["get", "list"]},
+    {
+        "apiGroups": ["apps"],
+        "resources": ["statefulsets", "daemonsets"],
+        "verbs": ["get", "list", "watch", "patch"],
+    },
+    {"apiGroups": ["apps"], "resources": ["controllerrevisions"], "verbs": ["get", "list"]},
     {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
 ]
 WEB_RULES = [
@@ -64,7 +70,11 @@ WEB_RULES = [
         "resources": ["rolloutanalyses/status"],
         "verbs": ["update", "patch"],
     },
-    {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "patch"]},
+    {
+        "apiGroups": ["apps"],
+        "resources": ["deployments", "statefulsets", "daemonsets"],
+        "verbs": ["get", "patch"],
+    },
     {
         "apiGroups": ["authorization.k8s.io"],
         "resources": ["subjectaccessreviews"],

@@ -35,6 +35,9 @@ SPEC_ROWS = {
     "rolloutanalyses.sentinel.example.com/status": ["update", "patch"],
     "deployments.apps": ["get", "list", "watch", "patch"],
     "replicasets.apps": ["get", "list"],
+    "statefulsets.apps": ["get", "list", "watch", "patch"],
+    "daemonsets.apps": ["get", "list", "watch", "patch"],
+    "controllerrevisions.apps": ["get", "list"],
     "events": ["create", "patch"],
     "events.events.k8s.io": ["create", "patch"],
 }

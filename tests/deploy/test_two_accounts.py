@@ -48,6 +48,8 @@ WEB_ROWS = {
     ],
     "rolloutanalyses.sentinel.example.com/status": ["update", "patch"],
     "deployments.apps": ["get", "patch"],
+    "statefulsets.apps": ["get", "patch"],
+    "daemonsets.apps": ["get", "patch"],
     "subjectaccessreviews.authorization.k8s.io": ["create"],
 }
 # What every authenticated identity may do; not granted by deploy/.

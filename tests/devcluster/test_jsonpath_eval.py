@@ -54,6 +54,7 @@ def printer_columns() -> list[dict[str, Any]]:
 def test_rolloutanalysis_printer_columns_on_a_paused_analysis() -> None:
     cells = {c["name"]: cell(c["jsonPath"], ANALYSIS, c["type"]) for c in printer_columns()}
     assert cells == {
+        "Kind": "Deployment",
         "Target": "checkout",
         "Verdict": "Fail",
         "Failures": 3,
@@ -70,6 +71,7 @@ def test_rolloutanalysis_printer_columns_before_any_status() -> None:
     assert cells["Failures"] is None
     assert cells["Paused"] is None
     assert cells["Target"] == "checkout"
+    assert cells["Kind"] == "Deployment"
 
 
 def test_date_cells_become_ages_when_given_the_clock() -> None:

@@ -223,7 +223,7 @@ def test_applying_a_changed_crd_serves_it_at_once(
     crd = yaml.safe_load(CRD_PATH.read_text())
     version = crd["spec"]["versions"][0]
     version["additionalPrinterColumns"].insert(
-        1, {"name": "Interval", "type": "string", "jsonPath": ".spec.interval"}
+        2, {"name": "Interval", "type": "string", "jsonPath": ".spec.interval"}
     )
     version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["owner"] = {
         "type": "string",
@@ -244,8 +244,8 @@ def test_applying_a_changed_crd_serves_it_at_once(
         persistent_cluster.kubectl("apply", "-f", str(CRD_PATH))
 
     assert configured.stdout.endswith("rolloutanalyses.sentinel.example.com configured\n")
-    assert table[0].split()[:3] == ["NAME", "TARGET", "INTERVAL"]
-    assert table[1].split()[:3] == ["a", "checkout", "30s"]
+    assert table[0].split()[:4] == ["NAME", "KIND", "TARGET", "INTERVAL"]
+    assert table[1].split()[:4] == ["a", "Deployment", "checkout", "30s"]
     assert owner.stdout == "payments"
 
 

@@ -17,7 +17,7 @@ import yaml
 from testkit.devcluster import DevCluster
 from testkit.manifests import GROUP, PLURAL, VERSION, ra_manifest, to_yaml
 
-HEADER = ["NAME", "TARGET", "VERDICT", "FAILURES", "LIMIT", "PAUSED", "AGE"]
+HEADER = ["NAME", "KIND", "TARGET", "VERDICT", "FAILURES", "LIMIT", "PAUSED", "AGE"]
 
 
 def _apply(cluster: DevCluster, ns: str, *manifests: dict) -> None:
@@ -55,6 +55,7 @@ def test_get_table_shows_crd_printer_columns(cluster: DevCluster, ns: str) -> No
     # Columns whose JSONPath finds nothing (no status yet) are blank cells, as on a real server.
     assert row == {
         "NAME": "checkout",
+        "KIND": "Deployment",
         "TARGET": "checkout",
         "VERDICT": "",
         "FAILURES": "",
@@ -88,8 +89,9 @@ def test_get_table_shows_status_columns(
 
     [row] = _table(cluster.kubectl("get", "ra", "-n", ns).stdout)
 
-    assert [row[column] for column in HEADER[:6]] == [
+    assert [row[column] for column in HEADER[:7]] == [
         "checkout",
+        "Deployment",
         "checkout",
         "Fail",
         "2",
@@ -208,13 +210,13 @@ def test_get_watch_prints_a_line_per_change(cluster: DevCluster, ns: str) -> Non
     try:
         lines = _lines_of(watcher)
         assert lines.get(timeout=15).split() == HEADER
-        assert lines.get(timeout=15).split()[:3] == ["checkout", "checkout", "3"]
+        assert lines.get(timeout=15).split()[:4] == ["checkout", "Deployment", "checkout", "3"]
 
         cluster.kubectl(
             "patch", "ra", "checkout", "-n", ns, "--type=merge", "-p", '{"spec":{"failureLimit":5}}'
         )
 
-        assert lines.get(timeout=15).split()[:3] == ["checkout", "checkout", "5"]
+        assert lines.get(timeout=15).split()[:4] == ["checkout", "Deployment", "checkout", "5"]
     finally:
         watcher.terminate()
         watcher.wait(timeout=10)
@@ -226,7 +228,13 @@ def test_get_watch_output_watch_events_shows_event_types(cluster: DevCluster, ns
         lines = _lines_of(watcher)
         _apply(cluster, ns, ra_manifest("checkout"))
         assert lines.get(timeout=15).split() == ["EVENT", *HEADER]
-        assert lines.get(timeout=15).split()[:4] == ["ADDED", "checkout", "checkout", "3"]
+        assert lines.get(timeout=15).split()[:5] == [
+            "ADDED",
+            "checkout",
+            "Deployment",
+            "checkout",
+            "3",
+        ]
 
         cluster.kubectl("delete", "ra", "checkout", "-n", ns)
 

@@ -25,8 +25,9 @@ def _metric(**overrides: Any) -> dict[str, Any]:
 CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "target-kind-enum",
-        {"target": {"kind": "StatefulSet", "name": "checkout"}},
-        'spec.target.kind: Unsupported value: "StatefulSet": supported values: "Deployment"',
+        {"target": {"kind": "ReplicaSet", "name": "checkout"}},
+        'spec.target.kind: Unsupported value: "ReplicaSet": supported values: '
+        '"Deployment", "StatefulSet", "DaemonSet"',
     ),
     (
         "target-name-required",

@@ -70,7 +70,7 @@ def test_explain_spec_shows_crd_descriptions(cluster: DevCluster) -> None:
     assert "KIND:       RolloutAnalysis" in out
     assert "VERSION:    v1alpha1" in out
     assert "FIELD: spec <Object>" in out
-    assert "What to measure, against which Deployment, and when to pause it." in out
+    assert "What to measure, against which workload, and when to pause it." in out
     fields = out.split("FIELDS:", 1)[1]
     assert "failureLimit\t<integer>" in fields
     assert "Consecutive failed evaluations that pause the target." in fields

@@ -85,7 +85,7 @@ def test_custom_component_carries_gvk_and_descriptions(types: list[ResourceType]
         {"group": "sentinel.example.com", "kind": "RolloutAnalysis", "version": "v1alpha1"}
     ]
     spec = component["properties"]["spec"]
-    assert spec["description"] == "What to measure, against which Deployment, and when to pause it."
+    assert spec["description"] == "What to measure, against which workload, and when to pause it."
     assert spec["properties"]["metrics"]["description"].startswith("PromQL metrics evaluated")
     assert component["properties"]["metadata"] == {
         "allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}],

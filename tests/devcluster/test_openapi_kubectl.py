@@ -15,7 +15,7 @@ def test_explain_rolloutanalysis_spec_prints_the_crd_descriptions(cluster: DevCl
     assert "GROUP:      sentinel.example.com" in out
     assert "KIND:       RolloutAnalysis" in out
     assert "FIELD: spec <Object>" in out
-    assert "What to measure, against which Deployment, and when to pause it." in out
+    assert "What to measure, against which workload, and when to pause it." in out
     assert "metrics\t<[]Object> -required-" in out
     assert "failureLimit\t<integer>" in out
     assert "Consecutive failed evaluations that pause the target." in out

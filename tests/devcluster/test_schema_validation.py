@@ -81,11 +81,11 @@ PATTERN_DNS = r"'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'"
     ("spec", "expected"),
     [
         (
-            {"target": {"kind": "StatefulSet", "name": "checkout"}},
+            {"target": {"kind": "ReplicaSet", "name": "checkout"}},
             (
                 "FieldValueNotSupported",
-                'spec.target.kind: Unsupported value: "StatefulSet": supported values: '
-                '"Deployment"',
+                'spec.target.kind: Unsupported value: "ReplicaSet": supported values: '
+                '"Deployment", "StatefulSet", "DaemonSet"',
             ),
         ),
         (
@@ -231,7 +231,7 @@ def test_cel_rules_and_the_api_servers_note_when_they_are_skipped(
 
 def test_all_problems_are_reported_together(ra_schema: dict[str, Any]) -> None:
     bad = _analysis(
-        target={"kind": "StatefulSet", "name": "checkout"},
+        target={"kind": "ReplicaSet", "name": "checkout"},
         metrics=[METRIC, {**METRIC, "maxValue": "x"}],
         failureLimit=0,
     )

@@ -9,20 +9,29 @@ request is authorized by exactly deploy/'s RBAC), a Deployment can be paused, re
 annotated under ``sentinel.example.com/``, and nothing else: an image, replicas, label or
 foreign annotation change is refused by the API server with the policy's message, and the
 stored Deployment is unchanged. The cluster admin, sending the same patches, is not affected.
+A StatefulSet and a DaemonSet the same way, each with its own guard: the product's own pause and
+release pass it, an image, replicas, strategy, label or foreign-annotation change does not.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sentinel_cluster import kube, writes
+from sentinel_core.target import PauseTarget, is_paused
 from testkit.clusters import create_token, kubeconfig_for_token, kubectl_apply
-from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
+from testkit.manifests import (
+    analysis_manifest,
+    deployment_manifest,
+    gauge_metric,
+    workload_manifest,
+)
 from testkit.metrics_app import GaugeSetter, MetricsApp
 from testkit.operator import OperatorStarter
 from testkit.paths import DEPLOY_DIR
@@ -270,3 +279,140 @@ def test_the_real_pause_and_resume_pass_the_guard_rail(
         )
     finally:
         starter.stop_all()
+
+
+# -- the other target kinds (docs/status.md#pausing-each-kind) ------------------------------------
+
+KIND_MESSAGES = {
+    "StatefulSet": (
+        "rollout-sentinel accounts may change only spec.updateStrategy.rollingUpdate.partition "
+        "and sentinel.example.com/* annotations of a StatefulSet"
+    ),
+    "DaemonSet": (
+        "rollout-sentinel accounts may change only spec.updateStrategy and "
+        "sentinel.example.com/* annotations of a DaemonSet"
+    ),
+}
+KIND_POLICIES = {
+    "StatefulSet": "rollout-sentinel-statefulset-guard",
+    "DaemonSet": "rollout-sentinel-daemonset-guard",
+}
+
+
+@pytest.fixture(scope="module")
+def kind_policies_active(cluster: RealCluster, tokens: dict[str, str]) -> None:
+    """Wait until the API server enforces the StatefulSet and DaemonSet guards (as above)."""
+    for kind in KIND_POLICIES:
+        probe = f"probe-{kind.lower()}"
+        kubectl_apply(cluster, workload_manifest(kind, probe, "shop", IMAGE))
+        answers: list[str] = []
+
+        def refused(kind: str = kind, probe: str = probe, answers: list[str] = answers) -> bool:
+            image = f"probe:{len(answers)}"
+            result = _patch_kind(cluster, tokens[OPERATOR], kind, probe, _image_patch(image))
+            answers.append(result.stderr)
+            return result.returncode != 0 and KIND_MESSAGES[kind] in result.stderr
+
+        try:
+            wait_until(refused, timeout=90, interval=0.5, what=f"the {kind} guard")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the last answers: {answers[-3:]}") from exc
+
+
+def _patch_kind(
+    cluster: RealCluster,
+    token: str | None,
+    kind: str,
+    name: str,
+    patch: dict[str, Any],
+    patch_type: str = "strategic",
+) -> Any:
+    return cluster.kubectl(
+        "patch", kind.lower(), name, "-n", "shop", f"--type={patch_type}", "-p", json.dumps(patch),
+        token=token, check=False,
+    )  # fmt: skip
+
+
+def _get_kind(cluster: RealCluster, kind: str, name: str) -> dict[str, Any]:
+    return dict(
+        json.loads(cluster.kubectl("get", kind.lower(), name, "-n", "shop", "-o", "json").stdout)
+    )
+
+
+@pytest.mark.parametrize("kind", sorted(KIND_POLICIES))
+@pytest.mark.parametrize("account", ACCOUNTS)
+def test_the_accounts_may_hold_and_release_the_other_kinds(
+    cluster: RealCluster,
+    tokens: dict[str, str],
+    kind_policies_active: None,
+    kind: str,
+    account: str,
+    tmp_path: Path,
+) -> None:
+    """The product's own pause and release (``sentinel_cluster.writes``) pass each guard."""
+    name = f"held-{kind.lower()}-{account.rsplit('-', 1)[-1]}"
+    kubectl_apply(cluster, workload_manifest(kind, name, "shop", IMAGE, replicas=5))
+    before = _get_kind(cluster, kind, name)
+    client = kube.KubeClient(
+        kube.load_api_client(str(kubeconfig_for_token(cluster, tokens[account], tmp_path / "k")))
+    )
+    order = PauseTarget(
+        "shop", name, ("shop/guard",), datetime.now(UTC), "shop/guard: test", kind=kind
+    )
+    writes.pause(client, order, before)
+    held = _get_kind(cluster, kind, name)
+    assert is_paused(kind, held)
+    if kind == "StatefulSet":
+        # No controller here, so no status: the whole set is held at its replicas.
+        assert held["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 5
+    else:
+        assert held["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    assert writes.release(client, "shop", name, "shop/guard", claimed=True, kind=kind) == (
+        True,
+        True,
+    )
+    after = _get_kind(cluster, kind, name)
+    assert after["spec"] == before["spec"]
+    assert not any(
+        k.startswith("sentinel.example.com/") for k in after["metadata"].get("annotations", {})
+    )
+
+
+KIND_REFUSED = {
+    ("StatefulSet", "image"): (_image_patch("registry.example.com/evil:1"), "strategic"),
+    ("StatefulSet", "replicas"): ({"spec": {"replicas": 9}}, "merge"),
+    ("StatefulSet", "on-delete"): (
+        {"spec": {"updateStrategy": {"type": "OnDelete", "rollingUpdate": None}}},
+        "merge",
+    ),
+    ("StatefulSet", "foreign-annotation"): (
+        {"metadata": {"annotations": {"example.com/owner": "evil"}}},
+        "merge",
+    ),
+    ("DaemonSet", "image"): (_image_patch("registry.example.com/evil:1"), "strategic"),
+    ("DaemonSet", "min-ready"): ({"spec": {"minReadySeconds": 60}}, "merge"),
+    ("DaemonSet", "labels"): ({"metadata": {"labels": {"team": "evil"}}}, "merge"),
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "change"), sorted(KIND_REFUSED), ids=[f"{k}-{c}" for k, c in sorted(KIND_REFUSED)]
+)
+def test_any_other_change_of_the_other_kinds_is_refused(
+    cluster: RealCluster, tokens: dict[str, str], kind_policies_active: None, kind: str, change: str
+) -> None:
+    name = f"refused-{kind.lower()}-{change}"
+    kubectl_apply(cluster, workload_manifest(kind, name, "shop", IMAGE, replicas=2))
+    before = _get_kind(cluster, kind, name)
+    patch, patch_type = KIND_REFUSED[(kind, change)]
+    for account in ACCOUNTS:
+        result = _patch_kind(cluster, tokens[account], kind, name, patch, patch_type)
+        assert result.returncode != 0
+        assert f"ValidatingAdmissionPolicy '{KIND_POLICIES[kind]}'" in result.stderr, result.stderr
+        assert KIND_MESSAGES[kind] in result.stderr
+    after = _get_kind(cluster, kind, name)
+    assert after["metadata"]["generation"] == before["metadata"]["generation"]
+    assert after["spec"] == before["spec"]
+    assert after["metadata"].get("annotations") == before["metadata"].get("annotations")
+    # The cluster admin's identical patch goes through.
+    assert _patch_kind(cluster, None, kind, name, patch, patch_type).returncode == 0

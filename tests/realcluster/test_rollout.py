@@ -36,10 +36,8 @@ from typing import Any, NamedTuple
 import pytest
 
 from sentinel_cluster import kube
-from testkit.clusters import kube_client as admin_kube_client
 from testkit.clusters import kubectl_apply, running_with_crd
 from testkit.manifests import analysis_manifest
-from testkit.namespaces import fresh_namespace
 from testkit.observe import condition, event_reasons, get_analysis, wait_condition
 from testkit.operator import OperatorProcess, OperatorStarter
 from testkit.pod_server import Behaviour, PodServer, kwok_deployment, replica_set_hashes
@@ -63,33 +61,14 @@ PAUSED_BY = "sentinel.example.com/paused-by"
 
 @pytest.fixture(scope="module")
 def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
-    """The real control plane with one simulated node, and the CRD applied by kubectl."""
+    """The real control plane with one simulated node, and the CRD applied by kubectl.
+
+    The client, namespace, pods and operator on it are tests/realcluster/conftest.py's.
+    """
     with running_with_crd(
         RealCluster(tmp_path_factory.mktemp("rollout-realcluster"), nodes=1)
     ) as cluster:
         yield cluster
-
-
-@pytest.fixture(scope="module")
-def real_client(real_cluster: RealCluster) -> kube.KubeClient:
-    """The product's ``KubeClient`` as the real cluster's admin."""
-    return admin_kube_client(real_cluster)
-
-
-@pytest.fixture
-def real_namespace(real_client: kube.KubeClient) -> Iterator[str]:
-    with fresh_namespace(real_client, "rollout") as name:
-        yield name
-
-
-@pytest.fixture
-def pods_cluster(real_cluster: RealCluster) -> RealCluster:
-    return real_cluster
-
-
-@pytest.fixture
-def pods_namespace(real_namespace: str) -> str:
-    return real_namespace
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ def metric_forms() -> list[MetricForm]:
         ("spec.interval", (None, "interval")),
         ("spec.failureWindow", (None, "failure_window")),
         ("spec.target.name", (None, "target_name")),
+        ("spec.target.kind", (None, "target_kind")),
         ("spec.notify[3]", (None, "notify")),
         ("name", (None, "name")),
         ("spec.metrics[0].query", ("metrics-1", "query")),

@@ -114,6 +114,7 @@ def test_the_add_page_asks_for_the_resource_and_one_metric(staff_client: Client)
     assert list(form.fields) == [
         "namespace",
         "name",
+        "target_kind",
         "target_name",
         "interval",
         "failure_limit",
@@ -179,6 +180,7 @@ def test_the_overview_counts_by_verdict_paused_and_not_ready(
     }
     (target,) = context["paused_targets"]
     assert (target.namespace, target.target, target.analyses) == ("shop", "checkout", ("checkout",))
+    assert target.kind == "Deployment"
     page = response.content.decode()
     assert 'data-count="2"' in page and "shop/checkout" in page
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -21,8 +22,11 @@ from pytest_django.fixtures import Settings
 
 from analyses import mirror
 from analyses.models import Analysis
+from sentinel_cluster import kube, writes
+from sentinel_core.target import PauseTarget
+from testkit.clusters import kube_client
 from testkit.devcluster import DevCluster
-from testkit.manifests import ra_manifest
+from testkit.manifests import ra_manifest, workload_manifest
 from tests.ui import factories
 from tests.ui.forms import change_form
 
@@ -56,6 +60,17 @@ def _applied(cluster: DevCluster, namespace: str, name: str, **kwargs: Any) -> A
     return row
 
 
+def _paused_by_the_operator(cluster: DevCluster, namespace: str, name: str) -> Analysis:
+    """Write a status saying the analysis paused its target, as the operator would; mirror it."""
+    status = factories.status(verdict="Fail", failures=3, paused=True)
+    cluster.kubectl(
+        "patch", "rolloutanalysis", name, "-n", namespace, "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+    row, _ = mirror.upsert_from_resource(_get(cluster, namespace, name))
+    return row
+
+
 def test_adding_creates_the_resource_in_the_cluster(
     staff_client: Client, ui_cluster: DevCluster, namespace: str
 ) -> None:
@@ -84,6 +99,23 @@ def test_adding_creates_the_resource_in_the_cluster(
     assert response["Location"] == reverse("admin:analyses_analysis_changelist")
     assert row.uid and row.failure_limit == 2
     assert [m.name for m in row.metrics.all()] == ["p99-latency", "error-rate"]
+
+
+@pytest.mark.parametrize("kind", ["StatefulSet", "DaemonSet"])
+def test_adding_an_analysis_of_another_kind_names_it_everywhere(
+    staff_client: Client, ui_cluster: DevCluster, namespace: str, kind: str
+) -> None:
+    """docs/status.md#pausing-each-kind: the form's kind reaches the cluster and the page."""
+    data = change_form(None, namespace=namespace, name="db", target="db")
+    data["target_kind"] = kind
+    response = staff_client.post(reverse("admin:analyses_analysis_add"), data)
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    assert _get(ui_cluster, namespace, "db")["spec"]["target"] == {"kind": kind, "name": "db"}
+    row = Analysis.objects.live().get(namespace=namespace, name="db")
+    assert row.target_kind == kind
+    page = staff_client.get(reverse("admin:analyses_analysis_change", args=[row.pk]))
+    assert f"{kind} <strong>{namespace}/db</strong>" in page.content.decode()
+    assert page.context["adminform"].form.fields["target_kind"].initial == kind
 
 
 def test_adding_an_existing_name_is_refused_and_writes_nothing(
@@ -229,12 +261,7 @@ def test_resuming_without_a_target_deployment_resets_the_status_and_warns(
     staff_client: Client, ui_cluster: DevCluster, namespace: str
 ) -> None:
     _applied(ui_cluster, namespace, "checkout")
-    status = factories.status(verdict="Fail", failures=3, paused=True)
-    ui_cluster.kubectl(
-        "patch", "rolloutanalysis", "checkout", "-n", namespace, "--subresource=status",
-        "--type=merge", "-p", json.dumps({"status": status}),
-    )  # fmt: skip
-    row, _ = mirror.upsert_from_resource(_get(ui_cluster, namespace, "checkout"))
+    row = _paused_by_the_operator(ui_cluster, namespace, "checkout")
     assert row.paused
     response = staff_client.post(
         reverse("admin:analyses_analysis_resume", args=[row.pk]), follow=True
@@ -247,3 +274,33 @@ def test_resuming_without_a_target_deployment_resets_the_status_and_warns(
     assert remote["failures"] == 0
     assert not Analysis.objects.get(pk=row.pk).paused
     assert 'id="resume-rollout"' not in page
+
+
+def test_resuming_a_held_statefulset_restores_its_partition(
+    staff_client: Client, ui_cluster: DevCluster, namespace: str
+) -> None:
+    """The UI's resume of the other kinds (docs/status.md#pausing-each-kind)."""
+    ui_cluster.kubectl(
+        "apply", "-f", "-",
+        input=yaml.safe_dump(workload_manifest("StatefulSet", "db", namespace, replicas=3)),
+    )  # fmt: skip
+    manifest = _manifest(namespace, "db")
+    manifest["spec"]["target"] = {"kind": "StatefulSet", "name": "db"}
+    ui_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(manifest))
+    client = kube_client(ui_cluster)
+    statefulset = client.request("GET", kube.workload_path("StatefulSet", namespace, "db"))
+    key = f"{namespace}/db"
+    order = PauseTarget(namespace, "db", (key,), datetime.now(UTC), f"{key}: test", "StatefulSet")
+    writes.pause(client, order, statefulset)
+    row = _paused_by_the_operator(ui_cluster, namespace, "db")
+    held = client.request("GET", kube.workload_path("StatefulSet", namespace, "db"))
+    assert held["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 3
+    response = staff_client.post(
+        reverse("admin:analyses_analysis_resume", args=[row.pk]), follow=True
+    )
+    assert f"StatefulSet {namespace}/db is rolling out again" in response.content.decode()
+    after = client.request("GET", kube.workload_path("StatefulSet", namespace, "db"))
+    assert after["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 0
+    assert not any(
+        k.startswith("sentinel.example.com/") for k in after["metadata"].get("annotations", {})
+    )

@@ -77,6 +77,17 @@ def deployment(name: str, namespace: str = NS, image: str = "nginx:1.27") -> dic
     }
 
 
+def workload(kind: str, name: str, namespace: str = NS) -> dict[str, Any]:
+    """A StatefulSet or a DaemonSet shaped as ``deployment``'s, which a RolloutAnalysis guards."""
+    obj = deployment(name, namespace)
+    obj["kind"] = kind
+    if kind == "StatefulSet":
+        obj["spec"]["serviceName"] = name
+    else:
+        del obj["spec"]["replicas"]
+    return obj
+
+
 def event(analysis: str, namespace: str = NS) -> dict[str, Any]:
     """The core/v1 Event the operator records (sentinel_cluster.events.event_body)."""
     return {

@@ -19,7 +19,7 @@ METRIC = {"name": "p99", "query": "up", "maxValue": 1}
 # name -> spec overrides that make the analysis invalid
 INVALID: dict[str, dict[str, Any]] = {
     "failureLimit below its minimum": {"failureLimit": 0},
-    "target.kind outside its enum": {"target": {"kind": "StatefulSet", "name": "db"}},
+    "target.kind outside its enum": {"target": {"kind": "ReplicaSet", "name": "db"}},
     "target.name against its pattern": {"target": {"name": "Not_A_Name"}},
     "duplicate metric name (list-map key)": {"metrics": [METRIC, METRIC]},
     "no metrics (minItems)": {"metrics": []},

@@ -58,6 +58,10 @@ def _labels(obj: dict[str, Any], **labels: str) -> dict[str, Any]:
 
 CRD = m.rollout_analysis("guard")
 DEPLOY = m.deployment("checkout")
+STS = m.workload("StatefulSet", "db")
+DS = m.workload("DaemonSet", "agent")
+# What the pause and the release of these kinds write (docs/status.md#pausing-each-kind).
+HOLD = {"spec": {"updateStrategy": {"rollingUpdate": {"partition": 2}}}}
 LEASE = m.lease("sentinel-leader")
 ROLE = m.role("sentinel-operator")
 CLUSTER_ROLE = m.cluster_role("sentinel-reader")
@@ -114,6 +118,26 @@ KINDS = [
         # Containers merge by name: only the sidecar changes, the app container stays.
         {"spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "b:2"}]}}}},
         _labels(DEPLOY, applied="again"),
+    ),
+    Kind(
+        "StatefulSet",
+        "statefulset",
+        f"/apis/apps/v1/namespaces/{m.NS}/statefulsets",
+        STS,
+        HOLD,
+        [{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "nginx:2"}],
+        {"spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "b:2"}]}}}},
+        _labels(STS, applied="again"),
+    ),
+    Kind(
+        "DaemonSet",
+        "daemonset",
+        f"/apis/apps/v1/namespaces/{m.NS}/daemonsets",
+        DS,
+        {"spec": {"updateStrategy": {"type": "OnDelete", "rollingUpdate": None}}},
+        [{"op": "replace", "path": "/spec/updateStrategy", "value": {"type": "RollingUpdate"}}],
+        {"spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "b:2"}]}}}},
+        _labels(DS, applied="again"),
     ),
     Kind(
         "RolloutAnalysis",

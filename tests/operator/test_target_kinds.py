@@ -1,0 +1,162 @@
+"""A StatefulSet and a DaemonSet guarded on devcluster: paused, held, resumed by hand or released.
+
+docs/status.md#pausing-each-kind. devcluster plays no controller, so no pod rolls: what is
+checked is that the same specs are accepted and judged there, and what the operator writes on
+each kind. A StatefulSet's status is written through ``/status`` as its controller would write
+it mid-rollout (two of five pods at the new revision). The same story with the real
+controllers rolling running pods: tests/realcluster/test_statefulset_daemonset.py.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from sentinel_cluster import kube, writes
+from testkit.clusters import Cluster, kubectl_apply
+from testkit.manifests import analysis_manifest, gauge_metric, workload_manifest
+from testkit.metrics_app import GaugeSetter
+from testkit.observe import condition, event_reasons, wait_condition
+from testkit.operator import OperatorProcess
+from testkit.waiting import wait_until
+from tests.operator import shared
+
+pytestmark = pytest.mark.clusters("dev")
+
+PAUSED_BY = "sentinel.example.com/paused-by"
+PARTITION_BEFORE = "sentinel.example.com/partition-before"
+STRATEGY_BEFORE = "sentinel.example.com/update-strategy-before"
+
+# These tests share one operator (tests/operator/shared.py).
+namespace, operator, fault_proxy = shared.namespace, shared.operator, shared.fault_proxy
+
+
+def _get(client: kube.KubeClient, kind: str, namespace: str, name: str) -> dict[str, Any]:
+    return client.request("GET", kube.workload_path(kind, namespace, name))
+
+
+def _partition(statefulset: dict[str, Any]) -> int:
+    return int(statefulset["spec"]["updateStrategy"]["rollingUpdate"]["partition"])
+
+
+def test_a_statefulset_is_frozen_by_its_partition_and_released(
+    operator: OperatorProcess,
+    kube_cluster: Cluster,
+    kube_client: kube.KubeClient,
+    namespace: str,
+    gauge: GaugeSetter,
+    case: str,
+) -> None:
+    gauge(0.9)
+    kubectl_apply(kube_cluster, workload_manifest("StatefulSet", "db", namespace, replicas=5))
+    stored = _get(kube_client, "StatefulSet", namespace, "db")
+    # Defaulted as kube-apiserver defaults it; no controller wrote a status.
+    assert stored["spec"]["updateStrategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"partition": 0, "maxUnavailable": 1},
+    }
+    assert stored["spec"]["podManagementPolicy"] == "OrderedReady"
+    assert stored["status"] == {"replicas": 0, "availableReplicas": 0}
+    # Mid-rollout, as the StatefulSet controller writes it: ordinals 4 and 3 updated.
+    kube_client.request(
+        "PUT",
+        kube.workload_path("StatefulSet", namespace, "db") + "/status",
+        body={
+            **stored,
+            "status": {
+                "observedGeneration": stored["metadata"]["generation"],
+                "replicas": 5,
+                "availableReplicas": 5,
+                "updatedReplicas": 2,
+                "currentRevision": "db-old",
+                "updateRevision": "db-new",
+            },
+        },
+    )
+    metric = gauge_metric(case, 0.5)
+    kubectl_apply(
+        kube_cluster,
+        analysis_manifest(
+            "fast", namespace, target="db", kind="StatefulSet", metrics=[metric], failure_limit=1
+        ),
+        analysis_manifest(
+            "slow", namespace, target="db", kind="StatefulSet", metrics=[metric], failure_limit=2
+        ),
+    )
+    paused = wait_condition(kube_client, namespace, "fast", "RolloutPaused", "FailureLimitReached")
+    assert "paused StatefulSet db" in condition(paused, "RolloutPaused")["message"]
+    held = _get(kube_client, "StatefulSet", namespace, "db")
+    assert _partition(held) == 3
+    assert held["metadata"]["annotations"][PARTITION_BEFORE] == "0"
+    wait_condition(kube_client, namespace, "slow", "RolloutPaused", "FailureLimitReached")
+    held = _get(kube_client, "StatefulSet", namespace, "db")
+    # The second pause neither moved the partition nor saved the held one as "before".
+    assert _partition(held) == 3
+    assert held["metadata"]["annotations"][PARTITION_BEFORE] == "0"
+    assert held["metadata"]["annotations"][PAUSED_BY] == f"{namespace}/fast,{namespace}/slow"
+
+    # The web app's release (what services.resume_analysis calls) restores the partition.
+    assert writes.release(
+        kube_client, namespace, "db", f"{namespace}/fast", claimed=True, kind="StatefulSet"
+    ) == (True, True)
+    released = _get(kube_client, "StatefulSet", namespace, "db")
+    assert _partition(released) == 0
+    assert PARTITION_BEFORE not in released["metadata"]["annotations"]
+    assert released["metadata"]["annotations"][PAUSED_BY] == f"{namespace}/slow"
+    # The other analysis sees its target running again: a resume, never a second pause.
+    resumed = wait_condition(kube_client, namespace, "slow", "RolloutPaused", "ResumedByUser")
+    assert resumed["status"]["pausedAt"] is None
+    assert "RolloutResumed" in event_reasons(kube_client, namespace, "slow")
+
+
+def test_a_daemonset_is_frozen_with_on_delete_and_resumed_by_hand(
+    operator: OperatorProcess,
+    kube_cluster: Cluster,
+    kube_client: kube.KubeClient,
+    namespace: str,
+    gauge: GaugeSetter,
+    case: str,
+) -> None:
+    gauge(0.9)
+    kubectl_apply(kube_cluster, workload_manifest("DaemonSet", "agent", namespace))
+    before = _get(kube_client, "DaemonSet", namespace, "agent")["spec"]["updateStrategy"]
+    assert before == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0},
+    }
+    kubectl_apply(
+        kube_cluster,
+        analysis_manifest(
+            "agent",
+            namespace,
+            target="agent",
+            kind="DaemonSet",
+            metrics=[gauge_metric(case, 0.5)],
+            failure_limit=1,
+        ),
+    )
+    wait_condition(kube_client, namespace, "agent", "RolloutPaused", "FailureLimitReached")
+    held = _get(kube_client, "DaemonSet", namespace, "agent")
+    assert held["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    assert json.loads(held["metadata"]["annotations"][STRATEGY_BEFORE]) == before
+    shown = kube_cluster.kubectl("get", "ra", "agent", "-n", namespace).stdout
+    assert shown.splitlines()[0].split()[:3] == ["NAME", "KIND", "TARGET"]
+    assert shown.splitlines()[1].split()[:3] == ["agent", "DaemonSet", "agent"]
+
+    # The metric recovers and a person restores the rolling update by hand: the operator
+    # reports the resume.
+    gauge(0.1)
+    kube_cluster.kubectl(
+        "patch", "ds", "agent", "-n", namespace, "--type=merge",
+        "-p", json.dumps({"spec": {"updateStrategy": before}}),
+    )  # fmt: skip
+    resumed = wait_condition(kube_client, namespace, "agent", "RolloutPaused", "ResumedByUser")
+    assert resumed["status"]["failures"] <= 1
+    # Never auto-resumed, never paused again in the reconcile that saw the resume.
+    wait_until(
+        lambda: event_reasons(kube_client, namespace, "agent").count("RolloutResumed") == 1,
+        timeout=5,
+        what="one RolloutResumed event",
+    )
