@@ -92,7 +92,7 @@ def intents(
         found.append(_intent(NotifyEvent.PAUSED, paused))
     if paused is not None and paused.reason == Reason.RESUMED_BY_USER and _was_paused(previous):
         # The operator only sees the target running again: kubectl or another client did it.
-        who = "resumed outside Rollout Sentinel (kubectl or another client)"
+        who = "resumed outside Rollout Sentinel (kubectl rollout resume, a patch or another client)"
         found.append(
             _intent(NotifyEvent.RESUMED, replace(paused, message=f"{who}: {paused.message}"))
         )

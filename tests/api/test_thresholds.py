@@ -209,7 +209,9 @@ def test_openapi_documents_the_new_spec_status_and_history_fields(live_server: A
     spec_schema = components["AnalysisSpec"]
     assert spec_schema["properties"]["failureWindow"]["maximum"] == 100
     metric = spec_schema["properties"]["metrics"]["items"]
-    assert metric["required"] == ["name", "query"]
+    # query or sequential, one of them (a CEL rule): neither is required on its own.
+    assert metric["required"] == ["name"]
+    assert {"query", "sequential"} <= set(metric["properties"])
     assert set(metric["properties"]["maxIncrease"]["properties"]) == {"percent", "absolute"}
     assert set(metric["properties"]["baseline"]["properties"]) == {"offset", "beforeRollout"}
     assert metric["properties"]["minSamples"]["required"] == ["query", "min"]

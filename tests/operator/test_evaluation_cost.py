@@ -155,7 +155,8 @@ def test_one_evaluation_costs_one_write_transaction_and_three_kube_requests(
     requests_before, connections_before = _pool_counts(client)
 
     with _counting_sql() as sql:
-        outcome = evaluated.reconcile(namespace, "ra")
+        # With the due row's uid, as the dispatcher queues every reconcile.
+        outcome = evaluated.reconcile(namespace, "ra", uid=row.uid)
 
     requests_after, connections_after = _pool_counts(client)
     assert result_of(outcome) == Result.EVALUATED

@@ -13,8 +13,9 @@ three times slower. A ``compare`` metric of each analysis tells the new pods fro
 ``controller_revision_hash`` (its default for these kinds) and fails; after ``failureLimit`` the
 operator freezes the StatefulSet's partition at its lowest updated ordinal and switches the
 DaemonSet to ``OnDelete``, mid-rollout. For longer than two intervals and than a rollout step,
-no pod changes. The new pods recover, ``POST …/resume/`` of the REST API restores the partition
-and the rolling update, and ``kubectl rollout status`` sees both rollouts complete.
+no pod changes. The new pods recover; ``POST …/resume/`` of the REST API restores the
+StatefulSet's partition and the admin's "Resume rollout" button the DaemonSet's rolling update,
+and ``kubectl rollout status`` sees both rollouts complete.
 ``kubectl get sts,ds,pods`` before, during and after, and the events, are printed (``-s``).
 """
 
@@ -26,6 +27,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
 from django.utils import timezone
 
 from analyses import mirror, tokens
@@ -150,6 +154,17 @@ def _resume_through_the_api(
     return dict(response.json())
 
 
+def _resume_through_the_ui(client: kube.KubeClient, namespace: str, name: str) -> str:
+    """The admin's "Resume rollout" button as a superuser; return the page it lands on."""
+    row = mirror.upsert_from_resource(get_analysis(client, namespace, name))[0]
+    person = User.objects.create_superuser(f"ui-{name}", f"{name}@example.com", "x")
+    browser = Client()
+    browser.force_login(person)
+    page = browser.post(reverse("admin:analyses_analysis_resume", args=[row.pk]), follow=True)
+    assert page.status_code == 200
+    return page.content.decode()
+
+
 def test_a_statefulset_and_a_daemonset_are_held_mid_rollout_and_released(
     real_cluster: RealCluster,
     real_client: kube.KubeClient,
@@ -266,8 +281,9 @@ def test_a_statefulset_and_a_daemonset_are_held_mid_rollout_and_released(
     _show(cluster, namespace, f"{time.monotonic() - held_at:.0f} s into the hold")
     print(f"held for {time.monotonic() - held_at:.1f} s ({watched} reads): {revisions}")
 
-    # The new pods recover; a person resumes each through the REST API, which restores the
-    # partition and the strategy, and the controllers finish the rollouts.
+    # The new pods recover; a person resumes each (the StatefulSet through the REST API, the
+    # DaemonSet through the admin), which restores the partition and the strategy, and the
+    # controllers finish the rollouts.
     for name in TARGETS:
         pods.behave(Behaviour(latency=0.1), image=IMAGE.format(name, "2.0"))
     for name in TARGETS:
@@ -280,9 +296,13 @@ def test_a_statefulset_and_a_daemonset_are_held_mid_rollout_and_released(
             what=f"{name}'s new pods to pass",
         )
     resumed = time.monotonic()
-    for name in TARGETS:
-        answer = _resume_through_the_api(live_server, client, namespace, name)
-        assert condition(answer, "RolloutPaused")["reason"] == "ResumedByUser", answer
+    # The StatefulSet from the REST API, the DaemonSet from the admin's button.
+    answer = _resume_through_the_api(live_server, client, namespace, "db")
+    assert condition(answer, "RolloutPaused")["reason"] == "ResumedByUser", answer
+    page = _resume_through_the_ui(client, namespace, "agent")
+    assert f"DaemonSet {namespace}/agent is rolling out again" in page, page
+    answer = get_analysis(client, namespace, "agent")
+    assert condition(answer, "RolloutPaused")["reason"] == "ResumedByUser", answer
     restored = _get(client, namespace, "db")
     assert restored["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 0
     assert _get(client, namespace, "agent")["spec"]["updateStrategy"] == {

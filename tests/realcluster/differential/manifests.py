@@ -81,6 +81,10 @@ def workload(kind: str, name: str, namespace: str = NS) -> dict[str, Any]:
     """A StatefulSet or a DaemonSet shaped as ``deployment``'s, which a RolloutAnalysis guards."""
     obj = deployment(name, namespace)
     obj["kind"] = kind
+    # Unscheduled on the real cluster (no kwok toleration): devcluster completes a Deployment's
+    # rollout in its status but writes none for these kinds, so both answer with no pods.
+    pod = obj["spec"]["template"]["spec"]
+    del pod["tolerations"], pod["nodeSelector"]
     if kind == "StatefulSet":
         obj["spec"]["serviceName"] = name
     else:
