@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from sentinel_cluster import kube
+from sentinel_core.values import parse_time
 from testkit.clusters import kubectl_apply, running_with_crd
 from testkit.manifests import analysis_manifest
 from testkit.observe import condition, event_reasons, get_analysis, wait_condition
@@ -361,11 +362,27 @@ def test_compare_on_discovered_pods_passes_a_good_rollout_and_pauses_a_slower_on
     )
     _apply_analysis(cluster, namespace, _latency_metrics(namespace))
     # One ReplicaSet: no old pods to compare with, and no rollout seen, so no baseline.
+    # An evaluation with the namespace's latency measured: Prometheus has the rate, so the
+    # rollout's start (below) finds it as the baseline. Otherwise, under load, the start could
+    # fall before the first two scrapes and the baseline would (rightly) never exist.
     before = wait_until(
-        lambda: len(found := _results(client, namespace)) == 2 and found,
+        lambda: (
+            len(found := _results(client, namespace)) == 2
+            and "value" in found["latency-vs-before"]
+            and found
+        ),
         timeout=30,
         interval=0.2,
-        what="a first evaluation",
+        what="a first evaluation with the latency measured",
+    )
+    # The rollout's start is its ReplicaSet's creationTimestamp, in whole seconds (up to a
+    # second before the set image): let it fall after that measured instant.
+    measured = parse_time(get_analysis(client, namespace, NAME)["status"]["lastEvaluationTime"])
+    assert measured is not None
+    wait_until(
+        lambda: time.time() >= measured.timestamp() + 2,
+        timeout=5,
+        what="the clock two seconds past the measured evaluation",
     )
     assert before["latency-vs-old"]["verdict"] == "Inconclusive"
     assert before["latency-vs-old"]["message"].startswith(NO_OLD_SIDE)
@@ -390,7 +407,7 @@ def test_compare_on_discovered_pods_passes_a_good_rollout_and_pauses_a_slower_on
         ),
         timeout=3 * INTERVAL,
         interval=0.2,
-        what="NoComparison after the good rollout",
+        what=f"NoComparison after the good rollout (last seen: {_results(client, namespace)})",
     )
     assert done["status"]["lastVerdict"] == "Inconclusive"
     assert condition(done, "Healthy")["reason"] == "NoComparison"
