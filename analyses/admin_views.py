@@ -348,22 +348,19 @@ def resume(admin: AnalysisAdmin, request: HttpRequest, object_id: str) -> HttpRe
         messages.warning(
             request,
             f"Resumed {analysis}, but its target {analysis.target_kind} {analysis.target_name} "
-            "was not "
-            "found in the cluster.",
+            "was not found in the cluster.",
         )
     elif result.target_unpaused:
         messages.success(
             request,
             f"{analysis.target_kind} {analysis.namespace}/{analysis.target_name} is rolling out "
-            "again; "
-            f"the failure count of {analysis} was reset.",
+            f"again; the failure count of {analysis} was reset.",
         )
     else:
         messages.success(
             request,
             f"{analysis.target_kind} {analysis.namespace}/{analysis.target_name} was already "
-            "running "
-            "(or is still held by another analysis); the failure count was reset.",
+            "running (or is still held by another analysis); the failure count was reset.",
         )
     admin.log_change(request, result.analysis, "Resumed the rollout.")
     return _back(analysis)
