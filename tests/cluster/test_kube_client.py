@@ -111,7 +111,8 @@ def test_watch_delivers_changes_made_while_it_waits(
     first = next(event for event in events if event.type != "BOOKMARK")
     events.close()  # type: ignore[attr-defined]
     assert first.type == "ADDED" and first.object["metadata"]["name"] == "later"
-    assert time.monotonic() - started < 3
+    # Delivered while the watch waited, i.e. before its 5 s timeout closed it.
+    assert time.monotonic() - started < 4.5
 
 
 def test_injected_unavailable_and_conflict(

@@ -229,7 +229,9 @@ def test_slower_than_the_timeout_is_unavailable_within_the_timeout(
     assert (
         result.message == f"Prometheus at 127.0.0.1:{fault_proxy.port} did not answer within 0.5 s"
     )
-    assert 0.4 <= elapsed < 2.0
+    # Bounded by the proxy's 5 s, not by the timeout plus slack: a loaded machine stretches the
+    # latter, and what matters is that the client gave up before the slow answer came.
+    assert 0.4 <= elapsed < 4.5, elapsed
 
 
 def test_html_page_is_unavailable(fault_proxy: FaultProxy) -> None:
