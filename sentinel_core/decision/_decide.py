@@ -396,8 +396,11 @@ def _ready_events(before: Condition | None, after: Condition, spec_changed: bool
 
 def _rollout_message(spec: AnalysisSpec, rollout: Rollout | None) -> str:
     assert rollout is not None and rollout.started_at is not None
+    # A StatefulSet's or DaemonSet's key is the controller revision its new pods are labelled
+    # with (docs/status.md#rollouts-statusrollout).
+    what = "pod template" if spec.target.kind == DEPLOYMENT else "controller revision"
     return (
-        f"new pod template {rollout.template_hash} on {target_text(spec)}, rollout started at "
+        f"new {what} {rollout.template_hash} on {target_text(spec)}, rollout started at "
         f"{format_time(rollout.started_at)}: beforeRollout baselines are taken from then"
     )
 
