@@ -246,26 +246,17 @@ def test_a_metric_name_of_the_wrong_type_is_a_field_error_not_a_crash(name: obje
 CREATED = datetime(2026, 12, 3, 5, 59, 41, tzinfo=UTC)
 
 
+def _caught_up(observed: int = 2, **status: object) -> dict[str, Any]:
+    """A workload at generation 2 whose controller has seen generation ``observed``."""
+    return {"metadata": {"generation": 2}, "status": {"observedGeneration": observed, **status}}
+
+
 def _sts_status(update: str, current: str, *, observed: int = 2) -> dict[str, Any]:
-    return {
-        "metadata": {"generation": 2},
-        "status": {
-            "observedGeneration": observed,
-            "updateRevision": update,
-            "currentRevision": current,
-        },
-    }
+    return _caught_up(observed, updateRevision=update, currentRevision=current)
 
 
 def _ds_status(updated: int, desired: int, *, observed: int = 2) -> dict[str, Any]:
-    return {
-        "metadata": {"generation": 2},
-        "status": {
-            "observedGeneration": observed,
-            "updatedNumberScheduled": updated,
-            "desiredNumberScheduled": desired,
-        },
-    }
+    return _caught_up(observed, updatedNumberScheduled=updated, desiredNumberScheduled=desired)
 
 
 def test_a_statefulset_rolls_out_while_its_update_revision_is_not_its_current_one() -> None:
