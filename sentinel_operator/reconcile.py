@@ -266,8 +266,8 @@ class Reconciler:
     ) -> tuple[Measurement, ...]:
         """Measure every metric of ``spec`` at its provider, each query at most once."""
         self.providers.refresh()
-        # New pods against old pods (docs/resource.md): one list of the target's ReplicaSets
-        # (a Deployment) or ControllerRevisions (the other kinds).
+        # New pods against old pods (docs/resource.md): one list of a Deployment's ReplicaSets;
+        # the other kinds' sides were read with their rollout (``read``).
         compares = any(
             metric.compare is not None or metric.sequential is not None for metric in spec.metrics
         )
