@@ -1,5 +1,5 @@
 """Behaviour of built-in kinds that a real cluster gets from controllers and strategies:
-Deployment defaults and a simulated status, StatefulSet and DaemonSet defaults, the Scale
+Deployment, StatefulSet and DaemonSet defaults and simulated statuses, the Scale
 subresource, CRD status conditions, and the core/v1 <-> events.k8s.io/v1 Event conversion.
 
 Called by handlers.py around writes and reads.
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import copy
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -89,23 +91,93 @@ def default_daemon_set(obj: dict[str, Any], old: Mapping[str, Any] | None = None
     obj["metadata"].setdefault("annotations", {})[_TEMPLATE_GENERATION] = str(generation)
 
 
-def fresh_workload_status(kind: str, obj: dict[str, Any]) -> None:
-    """Give a new StatefulSet or DaemonSet the status kube-apiserver gives one: zero counts.
+# Kubernetes' rand.SafeEncodeString alphabet: revision names look like the controllers' own.
+_SAFE = "bcdfghjklmnpqrstvwxz2456789"
+# devcluster plays one node, which every DaemonSet's pod fits, as the differential's real
+# cluster has one kwok node (docs/devcluster.md).
+_NODES = 1
 
-    Its controller would fill it in; devcluster plays none, as a real control plane without a
-    controller manager, so the status stays this one (written only through ``/status``).
+
+def _revision_hash(template: object) -> str:
+    """Return a stable ``controller-revision-hash`` of a pod template (devcluster's own)."""
+    text = json.dumps(template, sort_keys=True, separators=(",", ":"))
+    return "".join(_SAFE[byte % len(_SAFE)] for byte in hashlib.sha256(text.encode()).digest()[:10])
+
+
+def _template_changed(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    return old is None or (old.get("spec") or {}).get("template") != (obj.get("spec") or {}).get(
+        "template"
+    )
+
+
+def simulate_stateful_set_status(obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
+    """Play the StatefulSet controller as it writes its status once the pods it wants run.
+
+    No pods exist here, so each update completes at once as far as the strategy lets it: a
+    ``RollingUpdate`` brings the ordinals at and above its ``partition`` to the update revision
+    (and those already there stay), ``OnDelete`` replaces no pod. A new template is a new
+    ``updateRevision`` named ``<name>-<hash>``; once every pod has it, it is the
+    ``currentRevision`` too. A status written through ``/status`` is taken as the pods' state.
     """
-    if obj.get("status"):
-        return
-    if kind == "StatefulSet":
-        obj["status"] = {"replicas": 0, "availableReplicas": 0}
-    else:
-        obj["status"] = {
-            "currentNumberScheduled": 0,
-            "numberMisscheduled": 0,
-            "desiredNumberScheduled": 0,
-            "numberReady": 0,
-        }
+    spec = obj.get("spec") or {}
+    replicas = int(spec.get("replicas", 1))
+    before = (old or {}).get("status") or {}
+    update, current = before.get("updateRevision"), before.get("currentRevision")
+    updated = int(before.get("updatedReplicas") or 0)
+    if _template_changed(obj, old) or not update:
+        revision = f"{obj['metadata']['name']}-{_revision_hash(spec.get('template'))}"
+        updated = updated if revision == update else 0
+        update, current = revision, current or revision
+    strategy = spec.get("updateStrategy") or {}
+    if strategy.get("type", "RollingUpdate") == "RollingUpdate":
+        partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+        updated = max(updated, replicas - partition)
+    if update == current or updated >= replicas:
+        current, updated = update, replicas
+    status: dict[str, Any] = {
+        "observedGeneration": obj["metadata"].get("generation", 1),
+        "replicas": replicas,
+        "readyReplicas": replicas,
+        "currentReplicas": replicas - updated if current != update else replicas,
+        "updatedReplicas": updated,
+        "currentRevision": current,
+        "updateRevision": update,
+        "collisionCount": 0,
+        "availableReplicas": replicas,
+    }
+    # Zero counts are omitempty in apps/v1 (replicas and availableReplicas are not).
+    for key in ("readyReplicas", "currentReplicas", "updatedReplicas"):
+        if not status[key]:
+            del status[key]
+    obj["status"] = status
+
+
+def simulate_daemon_set_status(obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
+    """Play the DaemonSet controller as it writes its status once its pod runs on each node.
+
+    devcluster plays one node. A ``RollingUpdate`` brings it to the latest template at once;
+    ``OnDelete`` replaces no pod, so a new template leaves none updated until one is deleted
+    (which no pod here ever is). A status written through ``/status`` is taken as the pods'.
+    """
+    spec = obj.get("spec") or {}
+    before = (old or {}).get("status") or {}
+    on_delete = (spec.get("updateStrategy") or {}).get("type") == "OnDelete"
+    updated = _NODES
+    if old is not None and on_delete:
+        kept = min(int(before.get("updatedNumberScheduled") or 0), _NODES)
+        updated = 0 if _template_changed(obj, old) else kept
+    status: dict[str, Any] = {
+        "currentNumberScheduled": _NODES,
+        "numberMisscheduled": 0,
+        "desiredNumberScheduled": _NODES,
+        "numberReady": _NODES,
+        "observedGeneration": obj["metadata"].get("generation", 1),
+        "updatedNumberScheduled": updated,
+        "numberAvailable": _NODES,
+    }
+    if not updated:
+        del status["updatedNumberScheduled"]
+    obj["status"] = status
 
 
 def _default_pod_template(spec: dict[str, Any]) -> None:

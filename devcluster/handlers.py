@@ -290,10 +290,10 @@ class Cluster(DeletionMixin):
             builtins.simulate_deployment_status(obj, self.now())
         elif rtype.group == "apps" and rtype.kind == "StatefulSet":
             builtins.default_stateful_set(obj)
-            builtins.fresh_workload_status(rtype.kind, obj)
+            builtins.simulate_stateful_set_status(obj, old)
         elif rtype.group == "apps" and rtype.kind == "DaemonSet":
             builtins.default_daemon_set(obj, old)
-            builtins.fresh_workload_status(rtype.kind, obj)
+            builtins.simulate_daemon_set_status(obj, old)
         elif rtype.kind == "CustomResourceDefinition":
             builtins.default_crd(obj)
             builtins.crd_status(obj, self.now())

@@ -105,8 +105,8 @@ _BUILTINS: tuple[ResourceType, ...] = (
         ("status", "scale"),
         categories=("all",),
     ),
-    # The other kinds a RolloutAnalysis guards: stored, defaulted and validated; no controller
-    # rolls their pods, so their status stays the one a fresh object gets.
+    # The other kinds a RolloutAnalysis guards: stored, defaulted and validated; their status
+    # is the one their controllers write once the pods run (builtins.simulate_*_status).
     _builtin(
         "apps",
         "v1",

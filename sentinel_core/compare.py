@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
+from sentinel_core.kinds import DEPLOYMENT, no_new_side, no_old_side
 from sentinel_core.thresholds import Allowance, object_at
 from sentinel_core.values import integer, number
 
@@ -163,13 +164,14 @@ class Outcome:
     missing: str = ""
 
 
-def judge_comparison(compare: Compare, sides: Sides) -> Outcome:
+def judge_comparison(compare: Compare, sides: Sides, *, kind: str = DEPLOYMENT) -> Outcome:
     """Return whether the new pods are worse than the old ones beyond ``maxEffect``.
 
     Fail only when the one-sided Mann-Whitney U test gives p < 1 - confidence and the medians
-    differ by more than ``maxEffect`` in the worse direction.
+    differ by more than ``maxEffect`` in the worse direction. ``kind``, the target's, words a
+    missing side.
     """
-    missing = _missing(compare, sides)
+    missing = _missing(compare, sides, kind)
     if missing:
         return Outcome(failed=False, message=missing, missing=missing)
     assert sides.new_hash is not None
@@ -239,14 +241,11 @@ def split_sides(
     return Sides(new_hash, tuple(old_hashes), tuple(new_values), tuple(old_values))
 
 
-def _missing(compare: Compare, sides: Sides) -> str:
+def _missing(compare: Compare, sides: Sides, kind: str) -> str:
     if sides.new_hash is None:
-        return "no comparison: the target has no ReplicaSet yet"
+        return no_new_side(kind)
     if not sides.old_hashes:
-        return (
-            "no comparison: no old ReplicaSet has replicas (the rollout finished or has not "
-            "begun), so there are no old pods to compare the new ones with"
-        )
+        return no_old_side(kind)
     by = compare.by
     if not sides.new_values:
         return f"no comparison: no series with {by}={sides.new_hash} (the new pods)"

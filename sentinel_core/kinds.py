@@ -4,7 +4,9 @@ docs/resource.md#target describes them.
 
 ``spec.parse_spec`` checks ``target.kind`` against ``KINDS`` and gives a ``compare`` without
 ``by`` the kind's own label (``default_by``); ``sentinel_cluster.kube.workload_path`` finds the
-object by its ``PLURALS`` entry; ``sentinel_core.target`` pauses each kind its own way. Pure.
+object by its ``PLURALS`` entry; ``sentinel_core.target`` pauses each kind its own way;
+``compare`` and ``sequential`` say a missing side in the kind's own terms (``no_new_side``,
+``no_old_side``). Pure.
 """
 
 from __future__ import annotations
@@ -28,3 +30,26 @@ CONTROLLER_REVISION_HASH_LABEL = "controller_revision_hash"
 def default_by(kind: str) -> str:
     """Return the ``compare.by`` label a metric of an analysis guarding ``kind`` defaults to."""
     return POD_TEMPLATE_HASH_LABEL if kind == DEPLOYMENT else CONTROLLER_REVISION_HASH_LABEL
+
+
+def no_new_side(kind: str) -> str:
+    """Return why a ``compare`` or ``sequential`` metric has no new pods to judge yet."""
+    if kind == DEPLOYMENT:
+        return "no comparison: the target has no ReplicaSet yet"
+    return f"no comparison: the {kind} has no controller revision yet"
+
+
+def no_old_side(kind: str) -> str:
+    """Return why a ``compare`` or ``sequential`` metric has no old pods to compare with.
+
+    A Deployment's old pods are those of its older ReplicaSets; a StatefulSet's and a
+    DaemonSet's those of an older controller revision (docs/status.md#pausing-each-kind).
+    """
+    if kind == DEPLOYMENT:
+        old = "no old ReplicaSet has replicas"
+    else:
+        old = f"no pods of the {kind} run an older controller revision"
+    return (
+        f"no comparison: {old} (the rollout finished or has not begun), so there are no old "
+        "pods to compare the new ones with"
+    )

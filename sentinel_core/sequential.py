@@ -42,6 +42,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sentinel_core.conditions import Verdict
+from sentinel_core.kinds import DEPLOYMENT, no_old_side
 from sentinel_core.values import number
 
 if TYPE_CHECKING:
@@ -429,11 +430,17 @@ class Outcome:
 
 
 def judge_sequential(
-    settings: Settings, state: State | None, *, rollout: bool, old_side: bool
+    settings: Settings,
+    state: State | None,
+    *,
+    rollout: bool,
+    old_side: bool,
+    kind: str = DEPLOYMENT,
 ) -> Outcome:
     """Return the verdict of a sequential metric whose evidence is ``state``.
 
-    ``rollout``: a rollout is in progress; ``old_side``: an old ReplicaSet has replicas.
+    ``rollout``: a rollout is in progress; ``old_side``: pods of an older ReplicaSet or
+    controller revision run; ``kind``, the target's, words a missing side.
     """
     if not rollout or state is None:
         why = "no comparison: no rollout in progress, so no new pods to judge"
@@ -445,10 +452,7 @@ def judge_sequential(
         limit = f"{settings.max_increase * 100:g} %"
         return Outcome(Verdict.FAIL, f"{figures}: worse than maxIncrease {limit} allows")
     if not old_side:
-        why = (
-            "no comparison: no old ReplicaSet has replicas (the rollout finished or has not "
-            "begun), so there are no old pods to compare the new ones with"
-        )
+        why = no_old_side(kind)
         return Outcome(Verdict.INCONCLUSIVE, why, why)
     if state.new_total < settings.min_events:
         why = (

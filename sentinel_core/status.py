@@ -185,9 +185,11 @@ class MetricResult:
 class Rollout:
     """``status.rollout``: the target's current rollout as the operator saw it (docs/status.md)."""
 
-    # A stable hash of the target's spec.template.
+    # The rollout's key: a hash of a Deployment's spec.template, or the controller revision a
+    # StatefulSet or DaemonSet rolls out (docs/status.md#rollouts-statusrollout).
     template_hash: str
-    # When it began: the newest ReplicaSet's creationTimestamp, else when it was first seen.
+    # When it began: the newest ReplicaSet's or the ControllerRevision's creationTimestamp, else
+    # when the operator saw the change.
     started_at: datetime | None = None
 
     @classmethod

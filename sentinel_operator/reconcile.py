@@ -44,14 +44,19 @@ from typing import Any
 
 from analyses import mirror
 from notifications import store as notifications
-from sentinel_cluster import kube, writes
+from sentinel_cluster import kube, revisions, writes
 from sentinel_cluster.replicasets import compared_hashes, newest_replicaset_created
-from sentinel_cluster.revisions import revision_hashes, revision_started
 from sentinel_core.decision import Decision, Observation, decide, reapplied
 from sentinel_core.kinds import DEPLOYMENT
 from sentinel_core.measurement import Measurement
 from sentinel_core.resource import AnalysisResource
-from sentinel_core.rollout import baseline_instant, next_rollout, template_hash
+from sentinel_core.rollout import (
+    ControllerRevisions,
+    baseline_instant,
+    next_revision_rollout,
+    next_rollout,
+    template_hash,
+)
 from sentinel_core.sequential_read import basis_of
 from sentinel_core.spec import AnalysisSpec, MetricSpec
 from sentinel_core.status import AnalysisStatus, Rollout
@@ -158,8 +163,9 @@ class Reconciler:
             target, deployment = TargetState(exists=False), None
             if spec is not None:
                 target, deployment = self._target(namespace, spec)
-                rollout = self._rollout(spec.target.kind, rollout, deployment, started)
-                measurements = self._measure(resource, spec, deployment, rollout, started)
+                read = self._revisions(spec.target.kind, deployment)
+                rollout = self._rollout(spec.target.kind, rollout, deployment, read, started)
+                measurements = self._measure(resource, spec, deployment, read, rollout, started)
             decision = decide(
                 Observation(
                     namespace=namespace,
@@ -211,30 +217,42 @@ class Reconciler:
             return TargetState(exists=False), None
         return TargetState.from_workload(kind, workload), workload
 
+    def _revisions(
+        self, kind: str, workload: Mapping[str, Any] | None
+    ) -> ControllerRevisions | None:
+        """Return what a StatefulSet's or DaemonSet's controller rolls out (read once)."""
+        if workload is None or kind == DEPLOYMENT:
+            return None
+        return revisions.read(self.client, kind, workload)
+
     def _rollout(
         self,
         kind: str,
         previous: Rollout | None,
         workload: Mapping[str, Any] | None,
+        read: ControllerRevisions | None,
         now: datetime,
     ) -> Rollout | None:
-        """Return the target's rollout: a changed pod template starts a new one.
+        """Return the target's rollout (docs/status.md#rollouts-statusrollout).
 
-        docs/resource.md describes the rollout and the baseline before it; it began when the
-        Deployment's ReplicaSet, or the StatefulSet's or DaemonSet's ControllerRevision, of
-        the new template was created.
+        A Deployment's is a changed pod template, begun when its new ReplicaSet was created; a
+        StatefulSet's or DaemonSet's a new revision its controller rolls out, begun when that
+        ControllerRevision was created. docs/resource.md describes the baseline before it.
         """
         if workload is None:
             return previous
+        # The creation time is read only on a change: one list per rollout, not per evaluation.
+        if read is not None:
+            created = None
+            key = read.update
+            new = previous.template_hash != key if previous is not None else read.rolling
+            if read.caught_up and key and new:
+                created = revisions.revision_created(self.client, kind, workload, key)
+            return next_revision_rollout(previous, read, created=created, now=now)
         current = template_hash((workload.get("spec") or {}).get("template") or {})
         newest = None
         if previous is not None and previous.template_hash != current:
-            # Only on a change: one list per rollout, not one per evaluation.
-            newest = (
-                newest_replicaset_created(self.client, workload, current)
-                if kind == DEPLOYMENT
-                else revision_started(self.client, kind, workload)
-            )
+            newest = newest_replicaset_created(self.client, workload, current)
         return next_rollout(previous, current, newest_replicaset=newest, now=now)
 
     def _measure(
@@ -242,24 +260,22 @@ class Reconciler:
         resource: AnalysisResource,
         spec: AnalysisSpec,
         deployment: Mapping[str, Any] | None,
+        read: ControllerRevisions | None,
         rollout: Rollout | None,
         now: datetime,
     ) -> tuple[Measurement, ...]:
         """Measure every metric of ``spec`` at its provider, each query at most once."""
         self.providers.refresh()
-        # New pods against old pods (docs/resource.md): one list of the target's ReplicaSets
-        # (a Deployment) or ControllerRevisions (the other kinds).
+        # New pods against old pods (docs/resource.md): one list of a Deployment's ReplicaSets;
+        # the other kinds' sides were read with their rollout (``read``).
         compares = any(
             metric.compare is not None or metric.sequential is not None for metric in spec.metrics
         )
         hashes = NO_HASHES
-        if compares and deployment is not None:
-            kind = spec.target.kind
-            hashes = (
-                compared_hashes(self.client, deployment)
-                if kind == DEPLOYMENT
-                else revision_hashes(self.client, kind, deployment)
-            )
+        if compares and read is not None:
+            hashes = read.hashes
+        elif compares and deployment is not None:
+            hashes = compared_hashes(self.client, deployment)
         return tuple(
             measure_from(
                 self.providers,

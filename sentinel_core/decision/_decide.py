@@ -45,6 +45,7 @@ from sentinel_core.decision._rules import (
     target_text,
 )
 from sentinel_core.decision._window import count, describe
+from sentinel_core.kinds import DEPLOYMENT
 from sentinel_core.measurement import PROVIDER_ERRORS, Measurement, MeasurementError
 from sentinel_core.rollout import is_new
 from sentinel_core.sequential_read import basis_of
@@ -162,7 +163,13 @@ def decide(obs: Observation) -> Decision:
     # sequential evidence too, from now on).
     resumed = prev.is_true(ConditionType.ROLLOUT_PAUSED) and target.exists and not target.paused
     judgements = tuple(
-        judge(metric, m, rollout, sequential=_sequential_context(obs, spec, metric, resumed))
+        judge(
+            metric,
+            m,
+            rollout,
+            sequential=_sequential_context(obs, spec, metric, resumed),
+            kind=spec.target.kind,
+        )
         for metric, m in pairs
         if m.error is None
     )
@@ -301,8 +308,9 @@ def interrupted(
     values are real, only the act failed. Nothing is counted: the status was not written.
     """
     by_name = {m.metric: m for m in measurements}
+    kind = spec.target.kind if spec is not None else DEPLOYMENT
     judged = tuple(
-        judge(metric, by_name[metric.name], rollout).result
+        judge(metric, by_name[metric.name], rollout, kind=kind).result
         for metric in (spec.metrics if spec is not None else ())
         if metric.name in by_name and by_name[metric.name].error is None
     )
@@ -388,8 +396,11 @@ def _ready_events(before: Condition | None, after: Condition, spec_changed: bool
 
 def _rollout_message(spec: AnalysisSpec, rollout: Rollout | None) -> str:
     assert rollout is not None and rollout.started_at is not None
+    # A StatefulSet's or DaemonSet's key is the controller revision its new pods are labelled
+    # with (docs/status.md#rollouts-statusrollout).
+    what = "pod template" if spec.target.kind == DEPLOYMENT else "controller revision"
     return (
-        f"new pod template {rollout.template_hash} on {target_text(spec)}, rollout started at "
+        f"new {what} {rollout.template_hash} on {target_text(spec)}, rollout started at "
         f"{format_time(rollout.started_at)}: beforeRollout baselines are taken from then"
     )
 

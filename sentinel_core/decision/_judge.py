@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from sentinel_core.compare import judge_comparison
 from sentinel_core.conditions import Reason, Verdict
+from sentinel_core.kinds import DEPLOYMENT, no_new_side
 from sentinel_core.measurement import Measurement
 from sentinel_core.sequential import Settings, advance, judge_sequential
 from sentinel_core.sequential_read import Basis
@@ -46,10 +47,12 @@ def judge(
     rollout: Rollout | None = None,
     *,
     sequential: SequentialContext | None = None,
+    kind: str = DEPLOYMENT,
 ) -> Judgement:
     """Return the judgement of measurement ``m`` of ``metric`` (which got an answer).
 
-    ``sequential`` is what a ``sequential`` metric's evidence continues from.
+    ``sequential`` is what a ``sequential`` metric's evidence continues from; ``kind``, the
+    target's, words a missing side of ``compare`` and ``sequential``.
     """
     if metric.sequential is not None:
         if sequential is None:
@@ -57,7 +60,7 @@ def judge(
             why = "not judged: the attempt ended before the evidence was continued"
             result = MetricResult(name=metric.name, verdict=Verdict.INCONCLUSIVE)
             return _inconclusive(result, Reason.NO_COMPARISON, why)
-        return _judge_sequential(metric, m, sequential)
+        return _judge_sequential(metric, m, sequential, kind)
     series = series_labels(m.labels)
     base = MetricResult(
         name=metric.name,
@@ -83,7 +86,7 @@ def judge(
         # missing says more than "no data" (no ReplicaSet, no old pods, too few samples).
         if has_value and m.value is not None:
             base = _with(base, value=m.text if m.text is not None else format_value(m.value))
-        return _judge_compare(metric, m, base)
+        return _judge_compare(metric, m, base, kind)
     # NaN is no data (docs/operator.md); the client already maps it to None, this guards the
     # contract.
     if m.value is None or math.isnan(m.value):
@@ -174,7 +177,7 @@ def _judge_relative(
     )
 
 
-def _judge_compare(metric: MetricSpec, m: Measurement, base: MetricResult) -> Judgement:
+def _judge_compare(metric: MetricSpec, m: Measurement, base: MetricResult, kind: str) -> Judgement:
     """Judge the new pods against the old ones (docs/analysis.md) from the samples fetched."""
     assert metric.compare is not None
     # The worst series of the instant query says nothing about which side is worse.
@@ -182,7 +185,7 @@ def _judge_compare(metric: MetricSpec, m: Measurement, base: MetricResult) -> Ju
     if m.sides is None:
         why = "no comparison: the samples of the two sides were not fetched"
         return _inconclusive(base, Reason.NO_COMPARISON, why)
-    outcome = judge_comparison(metric.compare, m.sides)
+    outcome = judge_comparison(metric.compare, m.sides, kind=kind)
     if outcome.comparison is None:
         return _inconclusive(base, Reason.NO_COMPARISON, outcome.message)
     judged = _with(
@@ -204,7 +207,9 @@ class SequentialContext:
     budget: float
 
 
-def _judge_sequential(metric: MetricSpec, m: Measurement, context: SequentialContext) -> Judgement:
+def _judge_sequential(
+    metric: MetricSpec, m: Measurement, context: SequentialContext, kind: str
+) -> Judgement:
     """Continue the metric's evidence with the steps read and judge it."""
     spec = metric.sequential
     assert spec is not None
@@ -223,7 +228,7 @@ def _judge_sequential(metric: MetricSpec, m: Measurement, context: SequentialCon
     reading = m.reading
     base = MetricResult(name=metric.name, verdict=Verdict.INCONCLUSIVE, limit=settings.needed)
     if reading is None or reading.new_hash is None:
-        why = "no comparison: the target has no ReplicaSet yet"
+        why = no_new_side(kind)
         kept = context.basis.previous
         return _inconclusive(_with(base, sequential=kept), Reason.NO_COMPARISON, why)
     state = context.basis.state(reading.new_hash)
@@ -235,7 +240,9 @@ def _judge_sequential(metric: MetricSpec, m: Measurement, context: SequentialCon
         if through is None or (parse_time(step.end) or through) > through
     ]
     state = replace(advance(state, steps, settings), needed=settings.needed)
-    outcome = judge_sequential(settings, state, rollout=True, old_side=bool(reading.old_hashes))
+    outcome = judge_sequential(
+        settings, state, rollout=True, old_side=bool(reading.old_hashes), kind=kind
+    )
     judged = _with(base, value=format_value(float(f"{state.evidence:.6g}")), sequential=state)
     if outcome.missing:
         return _inconclusive(judged, Reason.NO_COMPARISON, outcome.missing)

@@ -186,6 +186,20 @@ def test_no_comparison_says_which(given: Sides, words: str) -> None:
     assert words in got.missing
 
 
+@pytest.mark.parametrize("kind", ["StatefulSet", "DaemonSet"])
+def test_a_missing_side_is_worded_in_the_kinds_terms(kind: str) -> None:
+    """A StatefulSet's or DaemonSet's sides are controller revisions, not ReplicaSets."""
+    compare = Compare(by="controller_revision_hash")
+    no_new = judge_comparison(compare, Sides(None, ()), kind=kind)
+    assert no_new.missing == f"no comparison: the {kind} has no controller revision yet"
+    no_old = judge_comparison(compare, Sides("rev2", ()), kind=kind)
+    assert no_old.missing.startswith(
+        f"no comparison: no pods of the {kind} run an older controller revision (the rollout "
+        "finished or has not begun)"
+    )
+    assert "ReplicaSet" not in no_new.missing + no_old.missing
+
+
 def test_split_sides_pools_series_by_the_by_label() -> None:
     series = [
         ({"pod_template_hash": "new1", "pod": "a"}, (1.0, float("nan"), 2.0)),

@@ -180,6 +180,10 @@ def test_nothing_to_compare_is_inconclusive_with_the_reason() -> None:
     no_old = judge_sequential(config, state, rollout=True, old_side=False)
     assert no_old.verdict is Verdict.INCONCLUSIVE
     assert "no old ReplicaSet has replicas" in no_old.missing
+    for kind in ("StatefulSet", "DaemonSet"):
+        held = judge_sequential(config, state, rollout=True, old_side=False, kind=kind)
+        assert held.verdict is Verdict.INCONCLUSIVE
+        assert f"no pods of the {kind} run an older controller revision" in held.missing
     few = _state_with_evidence(2, new_bad=1, new_total=99, old_bad=3, old_total=900)
     early = judge_sequential(config, few, rollout=True, old_side=True)
     assert early.verdict is Verdict.INCONCLUSIVE

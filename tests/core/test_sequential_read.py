@@ -366,6 +366,19 @@ def test_nothing_to_compare_is_inconclusive_no_comparison_with_the_reason() -> N
     assert "the target has no ReplicaSet yet" in none.status.metric_results[0].message
 
 
+@pytest.mark.parametrize("kind", ["StatefulSet", "DaemonSet"])
+def test_a_missing_side_of_another_kind_names_its_controller_revisions(kind: str) -> None:
+    story = Story(ERRORS, target={"kind": kind, "name": "db"})
+    story.evaluate([], new_hash="db-7d9f", old=())
+    assert story.world.cond(ConditionType.HEALTHY) == ("Unknown", "NoComparison")
+    assert f"no pods of the {kind} run an older controller revision" in story.result().message
+    none = story.world.decide_with(
+        (Measurement(metric="errors-vs-old", reading=Reading(None, ())),), story.rollout
+    )
+    message = none.status.metric_results[0].message
+    assert message == f"no comparison: the {kind} has no controller revision yet"
+
+
 def test_an_unavailable_read_keeps_the_state_for_the_next_evaluation() -> None:
     story = Story()
     story.evaluate(bad_steps(1, 2))

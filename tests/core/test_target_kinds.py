@@ -20,7 +20,9 @@ import pytest
 from analyses.api.serializers import merge_patch
 from sentinel_core.conditions import Annotation
 from sentinel_core.kinds import DAEMON_SET, STATEFUL_SET, default_by
+from sentinel_core.rollout import controller_revisions, is_new, next_revision_rollout
 from sentinel_core.spec import InvalidSpecError, parse_spec
+from sentinel_core.status import Rollout
 from sentinel_core.target import PauseTarget, TargetState, is_paused, pause_patch, release_patch
 
 KEY = "shop/db"
@@ -237,3 +239,85 @@ def test_a_metric_name_of_the_wrong_type_is_a_field_error_not_a_crash(name: obje
     with pytest.raises(InvalidSpecError) as refused:
         parse_spec(raw)
     assert [e.field for e in refused.value.errors] == ["spec.metrics[0].name"]
+
+
+# -- rollout detection (docs/status.md#rollouts-statusrollout) -------------------------------
+
+CREATED = datetime(2026, 12, 3, 5, 59, 41, tzinfo=UTC)
+
+
+def _caught_up(observed: int = 2, **status: object) -> dict[str, Any]:
+    """A workload at generation 2 whose controller has seen generation ``observed``."""
+    return {"metadata": {"generation": 2}, "status": {"observedGeneration": observed, **status}}
+
+
+def _sts_status(update: str, current: str, *, observed: int = 2) -> dict[str, Any]:
+    return _caught_up(observed, updateRevision=update, currentRevision=current)
+
+
+def _ds_status(updated: int, desired: int, *, observed: int = 2) -> dict[str, Any]:
+    return _caught_up(observed, updatedNumberScheduled=updated, desiredNumberScheduled=desired)
+
+
+def test_a_statefulset_rolls_out_while_its_update_revision_is_not_its_current_one() -> None:
+    rolling = controller_revisions(STATEFUL_SET, _sts_status("db-2", "db-1"))
+    assert (rolling.update, rolling.old, rolling.caught_up) == ("db-2", ("db-1",), True)
+    assert rolling.rolling and rolling.hashes == ("db-2", ("db-1",))
+    done = controller_revisions(STATEFUL_SET, _sts_status("db-2", "db-2"))
+    assert done.update == "db-2" and not done.rolling
+    behind = controller_revisions(STATEFUL_SET, _sts_status("db-1", "db-1", observed=1))
+    assert not behind.caught_up
+    assert controller_revisions(STATEFUL_SET, {"status": {}}).update is None
+
+
+def test_a_daemonset_rolls_out_while_fewer_pods_are_updated_than_scheduled() -> None:
+    ranked = ["h3", "h2", "h1"]
+    rolling = controller_revisions(DAEMON_SET, _ds_status(2, 4), ranked)
+    assert (rolling.update, rolling.old) == ("h3", ("h2", "h1"))
+    done = controller_revisions(DAEMON_SET, _ds_status(4, 4), ranked)
+    assert done.update == "h3" and not done.rolling
+    # Its controller has not seen the latest template: the pods cannot all be updated yet.
+    assert controller_revisions(DAEMON_SET, _ds_status(4, 4, observed=1), ranked).rolling
+    assert controller_revisions(DAEMON_SET, _ds_status(0, 0), []).update is None
+
+
+def test_a_new_revision_is_a_rollout_begun_when_its_controller_revision_was_created() -> None:
+    first = next_revision_rollout(
+        None,
+        controller_revisions(STATEFUL_SET, _sts_status("db-1", "db-1")),
+        created=CREATED,
+        now=NOW,
+    )
+    # Not seen to begin, and not under way: recorded without a start.
+    assert first == Rollout(template_hash="db-1")
+    rolling = controller_revisions(STATEFUL_SET, _sts_status("db-2", "db-1"))
+    second = next_revision_rollout(first, rolling, created=CREATED, now=NOW)
+    assert second == Rollout(template_hash="db-2", started_at=CREATED)
+    assert is_new(first, second)
+    # The same revision read again, under way or finished: the same rollout.
+    assert next_revision_rollout(second, rolling, created=None, now=NOW) is second
+    done = controller_revisions(STATEFUL_SET, _sts_status("db-2", "db-2"))
+    assert next_revision_rollout(second, done, created=None, now=NOW) is second
+    # A revision whose creation is not this rollout's (a rollback reused it): now.
+    back = controller_revisions(STATEFUL_SET, _sts_status("db-1", "db-2"))
+    assert next_revision_rollout(second, back, created=None, now=NOW).started_at == NOW
+
+
+def test_nothing_is_detected_before_the_controller_has_seen_the_change() -> None:
+    seen = Rollout(template_hash="db-1", started_at=CREATED)
+    # The template changed (generation 2) but the controller still names the old revision.
+    behind = controller_revisions(STATEFUL_SET, _sts_status("db-1", "db-1", observed=1))
+    assert next_revision_rollout(seen, behind, created=None, now=NOW) is seen
+    stale = controller_revisions(STATEFUL_SET, _sts_status("db-0", "db-0", observed=1))
+    assert next_revision_rollout(seen, stale, created=None, now=NOW) is seen
+    assert (
+        next_revision_rollout(seen, controller_revisions(DAEMON_SET, {}), created=None, now=NOW)
+        is seen
+    )
+
+
+def test_a_rollout_under_way_when_first_seen_keeps_its_known_start() -> None:
+    rolling = controller_revisions(DAEMON_SET, _ds_status(1, 4), ["h2", "h1"])
+    first = next_revision_rollout(None, rolling, created=CREATED, now=NOW)
+    assert first == Rollout(template_hash="h2", started_at=CREATED)
+    assert not is_new(None, first)

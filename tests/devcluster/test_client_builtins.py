@@ -1,5 +1,6 @@
 """Built-in kinds the operator relies on, through the official Python client: Leases,
-Events in both API groups, Deployment status and scale subresources, Secrets, Namespaces.
+Events in both API groups, Deployment status and scale subresources, the StatefulSet and
+DaemonSet statuses devcluster plays, Secrets, Namespaces.
 """
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ import kubernetes.client
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from testkit.manifests import GROUP, PLURAL, VERSION, deployment_manifest, ra_manifest
+from testkit.manifests import (
+    GROUP,
+    PLURAL,
+    VERSION,
+    deployment_manifest,
+    ra_manifest,
+    workload_manifest,
+)
 from testkit.waiting import wait_until
 
 ApiClient = kubernetes.client.ApiClient
@@ -252,3 +260,97 @@ def test_create_in_missing_namespace_is_not_found(
 
     assert caught.value.status == 404
     assert json.loads(caught.value.body)["message"] == 'namespaces "no-such-namespace" not found'
+
+
+def _rolled(apps: kubernetes.client.AppsV1Api, kind: str, ns: str, name: str) -> dict:
+    read = (
+        apps.read_namespaced_stateful_set
+        if kind == "StatefulSet"
+        else apps.read_namespaced_daemon_set
+    )
+    return apps.api_client.sanitize_for_serialization(read(name, ns))["status"]
+
+
+def test_statefulset_status_is_played_as_its_controller_writes_it(
+    admin_api: ApiClient, ns: str
+) -> None:
+    """docs/devcluster.md: the rolling update completes as far as the partition lets it."""
+    apps = kubernetes.client.AppsV1Api(admin_api)
+    manifest = workload_manifest("StatefulSet", "db", ns, "db:1", replicas=5)
+    created = apps.api_client.sanitize_for_serialization(
+        apps.create_namespaced_stateful_set(ns, manifest)
+    )["status"]
+    first = created["updateRevision"]
+    assert first.startswith("db-") and len(first) == 13
+    assert created == {
+        "observedGeneration": 1,
+        "replicas": 5,
+        "readyReplicas": 5,
+        "currentReplicas": 5,
+        "updatedReplicas": 5,
+        "currentRevision": first,
+        "updateRevision": first,
+        "collisionCount": 0,
+        "availableReplicas": 5,
+    }
+    # Held at partition 3, a new image reaches ordinals 3 and 4 only.
+    apps.patch_namespaced_stateful_set(
+        "db", ns, {"spec": {"updateStrategy": {"rollingUpdate": {"partition": 3}}}}
+    )
+    apps.patch_namespaced_stateful_set(
+        "db",
+        ns,
+        {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "db:2"}]}}}},
+    )
+    held = _rolled(apps, "StatefulSet", ns, "db")
+    second = held["updateRevision"]
+    assert second != first and held["currentRevision"] == first
+    assert (held["observedGeneration"], held["updatedReplicas"], held["currentReplicas"]) == (
+        3,
+        2,
+        3,
+    )
+    # Raising the partition further (a pause) keeps the pods already updated.
+    apps.patch_namespaced_stateful_set(
+        "db", ns, {"spec": {"updateStrategy": {"rollingUpdate": {"partition": 5}}}}
+    )
+    assert _rolled(apps, "StatefulSet", ns, "db")["updatedReplicas"] == 2
+    # Released: every pod at the new revision, which becomes the current one.
+    apps.patch_namespaced_stateful_set(
+        "db", ns, {"spec": {"updateStrategy": {"rollingUpdate": {"partition": 0}}}}
+    )
+    done = _rolled(apps, "StatefulSet", ns, "db")
+    assert (done["currentRevision"], done["updateRevision"]) == (second, second)
+    assert (done["updatedReplicas"], done["currentReplicas"]) == (5, 5)
+
+
+def test_daemonset_status_is_played_on_one_node(admin_api: ApiClient, ns: str) -> None:
+    apps = kubernetes.client.AppsV1Api(admin_api)
+    created = apps.api_client.sanitize_for_serialization(
+        apps.create_namespaced_daemon_set(ns, workload_manifest("DaemonSet", "agent", ns, "a:1"))
+    )["status"]
+    assert created == {
+        "currentNumberScheduled": 1,
+        "numberMisscheduled": 0,
+        "desiredNumberScheduled": 1,
+        "numberReady": 1,
+        "observedGeneration": 1,
+        "updatedNumberScheduled": 1,
+        "numberAvailable": 1,
+    }
+    # OnDelete (a pause) replaces no pod: a new template leaves it not updated.
+    apps.patch_namespaced_daemon_set(
+        "agent", ns, {"spec": {"updateStrategy": {"type": "OnDelete", "rollingUpdate": None}}}
+    )
+    apps.patch_namespaced_daemon_set(
+        "agent",
+        ns,
+        {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "a:2"}]}}}},
+    )
+    held = _rolled(apps, "DaemonSet", ns, "agent")
+    assert held["observedGeneration"] == 3 and "updatedNumberScheduled" not in held
+    # Its rolling update restored, the pod is replaced.
+    apps.patch_namespaced_daemon_set(
+        "agent", ns, {"spec": {"updateStrategy": {"type": "RollingUpdate"}}}
+    )
+    assert _rolled(apps, "DaemonSet", ns, "agent")["updatedNumberScheduled"] == 1

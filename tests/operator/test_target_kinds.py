@@ -1,10 +1,12 @@
 """A StatefulSet and a DaemonSet guarded on devcluster: paused, held, resumed by hand or released.
 
-docs/status.md#pausing-each-kind. devcluster plays no controller, so no pod rolls: what is
-checked is that the same specs are accepted and judged there, and what the operator writes on
-each kind. A StatefulSet's status is written through ``/status`` as its controller would write
-it mid-rollout (two of five pods at the new revision). The same story with the real
-controllers rolling running pods: tests/realcluster/test_statefulset_daemonset.py.
+docs/status.md#pausing-each-kind. devcluster runs no pods, so none rolls: what is checked is
+that the same specs are accepted and judged there, and what the operator writes on each kind.
+devcluster plays each kind's status as its controller writes it; a StatefulSet's is written
+through ``/status`` as its controller would write it mid-rollout (two of five pods at the new
+revision), and the partition the pause and the release write moves it as the controller would.
+The same story with the real controllers rolling running pods:
+tests/realcluster/test_statefulset_daemonset.py.
 """
 
 from __future__ import annotations
@@ -52,13 +54,15 @@ def test_a_statefulset_is_frozen_by_its_partition_and_released(
     gauge(0.9)
     kubectl_apply(kube_cluster, workload_manifest("StatefulSet", "db", namespace, replicas=5))
     stored = _get(kube_client, "StatefulSet", namespace, "db")
-    # Defaulted as kube-apiserver defaults it; no controller wrote a status.
+    # Defaulted as kube-apiserver defaults it; its status as the controller writes it once the
+    # pods run (devcluster plays that: docs/devcluster.md).
     assert stored["spec"]["updateStrategy"] == {
         "type": "RollingUpdate",
         "rollingUpdate": {"partition": 0, "maxUnavailable": 1},
     }
     assert stored["spec"]["podManagementPolicy"] == "OrderedReady"
-    assert stored["status"] == {"replicas": 0, "availableReplicas": 0}
+    assert stored["status"]["readyReplicas"] == stored["status"]["updatedReplicas"] == 5
+    assert stored["status"]["currentRevision"] == stored["status"]["updateRevision"]
     # Mid-rollout, as the StatefulSet controller writes it: ordinals 4 and 3 updated.
     kube_client.request(
         "PUT",
@@ -90,6 +94,11 @@ def test_a_statefulset_is_frozen_by_its_partition_and_released(
     held = _get(kube_client, "StatefulSet", namespace, "db")
     assert _partition(held) == 3
     assert held["metadata"]["annotations"][PARTITION_BEFORE] == "0"
+    # Frozen: the two updated pods stay, the three below the partition keep the old revision.
+    assert (held["status"]["updatedReplicas"], held["status"]["currentRevision"]) == (2, "db-old")
+    # The rollout is the revision the controller rolls out, under way when first seen.
+    assert paused["status"]["rollout"]["templateHash"] == "db-new"
+    assert "startedAt" in paused["status"]["rollout"]
     wait_condition(kube_client, namespace, "slow", "RolloutPaused", "FailureLimitReached")
     held = _get(kube_client, "StatefulSet", namespace, "db")
     # The second pause neither moved the partition nor saved the held one as "before".
@@ -103,6 +112,8 @@ def test_a_statefulset_is_frozen_by_its_partition_and_released(
     ) == (True, True)
     released = _get(kube_client, "StatefulSet", namespace, "db")
     assert _partition(released) == 0
+    # The controller finishes the rollout: the new revision is the current one.
+    assert released["status"]["currentRevision"] == released["status"]["updateRevision"] == "db-new"
     assert PARTITION_BEFORE not in released["metadata"]["annotations"]
     assert released["metadata"]["annotations"][PAUSED_BY] == f"{namespace}/slow"
     # The other analysis sees its target running again: a resume, never a second pause.

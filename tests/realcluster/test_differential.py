@@ -9,9 +9,12 @@ differential/allowlist.py, which docs/devcluster.md lists with its reason; an en
 matches nothing fails the test too.
 
 The real cluster runs *with* its controllers: devcluster plays the controllers the product
-meets (a namespace's default ServiceAccount, namespace deletion, a Deployment's rollout),
-so that is the like-for-like comparison. What the controllers own and write later, a
-Deployment's status and revision annotation, is masked (differential/normalize.py).
+meets (a namespace's default ServiceAccount, namespace deletion, a Deployment's, StatefulSet's
+and DaemonSet's rollout, their pods on the real cluster's kwok node), so that is the
+like-for-like comparison. What the controllers own and write later, a workload's status in the
+answers to writes and a Deployment's revision annotation, is masked
+(differential/normalize.py); the StatefulSet's and DaemonSet's status is compared once their
+controllers finished (differential/ops_kinds.py).
 """
 
 from __future__ import annotations

@@ -9,13 +9,17 @@ pod; ``manage.py runoperator``; the real kubectl; the REST API on a live server.
 The story, for both kinds at once (one cluster, one namespace, one operator): a StatefulSet of 5
 (``podManagementPolicy: Parallel``) and a DaemonSet on the 4 nodes, each step of their rolling
 updates held 15 s by ``minReadySeconds``, are healthy. A new image rolls out whose pods answer
-three times slower. A ``compare`` metric of each analysis tells the new pods from the old by
-``controller_revision_hash`` (its default for these kinds) and fails; after ``failureLimit`` the
-operator freezes the StatefulSet's partition at its lowest updated ordinal and switches the
-DaemonSet to ``OnDelete``, mid-rollout. For longer than two intervals and than a rollout step,
-no pod changes. The new pods recover; ``POST …/resume/`` of the REST API restores the
-StatefulSet's partition and the admin's "Resume rollout" button the DaemonSet's rolling update,
-and ``kubectl rollout status`` sees both rollouts complete.
+three times slower. The operator detects each rollout as the new revision the controller rolls
+out, begun when its ControllerRevision was created. A ``compare`` metric of each analysis tells
+the new pods from the old by ``controller_revision_hash`` (its default for these kinds) and
+fails, and so does the StatefulSet analysis's ``sequential`` metric (the share of requests
+slower than 0.25 s); after ``failureLimit`` the operator freezes the StatefulSet's partition at
+its lowest updated ordinal and switches the DaemonSet to ``OnDelete``, mid-rollout. For longer
+than two intervals and than a rollout step, no pod changes. The new pods recover (the
+sequential evidence stays: it is never taken back); ``POST …/resume/`` of the REST API restores
+the StatefulSet's partition and the admin's "Resume rollout" button the DaemonSet's rolling
+update, the sequential metric counts afresh from the resume, and ``kubectl rollout status`` sees
+both rollouts complete.
 ``kubectl get sts,ds,pods`` before, during and after, and the events, are printed (``-s``).
 """
 
@@ -92,6 +96,37 @@ def _latency_vs_old(namespace: str, name: str) -> dict[str, Any]:
         ),
         "compare": {"maxEffect": {"percent": 50}, "lookback": "30s", "minSamples": 3},
     }
+
+
+def _slow_vs_old(namespace: str) -> dict[str, Any]:
+    """The share of requests slower than 0.25 s, new pods against old, judged sequentially."""
+    histogram = f'http_request_duration_seconds{{namespace="{namespace}", app="db"}}'
+    return {"name": "slow-vs-old", "sequential": {"histogram": histogram, "slowerThan": 0.25}}
+
+
+def _metrics(namespace: str, name: str) -> list[dict[str, Any]]:
+    """The StatefulSet's analysis judges a sequential metric too (docs/analysis.md)."""
+    metrics = [_latency_vs_old(namespace, name)]
+    return [*metrics, _slow_vs_old(namespace)] if name == "db" else metrics
+
+
+def _result(analysis: dict[str, Any], metric: str) -> dict[str, Any]:
+    return next(r for r in analysis["status"]["metricResults"] if r["name"] == metric)
+
+
+def _revision_created(cluster: RealCluster, namespace: str, name: str, revision: str) -> str:
+    """Return when ``name``'s ControllerRevision whose pods carry ``revision`` was created."""
+    listed = json.loads(
+        cluster.kubectl("get", "controllerrevisions", "-n", namespace, "-o", "json").stdout
+    )
+    (created,) = [
+        item["metadata"]["creationTimestamp"]
+        for item in listed["items"]
+        if item["metadata"]["ownerReferences"][0]["name"] == name
+        and revision
+        in (item["metadata"]["name"], item["metadata"]["labels"].get("controller-revision-hash"))
+    ]
+    return str(created)
 
 
 def _pods(cluster: RealCluster, namespace: str, name: str) -> dict[str, tuple[str, str]]:
@@ -194,14 +229,19 @@ def test_a_statefulset_and_a_daemonset_are_held_mid_rollout_and_released(
                 namespace,
                 target=name,
                 kind=kind,
-                metrics=[_latency_vs_old(namespace, name)],
+                metrics=_metrics(namespace, name),
                 interval=f"{INTERVAL:.0f}s",
                 failure_limit=FAILURE_LIMIT,
             ),
         )
         ready = wait_condition(client, namespace, name, "Ready", "Evaluating", timeout=20)
-        # Nothing to compare yet: one revision only.
-        assert condition(ready, "Healthy")["reason"] == "NoComparison"
+        # Nothing to compare yet: one revision only, said in the kind's terms.
+        healthy = condition(ready, "Healthy")
+        assert healthy["reason"] == "NoComparison"
+        assert f"no pods of the {kind} run an older controller revision" in healthy["message"]
+        # The revision the controller rolled out, not seen to begin.
+        assert set(ready["status"]["rollout"]) == {"templateHash"}
+        assert {ready["status"]["rollout"]["templateHash"]} == old[name]
     shown = cluster.kubectl("get", "ra", "-n", namespace).stdout
     print(f"\n$ kubectl get ra\n{shown.rstrip()}")
     assert {tuple(line.split()[:3]) for line in shown.splitlines()[1:]} == {
@@ -211,6 +251,7 @@ def test_a_statefulset_and_a_daemonset_are_held_mid_rollout_and_released(
 
     # Version 2 answers three times slower; the controllers replace one pod per 15 s.
     rollout = time.monotonic()
+    new_revision: dict[str, str] = {}
     for name in TARGETS:
         pods.behave(Behaviour(latency=0.3), image=IMAGE.format(name, "2.0"))
         cluster.kubectl(
@@ -229,7 +270,37 @@ def test_a_statefulset_and_a_daemonset_are_held_mid_rollout_and_released(
         # The sides are the real controllers' revisions, as the pods carry them.
         assert comparison["oldHashes"] and comparison["newHash"] not in old[name]
         assert set(comparison["oldHashes"]) >= old[name]
-        assert "RolloutDetected" in event_reasons(client, namespace, name)
+        # Detected as the revision the controller rolls out, begun when it was created.
+        new = new_revision[name] = comparison["newHash"]
+        detected = paused["status"]["rollout"]
+        assert detected == {
+            "templateHash": new,
+            "startedAt": _revision_created(cluster, namespace, name, new),
+        }
+        if name == "db":
+            assert _get(client, namespace, "db")["status"]["updateRevision"] == new
+        messages = [
+            e.get("message", "")
+            for e in events_for(client, namespace, name)
+            if e["reason"] == "RolloutDetected"
+        ]
+        assert len(messages) == 1
+        assert messages[0].startswith(f"new controller revision {new} on {TARGETS[name]} {name}")
+
+    # The sequential metric judges the same new pods, by the same revision label.
+    sequential = wait_until(
+        lambda: (
+            _result(found := get_analysis(client, namespace, "db"), "slow-vs-old")["verdict"]
+            == "Fail"
+            and _result(found, "slow-vs-old")
+        ),
+        timeout=60,
+        what="the sequential metric to fail",
+    )
+    evidence = sequential["sequential"]
+    print(f"StatefulSet db: slow-vs-old {sequential['message']}")
+    assert evidence["key"].startswith(f"{new_revision['db']}/")
+    assert evidence["evidence"] >= evidence["needed"] and evidence["oldTotal"] > 0
 
     # Held: let the pod being replaced at the pause settle, then nothing changes.
     for name in TARGETS:
@@ -287,14 +358,18 @@ def test_a_statefulset_and_a_daemonset_are_held_mid_rollout_and_released(
     for name in TARGETS:
         pods.behave(Behaviour(latency=0.1), image=IMAGE.format(name, "2.0"))
     for name in TARGETS:
-        # Once the slow samples left the lookback: resumed earlier, it would pause again.
+        # Once the slow samples left the lookback: resumed earlier, it would pause again. The
+        # sequential evidence of this rollout stays (it is never taken back); the resume
+        # starts it afresh.
         wait_until(
             lambda name=name: (
-                get_analysis(client, namespace, name)["status"]["lastVerdict"] == "Pass"
+                _result(get_analysis(client, namespace, name), "latency-vs-old")["verdict"]
+                == "Pass"
             ),
             timeout=60,
             what=f"{name}'s new pods to pass",
         )
+    assert _result(get_analysis(client, namespace, "db"), "slow-vs-old")["verdict"] == "Fail"
     resumed = time.monotonic()
     # The StatefulSet from the REST API, the DaemonSet from the admin's button.
     answer = _resume_through_the_api(live_server, client, namespace, "db")
@@ -318,6 +393,11 @@ def test_a_statefulset_and_a_daemonset_are_held_mid_rollout_and_released(
         assert len(counts) == 1 and not set(counts) & old[name], (name, counts)
         after = get_analysis(client, namespace, name)
         assert condition(after, "RolloutPaused")["reason"] == "ResumedByUser"
+        if name == "db":
+            # Counted afresh from the resume: the recovered pods gave it no evidence of harm.
+            judged = _result(after, "slow-vs-old")
+            assert judged["verdict"] != "Fail", judged
+            print(f"StatefulSet db after the release: slow-vs-old {judged['message']}")
         assert not any(
             key.startswith("sentinel.example.com/")
             for key in _get(client, namespace, name)["metadata"].get("annotations", {})

@@ -81,10 +81,8 @@ def workload(kind: str, name: str, namespace: str = NS) -> dict[str, Any]:
     """A StatefulSet or a DaemonSet shaped as ``deployment``'s, which a RolloutAnalysis guards."""
     obj = deployment(name, namespace)
     obj["kind"] = kind
-    # Unscheduled on the real cluster (no kwok toleration): devcluster completes a Deployment's
-    # rollout in its status but writes none for these kinds, so both answer with no pods.
-    pod = obj["spec"]["template"]["spec"]
-    del pod["tolerations"], pod["nodeSelector"]
+    # Scheduled on the real cluster's kwok node as the Deployment is: devcluster plays these
+    # controllers' status as they write it once the pods run there (docs/devcluster.md).
     if kind == "StatefulSet":
         obj["spec"]["serviceName"] = name
     else:

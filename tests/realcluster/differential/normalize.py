@@ -181,10 +181,10 @@ def _mask_kind_specific(obj: dict[str, Any]) -> dict[str, Any]:
         if annotations.pop("deployment.kubernetes.io/revision", None) and not annotations:
             obj["metadata"].pop("annotations")
     if kind in ("Deployment", "StatefulSet", "DaemonSet") and "status" in obj:
-        # The deployment controller writes status, on the real cluster seconds later, on
-        # devcluster at once (it plays a controller that completes every rollout, as no pods
-        # exist there); the StatefulSet and DaemonSet controllers write theirs on the real
-        # cluster only (devcluster keeps the zero status a new object gets).
+        # The workload controllers write status, on the real cluster seconds later, on
+        # devcluster at once (it plays controllers that complete every rollout as far as the
+        # strategy lets it, as no pods exist there). ops_kinds compares the StatefulSet's and
+        # DaemonSet's once the real controllers have finished.
         obj["status"] = "<controller-owned>"
     if kind == "Table" and isinstance(obj.get("rows"), list):
         # Age cells are rendered durations ("4s") and "Created At" cells creation times: they

@@ -236,6 +236,14 @@ def _register(kind: Kind) -> None:
         patch = json.dumps(kind.strategic)
         return s.kubectl("patch", ref, *kind.namespace, "-p", patch, "-o", "json", out="json")
 
+    if kind.kind == "StatefulSet":
+
+        @script.op(f"{kind.kind}: status held by its partition")
+        def held(s: Session) -> Any:
+            # Two new templates under partition 2 of 2 replicas: no pod may be replaced, the
+            # update revision differs from the current one until the apply below reverts them.
+            return _status(s, kind)
+
     @script.op(f"{kind.kind}: kubectl apply")
     def apply(s: Session) -> Any:
         return s.kubectl(
@@ -251,6 +259,12 @@ def _register(kind: Kind) -> None:
     def table_json(s: Session) -> Any:
         return s.raw("GET", f"{kind.path}/{kind.name}", accept=TABLE)
 
+    if kind.kind in ("StatefulSet", "DaemonSet"):
+
+        @script.op(f"{kind.kind}: status once rolled out")
+        def status(s: Session) -> Any:
+            return _status(s, kind)
+
 
 for _kind in KINDS:
     _register(_kind)
@@ -259,29 +273,71 @@ for _kind in KINDS:
 ROLLOUT_TIMEOUT = 30.0
 
 
+def _status(s: Session, kind: Kind) -> dict[str, Any]:
+    """Return the status devcluster plays or the real controller wrote, once it finished.
+
+    A revision's name is each server's own hash of the template: only which role it plays
+    (``_revisions_masked``) is compared.
+    """
+    _rolled_out(s, kind)
+    s.raw("GET", f"{kind.path}/{kind.name}", keep=True)
+    return _revisions_masked(kind.name, dict(s.memo["last"]["status"]))
+
+
+def _revisions_masked(name: str, status: dict[str, Any]) -> dict[str, Any]:
+    """Return a StatefulSet's status with its revisions' names as the roles they play."""
+    names = {"<current>": status.get("currentRevision"), "<update>": status.get("updateRevision")}
+    for key in ("currentRevision", "updateRevision"):
+        value = status.get(key)
+        if isinstance(value, str) and value.startswith(f"{name}-"):
+            status[key] = next(role for role, known in names.items() if known == value)
+    return status
+
+
 def _rolled_out(s: Session, kind: Kind) -> None:
-    """Wait until a Deployment's controller has finished the rollout the apply began.
+    """Wait until a workload's controller has finished the rollout the apply began.
 
     The table prints the status the controllers write: devcluster completes a rollout as it
-    answers, the real controllers a moment later (their pods run on kwok's node).
+    answers, the real controllers a moment later (their pods run on kwok's node). A
+    StatefulSet held by its partition rolls no pod: its pods are all ready at the old revision.
     """
-    if kind.kind != "Deployment":
+    read = _STATUS.get(kind.kind)
+    if read is None:
         return
+    apps = kubernetes.client.AppsV1Api(s.client())
     deadline = time.monotonic() + ROLLOUT_TIMEOUT
     while True:
-        found = kubernetes.client.AppsV1Api(s.client()).read_namespaced_deployment(kind.name, m.NS)
-        status, wanted = found.status, found.spec.replicas
-        done = (status.observed_generation or 0) >= (found.metadata.generation or 0) and all(
-            count == wanted
-            for count in (
-                status.replicas,
-                status.updated_replicas,
-                status.ready_replicas,
-                status.available_replicas,
-            )
-        )
-        if done:
+        found = read(apps, kind.name)
+        caught_up = (found.status.observed_generation or 0) >= (found.metadata.generation or 0)
+        if caught_up and _done(found):
             return
         if time.monotonic() > deadline:
             raise AssertionError(f"{kind.name} not rolled out within {ROLLOUT_TIMEOUT} s")
         time.sleep(0.1)
+
+
+def _done(found: Any) -> bool:
+    status = found.status
+    if isinstance(found, kubernetes.client.V1DaemonSet):
+        wanted = status.desired_number_scheduled
+        counts = (status.number_ready, status.updated_number_scheduled, status.number_available)
+        return bool(wanted) and all(count == wanted for count in counts)
+    wanted = found.spec.replicas
+    if isinstance(found, kubernetes.client.V1StatefulSet):
+        return status.replicas == wanted and status.ready_replicas == wanted
+    return all(
+        count == wanted
+        for count in (
+            status.replicas,
+            status.updated_replicas,
+            status.ready_replicas,
+            status.available_replicas,
+        )
+    )
+
+
+_STATUS = {
+    "Deployment": lambda apps, name: apps.read_namespaced_deployment(name, m.NS),
+    "StatefulSet": lambda apps, name: apps.read_namespaced_stateful_set(name, m.NS),
+    "DaemonSet": lambda apps, name: apps.read_namespaced_daemon_set(name, m.NS),
+}
