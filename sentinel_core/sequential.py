@@ -500,7 +500,11 @@ def _count_text(value: float) -> str:
 
 
 def _evidence_text(value: float) -> str:
-    return f"{value:.2g}" if value < 10 else f"{value:,.0f}"
+    # The evidence of a clearly bad side grows geometrically with every step; written out in
+    # full it ran to hundreds of digits in the status message and the notification.
+    if value < 10:
+        return f"{value:.2g}"
+    return f"{value:,.0f}" if value < 1e6 else f"{value:.3g}"
 
 
 def _clock(instant: str) -> str:

@@ -171,6 +171,20 @@ def test_evidence_at_the_budget_fails() -> None:
     assert below.verdict is Verdict.PASS
 
 
+def test_huge_evidence_is_written_in_a_few_digits() -> None:
+    # A clearly bad side's evidence grows geometrically: e^690 is a 300-digit number.
+    config = Settings(false_pause_rate=0.05)
+    failed = judge_sequential(
+        config, _state_with_evidence(math.exp(690), **FIGURES), rollout=True, old_side=True
+    )
+    assert failed.verdict is Verdict.FAIL
+    assert "evidence 4.6e+299 of 20 needed" in failed.message
+    large = judge_sequential(
+        config, _state_with_evidence(123_456, **FIGURES), rollout=True, old_side=True
+    )
+    assert "evidence 123,456 of 20 needed" in large.message
+
+
 def test_nothing_to_compare_is_inconclusive_with_the_reason() -> None:
     config = Settings()
     state = _state_with_evidence(2, **FIGURES)
