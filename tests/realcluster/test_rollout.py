@@ -1,7 +1,7 @@
 """A real rollout of running pods, paused mid-way by the real operator (docs/realcluster.md).
 
-kube-apiserver, etcd, kube-controller-manager, kube-scheduler and kwok with one simulated node
-(``testkit.realcluster.RealCluster``); the pods' metrics served at their own IPs by
+kube-apiserver, etcd, kube-controller-manager, kube-scheduler and kwok's simulated nodes
+(the session's ``testkit.realcluster.RealCluster``); the pods' metrics served at their own IPs by
 ``testkit.pod_server.PodServer``; the Prometheus 3.x built by ``make realcluster`` discovering
 them through the API server; ``manage.py runoperator``; the real kubectl.
 
@@ -21,33 +21,29 @@ pods: a good rollout completes unpaused and the analysis is then ``Inconclusive/
 (no old side); a next version 50 % slower is paused mid-rollout by compare, while the baseline
 taken at that rollout's start holds the old pods' latency.
 
-The module's two tests share one control plane, one Prometheus (discovering every namespace;
-each test queries its own) and one operator (watching every namespace; each test has its own).
+The module's two tests play on the session's realcluster (tests/support/pod_fixtures.py), each
+in a namespace of its own, and share one Prometheus (discovering both namespaces; each test
+queries its own) and one operator (watching both).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 
 from sentinel_cluster import kube
 from sentinel_core.values import parse_time
-from testkit.clusters import kubectl_apply, running_with_crd
+from testkit.clusters import kubectl_apply
 from testkit.manifests import analysis_manifest
 from testkit.observe import condition, event_reasons, get_analysis, wait_condition
-from testkit.operator import OperatorProcess, OperatorStarter
+from testkit.operator import OperatorProcess
 from testkit.pod_server import Behaviour, PodServer, kwok_deployment, replica_set_hashes
-from testkit.prometheus import PrometheusServer, discovering_pods
+from testkit.prometheus import PrometheusServer
 from testkit.realcluster import RealCluster
 from testkit.waiting import wait_until
-
-# Starts real control planes of its own (docs/testkit.md#tiers).
-pytestmark = pytest.mark.realcluster
 
 NAME = "checkout"
 CONTAINER = "checkout"
@@ -58,48 +54,6 @@ INTERVAL = 5.0
 FAILURE_LIMIT = 2
 MAX_ERROR_RATIO = 0.05
 PAUSED_BY = "sentinel.example.com/paused-by"
-
-
-@pytest.fixture(scope="module")
-def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
-    """The real control plane with one simulated node, and the CRD applied by kubectl.
-
-    The client, namespace, pods and operator on it are tests/realcluster/conftest.py's.
-    """
-    with running_with_crd(
-        RealCluster(tmp_path_factory.mktemp("rollout-realcluster"), nodes=1)
-    ) as cluster:
-        yield cluster
-
-
-@pytest.fixture(scope="module")
-def pod_prometheus(
-    tmp_path_factory: pytest.TempPathFactory, real_cluster: RealCluster
-) -> Iterator[PrometheusServer]:
-    """The built Prometheus 3.x discovering the pods of every namespace of the module's cluster
-    (each test's queries select its own namespace)."""
-    workdir = tmp_path_factory.mktemp("rollout-prometheus")
-    with discovering_pods(workdir, real_cluster) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def real_operator(
-    tmp_path_factory: pytest.TempPathFactory,
-    real_cluster: RealCluster,
-    migrated_database: Path,
-    pod_prometheus: PrometheusServer,
-) -> Iterator[OperatorProcess]:
-    """One ``runoperator`` against the real API server, watching every namespace."""
-    starter = OperatorStarter(
-        tmp_path_factory.mktemp("rollout-operator"),
-        migrated_database,
-        kubeconfig=real_cluster.kubeconfig,
-    )
-    try:
-        yield starter(prometheus_url=pod_prometheus.url)
-    finally:
-        starter.stop_all()
 
 
 class Stage(NamedTuple):
