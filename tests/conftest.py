@@ -4,6 +4,7 @@ pytest_plugins = [
     "tests.support.fixtures",
     "tests.support.cluster_fixtures",
     "tests.support.operator_fixtures",
+    "tests.support.pod_fixtures",
     "tests.support.tiers",
     "tests.support.schedule",
 ]

@@ -24,7 +24,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,11 +34,10 @@ from testkit.clusters import kube_client as admin_kube_client
 from testkit.clusters import kubectl_apply
 from testkit.fault_proxy import FaultProxy
 from testkit.manifests import rollout_analysis
-from testkit.namespaces import fresh_namespace
 from testkit.observe import condition, deployment_paused, get_analysis
-from testkit.operator import OperatorProcess, OperatorStarter
+from testkit.operator import OperatorProcess
 from testkit.pod_server import Behaviour, PodServer, kwok_deployment, replica_set_hashes
-from testkit.prometheus import PrometheusServer, discovering_pods
+from testkit.prometheus import PrometheusServer
 from testkit.realcluster import RealCluster
 from testkit.waiting import wait_until
 
@@ -50,15 +48,19 @@ ERROR_RATE = 0.05
 SPEC_FIELDS = {"interval": f"{INTERVAL}s", "failureLimit": 1, "falsePauseRate": 0.01}
 
 
-@pytest.fixture(scope="module")
-def client(realcluster: RealCluster) -> kube.KubeClient:
-    return admin_kube_client(realcluster)
+# The stage is tests/support/pod_fixtures.py's, on the session realcluster: the module's one
+# namespace (its three tests share the rollouts made there), the Prometheus discovering it, the
+# fault proxy in front of that and the operator asking through the proxy.
 
 
 @pytest.fixture(scope="module")
-def seq_namespace(client: kube.KubeClient) -> Iterator[str]:
-    with fresh_namespace(client, "sequential") as name:
-        yield name
+def client(real_client: kube.KubeClient) -> kube.KubeClient:
+    return real_client
+
+
+@pytest.fixture(scope="module")
+def seq_namespace(real_namespaces: list[str]) -> str:
+    return real_namespaces[0]
 
 
 @pytest.fixture(scope="module")
@@ -73,37 +75,18 @@ def pods(realcluster: RealCluster, seq_namespace: str) -> Iterator[PodServer]:
 
 
 @pytest.fixture(scope="module")
-def seq_prometheus(
-    tmp_path_factory: pytest.TempPathFactory, realcluster: RealCluster, seq_namespace: str
-) -> Iterator[PrometheusServer]:
-    workdir = tmp_path_factory.mktemp("sequential-prometheus")
-    with discovering_pods(workdir, realcluster, [seq_namespace]) as server:
-        yield server
+def seq_prometheus(pod_prometheus: PrometheusServer) -> PrometheusServer:
+    return pod_prometheus
 
 
 @pytest.fixture(scope="module")
-def proxy(seq_prometheus: PrometheusServer) -> Iterator[FaultProxy]:
-    with FaultProxy(seq_prometheus.url) as running:
-        yield running
+def proxy(pod_fault_proxy: FaultProxy) -> FaultProxy:
+    return pod_fault_proxy
 
 
 @pytest.fixture(scope="module")
-def seq_operator(
-    tmp_path_factory: pytest.TempPathFactory,
-    realcluster: RealCluster,
-    migrated_database: Path,
-    proxy: FaultProxy,
-    seq_namespace: str,
-) -> Iterator[OperatorProcess]:
-    starter = OperatorStarter(
-        tmp_path_factory.mktemp("sequential-operator"),
-        migrated_database,
-        kubeconfig=realcluster.kubeconfig,
-    )
-    try:
-        yield starter(prometheus_url=proxy.url, namespaces=[seq_namespace])
-    finally:
-        starter.stop_all()
+def seq_operator(real_operator: OperatorProcess) -> OperatorProcess:
+    return real_operator
 
 
 def _analysis(name: str, namespace: str, percent: float = 25) -> dict[str, Any]:

@@ -1,7 +1,7 @@
-"""Pods on realcluster's simulated node, served by the test kit, discovered by Prometheus 3.x.
+"""Pods on realcluster's simulated nodes, served by the test kit, discovered by Prometheus 3.x.
 
-The session's real control plane runs kube-scheduler and kwok with one node; a Deployment of 4
-whose pods tolerate that node becomes Running and Ready (``kubectl rollout status``), each pod
+The session's real control plane runs kube-scheduler and kwok's nodes; a Deployment of 4
+whose pods tolerate them becomes Running and Ready (``kubectl rollout status``), each pod
 with its own loopback IP. ``testkit.pod_server.PodServer`` serves ``/metrics`` on each of those
 IPs, and the Prometheus built by ``make realcluster`` finds them through the API server
 (``kubernetes_sd_configs``): 4 targets whose ``pod_template_hash``, ``pod`` and ``namespace``
@@ -11,13 +11,9 @@ appears in Prometheus as the new pods replace the old ones.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
-from testkit.clusters import kube_client, kubectl_apply
-from testkit.namespaces import fresh_namespace
+from testkit.clusters import kubectl_apply
 from testkit.pod_server import Behaviour, PodServer, kwok_deployment, replica_set_hashes
 from testkit.prometheus import PrometheusServer
 from testkit.realcluster import RealCluster
@@ -25,18 +21,6 @@ from testkit.waiting import wait_until
 
 NAME = "web"
 REPLICAS = 4
-
-
-@pytest.fixture
-def pods_namespace(realcluster: RealCluster) -> Iterator[str]:
-    with fresh_namespace(kube_client(realcluster), "pods") as name:
-        yield name
-
-
-@pytest.fixture
-def pods_cluster(realcluster: RealCluster) -> RealCluster:
-    """The session's real control plane (one simulated node)."""
-    return realcluster
 
 
 def _targets(prometheus: PrometheusServer, namespace: str) -> list[dict[str, Any]]:
@@ -67,11 +51,11 @@ def _show(targets: list[dict[str, Any]]) -> str:
 
 def test_prometheus_discovers_each_pod_with_its_replicasets_hash(
     realcluster: RealCluster,
-    pods_namespace: str,
+    real_namespace: str,
     pods: PodServer,
     pod_prometheus: PrometheusServer,
 ) -> None:
-    namespace, discovering = pods_namespace, pod_prometheus
+    namespace, discovering = real_namespace, pod_prometheus
     kubectl_apply(
         realcluster,
         kwok_deployment(NAME, namespace, "shop/web:1.0", pods.port, replicas=REPLICAS),

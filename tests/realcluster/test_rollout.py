@@ -1,7 +1,7 @@
 """A real rollout of running pods, paused mid-way by the real operator (docs/realcluster.md).
 
-kube-apiserver, etcd, kube-controller-manager, kube-scheduler and kwok with one simulated node
-(``testkit.realcluster.RealCluster``); the pods' metrics served at their own IPs by
+kube-apiserver, etcd, kube-controller-manager, kube-scheduler and kwok's simulated nodes
+(the session's ``testkit.realcluster.RealCluster``); the pods' metrics served at their own IPs by
 ``testkit.pod_server.PodServer``; the Prometheus 3.x built by ``make realcluster`` discovering
 them through the API server; ``manage.py runoperator``; the real kubectl.
 
@@ -17,37 +17,37 @@ pause is printed (``-s`` shows it).
 
 The second test is ``compare`` (new pods against old pods, split by the ``pod_template_hash``
 Prometheus's discovery gave the series) and a ``beforeRollout`` baseline on the same running
-pods: a good rollout completes unpaused and the analysis is then ``Inconclusive/NoComparison``
-(no old side); a next version 50 % slower is paused mid-rollout by compare, while the baseline
-taken at that rollout's start holds the old pods' latency.
+pods: before any rollout there is no old side (``NoComparison``); a version 3 % slower, held
+mid-rollout, passes ten comparisons in a row (under ``maxEffect: 10 %``), then completes
+unpaused, and the analysis is ``Inconclusive/NoComparison`` again; a next version 50 % slower
+is paused mid-rollout by compare after exactly ``failureLimit`` failures, with one range query
+per evaluation at most (seen through the fault proxy), while the baseline taken at that
+rollout's start holds the old pods' latency.
 
-The module's two tests share one control plane, one Prometheus (discovering every namespace;
-each test queries its own) and one operator (watching every namespace; each test has its own).
+The module's two tests play on the session's realcluster (tests/support/pod_fixtures.py), each
+in a namespace of its own, and share one Prometheus (discovering both namespaces; each test
+queries its own) and one operator (watching both).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 
 from sentinel_cluster import kube
 from sentinel_core.values import parse_time
-from testkit.clusters import kubectl_apply, running_with_crd
+from testkit.clusters import kubectl_apply
+from testkit.fault_proxy import FaultProxy
 from testkit.manifests import analysis_manifest
-from testkit.observe import condition, event_reasons, get_analysis, wait_condition
-from testkit.operator import OperatorProcess, OperatorStarter
+from testkit.observe import condition, event_reasons, get_analysis, wait_condition, wait_rows
+from testkit.operator import OperatorProcess
 from testkit.pod_server import Behaviour, PodServer, kwok_deployment, replica_set_hashes
-from testkit.prometheus import PrometheusServer, discovering_pods
+from testkit.prometheus import PrometheusServer
 from testkit.realcluster import RealCluster
 from testkit.waiting import wait_until
-
-# Starts real control planes of its own (docs/testkit.md#tiers).
-pytestmark = pytest.mark.realcluster
 
 NAME = "checkout"
 CONTAINER = "checkout"
@@ -60,48 +60,6 @@ MAX_ERROR_RATIO = 0.05
 PAUSED_BY = "sentinel.example.com/paused-by"
 
 
-@pytest.fixture(scope="module")
-def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
-    """The real control plane with one simulated node, and the CRD applied by kubectl.
-
-    The client, namespace, pods and operator on it are tests/realcluster/conftest.py's.
-    """
-    with running_with_crd(
-        RealCluster(tmp_path_factory.mktemp("rollout-realcluster"), nodes=1)
-    ) as cluster:
-        yield cluster
-
-
-@pytest.fixture(scope="module")
-def pod_prometheus(
-    tmp_path_factory: pytest.TempPathFactory, real_cluster: RealCluster
-) -> Iterator[PrometheusServer]:
-    """The built Prometheus 3.x discovering the pods of every namespace of the module's cluster
-    (each test's queries select its own namespace)."""
-    workdir = tmp_path_factory.mktemp("rollout-prometheus")
-    with discovering_pods(workdir, real_cluster) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def real_operator(
-    tmp_path_factory: pytest.TempPathFactory,
-    real_cluster: RealCluster,
-    migrated_database: Path,
-    pod_prometheus: PrometheusServer,
-) -> Iterator[OperatorProcess]:
-    """One ``runoperator`` against the real API server, watching every namespace."""
-    starter = OperatorStarter(
-        tmp_path_factory.mktemp("rollout-operator"),
-        migrated_database,
-        kubeconfig=real_cluster.kubeconfig,
-    )
-    try:
-        yield starter(prometheus_url=pod_prometheus.url)
-    finally:
-        starter.stop_all()
-
-
 class Stage(NamedTuple):
     """Everything a story here plays on."""
 
@@ -110,6 +68,7 @@ class Stage(NamedTuple):
     namespace: str
     pods: PodServer
     prometheus: PrometheusServer
+    proxy: FaultProxy
     operator: OperatorProcess
 
 
@@ -120,9 +79,18 @@ def stage(
     real_namespace: str,
     pods: PodServer,
     pod_prometheus: PrometheusServer,
+    pod_fault_proxy: FaultProxy,
     real_operator: OperatorProcess,
 ) -> Stage:
-    return Stage(real_cluster, real_client, real_namespace, pods, pod_prometheus, real_operator)
+    return Stage(
+        real_cluster,
+        real_client,
+        real_namespace,
+        pods,
+        pod_prometheus,
+        pod_fault_proxy,
+        real_operator,
+    )
 
 
 # -- reading what the controllers did ----------------------------------------------------------
@@ -200,7 +168,7 @@ def _progressing_reason(deployment: dict[str, Any]) -> str:
 
 @pytest.mark.slow
 def test_a_regressing_rollout_is_paused_mid_way_held_and_resumed(stage: Stage) -> None:
-    cluster, client, namespace, pods, pod_prometheus, real_operator = stage
+    cluster, client, namespace, pods, pod_prometheus, _, real_operator = stage
     started = time.monotonic()
     old_hash = _roll_out_version_1(cluster, namespace, pods.port, REPLICAS, MIN_READY_SECONDS)
     print(f"\nversion 1: {REPLICAS} pods available in {time.monotonic() - started:.1f} s")
@@ -292,6 +260,8 @@ def test_a_regressing_rollout_is_paused_mid_way_held_and_resumed(stage: Stage) -
         client, namespace, NAME, "RolloutPaused", "ResumedByUser", timeout=3 * INTERVAL
     )
     assert condition(after, "RolloutPaused")["status"] == "False"
+    # The resume starts the count again (the resuming reconcile's own Fail would make it 1).
+    assert after["status"]["failures"] <= 1 and after["status"].get("pausedAt") is None
     assert _deployment(client, namespace)["spec"].get("paused") is not True
     fails = [row for row in real_operator.evaluations(namespace, NAME) if row["outcome"] == "Fail"]
     assert [bool(row["paused"]) for row in fails[:FAILURE_LIMIT]] == [False, True]
@@ -301,43 +271,45 @@ def test_a_regressing_rollout_is_paused_mid_way_held_and_resumed(stage: Stage) -
 # -- new pods against old pods, and a baseline from before the rollout --------------------------
 
 COMPARE_REPLICAS = 3
-# A good rollout's steps are short; the regressing one's are long enough that the old side is
-# still there when compare has its samples (a pause comes ~30 s after the new ReplicaSet).
+# Version 2's steps are short once it may finish; the slow version's are long enough that the old
+# side is still there when compare has its samples (a pause comes ~30 s after the new ReplicaSet).
 GOOD_MIN_READY_SECONDS = 3
 SLOW_MIN_READY_SECONDS = 25
+# Until then version 2 is held mid-rollout, two new pods beside the three old ones (an hour
+# before a new pod counts as available), for as long as compare judges it.
+HOLD = {"minReadySeconds": 3600, "progressDeadlineSeconds": 7200}
 LATENCY = 0.25
+# Version 2 answers 3 % slower: under maxEffect (10 %), so compare passes it every time.
+SMALL_EFFECT = 1.03
+SMALL_PASSES = 10
+SLOW_EFFECT = 1.5
+LOOKBACK_SECONDS = 20
 NO_OLD_SIDE = "no comparison: no old ReplicaSet has replicas"
 
 
 def _latency_metrics(namespace: str) -> list[dict[str, Any]]:
     """Each pod's mean latency, new pods against old (one series per pod, labelled by
     discovery); and the namespace's mean latency against its value when the rollout began."""
-    selector = f'{{namespace="{namespace}",app="{NAME}"}}'
-    per_pod = (
-        f"rate(http_request_duration_seconds_sum{selector}[10s]) / "
-        f"rate(http_request_duration_seconds_count{selector}[10s])"
-    )
-    overall = (
-        f"sum(rate(http_request_duration_seconds_sum{selector}[10s])) / "
-        f"sum(rate(http_request_duration_seconds_count{selector}[10s]))"
-    )
     return [
         {
             "name": "latency-vs-old",
-            "query": per_pod,
+            "query": _per_pod_latency(namespace),
             "compare": {
                 "by": "pod_template_hash",
                 "worse": "increase",
                 "maxEffect": {"percent": 10},
                 "confidence": 0.95,
-                "lookback": "20s",
+                "lookback": f"{LOOKBACK_SECONDS}s",
                 "minSamples": 5,
             },
         },
         {
             # Loose on purpose: compare, not this, is what pauses the slow version.
             "name": "latency-vs-before",
-            "query": overall,
+            "query": (
+                f"sum(rate(http_request_duration_seconds_sum{_selector(namespace)}[10s])) / "
+                f"sum(rate(http_request_duration_seconds_count{_selector(namespace)}[10s]))"
+            ),
             "maxValue": 1,
             "maxIncrease": {"percent": 100},
             "baseline": {"beforeRollout": True},
@@ -345,16 +317,49 @@ def _latency_metrics(namespace: str) -> list[dict[str, Any]]:
     ]
 
 
+def _selector(namespace: str) -> str:
+    return f'{{namespace="{namespace}",app="{NAME}"}}'
+
+
+def _per_pod_latency(namespace: str) -> str:
+    selector = _selector(namespace)
+    return (
+        f"rate(http_request_duration_seconds_sum{selector}[10s]) / "
+        f"rate(http_request_duration_seconds_count{selector}[10s])"
+    )
+
+
 def _results(client: kube.KubeClient, namespace: str) -> dict[str, dict[str, Any]]:
     status = get_analysis(client, namespace, NAME).get("status") or {}
     return {result["name"]: result for result in status.get("metricResults") or []}
+
+
+def _compared(rows: list[dict[str, Any]], new_hash: str) -> list[dict[str, Any]]:
+    """Return the history rows whose compare metric judged ``new_hash`` against old pods, each
+    with that metric's row as ``compare``."""
+    found = []
+    for row in rows:
+        for metric in row["metric_results"]:
+            comparison = json.loads(metric["comparison"] or "{}")
+            if metric["name"] == "latency-vs-old" and comparison.get("newHash") == new_hash:
+                found.append({**row, "compare": {**metric, "comparison": comparison}})
+    return found
+
+
+def _patch_deployment(client: kube.KubeClient, namespace: str, spec: dict[str, Any]) -> None:
+    client.request(
+        "PATCH",
+        kube.deployment_path(namespace, NAME),
+        body={"spec": spec},
+        content_type="application/merge-patch+json",
+    )
 
 
 @pytest.mark.slow
 def test_compare_on_discovered_pods_passes_a_good_rollout_and_pauses_a_slower_one(
     stage: Stage,
 ) -> None:
-    cluster, client, namespace, pods, _, real_operator = stage
+    cluster, client, namespace, pods, _, proxy, real_operator = stage
     started = time.monotonic()
     pods.default = Behaviour(latency=LATENCY, spread=0.03)
     first_hash = _roll_out_version_1(
@@ -377,7 +382,8 @@ def test_compare_on_discovered_pods_passes_a_good_rollout_and_pauses_a_slower_on
     )
     # The rollout's start is its ReplicaSet's creationTimestamp, in whole seconds (up to a
     # second before the set image): let it fall after that measured instant.
-    measured = parse_time(get_analysis(client, namespace, NAME)["status"]["lastEvaluationTime"])
+    analysis = get_analysis(client, namespace, NAME)
+    measured = parse_time(analysis["status"]["lastEvaluationTime"])
     assert measured is not None
     wait_until(
         lambda: time.time() >= measured.timestamp() + 2,
@@ -386,15 +392,55 @@ def test_compare_on_discovered_pods_passes_a_good_rollout_and_pauses_a_slower_on
     )
     assert before["latency-vs-old"]["verdict"] == "Inconclusive"
     assert before["latency-vs-old"]["message"].startswith(NO_OLD_SIDE)
+    assert "comparison" not in before["latency-vs-old"]
     assert "baseline" not in before["latency-vs-before"]
+    healthy = condition(analysis, "Healthy")
+    assert (healthy["status"], healthy["reason"]) == ("Unknown", "NoComparison")
 
-    # A good version 2: the rollout runs to its end unpaused, and then there is no old side.
-    good = time.monotonic()
+    # Version 2, 3 % slower, held mid-rollout: compare judges its pods against the old ones
+    # and passes them, evaluation after evaluation.
+    pods.behave(Behaviour(latency=SMALL_EFFECT * LATENCY, spread=0.03), image=IMAGE.format("2.0"))
+    _patch_deployment(client, namespace, {**HOLD, "strategy": {"rollingUpdate": {"maxSurge": 2}}})
+    since = len(real_operator.evaluations(namespace, NAME))
     _set_image(cluster, namespace, "2.0")
+    good_hash = wait_until(
+        lambda: (
+            len(found := replica_set_hashes(cluster, namespace, NAME)) == 2
+            and found[0][1] != first_hash
+            and found[0][1]
+        ),
+        timeout=20,
+        what="version 2's ReplicaSet",
+    )
+    rows = wait_rows(
+        real_operator,
+        namespace,
+        NAME,
+        lambda rows: len(_compared(rows[since:], good_hash)) >= SMALL_PASSES,
+        timeout=(SMALL_PASSES + 8) * INTERVAL + 30,
+        what=f"{SMALL_PASSES} comparisons of version 2's pods",
+    )
+    passes = _compared(rows[since:], good_hash)[:SMALL_PASSES]
+    print(f"\ncompare: {SMALL_PASSES} comparisons of +3 % in {time.monotonic() - started:.1f} s")
+    assert [row["outcome"] for row in passes] == ["Pass"] * SMALL_PASSES
+    assert [row["compare"]["verdict"] for row in passes] == ["Pass"] * SMALL_PASSES
+    assert {tuple(row["compare"]["comparison"]["oldHashes"]) for row in passes} == {(first_hash,)}
+    assert not [row for row in rows[since:] if row["outcome"] == "Fail"]
+    assert get_analysis(client, namespace, NAME)["status"]["failures"] == 0
+    assert _sizes(cluster, namespace) == {good_hash: 2, first_hash: COMPARE_REPLICAS}
+    assert _deployment(client, namespace)["spec"].get("paused") is not True
+
+    # Released, it runs to its end unpaused, and then there is no old side.
+    good = time.monotonic()
+    _patch_deployment(
+        client,
+        namespace,
+        {"minReadySeconds": GOOD_MIN_READY_SECONDS, "strategy": {"rollingUpdate": {"maxSurge": 1}}},
+    )
     cluster.kubectl("rollout", "status", "-n", namespace, f"deployment/{NAME}", "--timeout=90s")
-    print(f"\ncompare: good rollout complete in {time.monotonic() - good:.1f} s")
-    ((_, good_hash, _), (_, first, _)) = replica_set_hashes(cluster, namespace, NAME)
-    assert first == first_hash
+    print(f"compare: good rollout complete in {time.monotonic() - good:.1f} s once released")
+    ((_, last, _), (_, first, _)) = replica_set_hashes(cluster, namespace, NAME)
+    assert (last, first) == (good_hash, first_hash)
     assert _sizes(cluster, namespace) == {good_hash: COMPARE_REPLICAS, first_hash: 0}
     done = wait_until(
         lambda: (
@@ -412,22 +458,16 @@ def test_compare_on_discovered_pods_passes_a_good_rollout_and_pauses_a_slower_on
     assert done["status"]["lastVerdict"] == "Inconclusive"
     assert condition(done, "Healthy")["reason"] == "NoComparison"
     assert condition(done, "RolloutPaused").get("status") != "True"
+    assert "comparison" not in _results(client, namespace)["latency-vs-old"]
     assert _deployment(client, namespace)["spec"].get("paused") is not True
     assert not [r for r in real_operator.evaluations(namespace, NAME) if r["outcome"] == "Fail"]
 
     # Version 3 answers 50 % slower; each of its steps takes 25 s, so the old side stays.
-    pods.behave(Behaviour(latency=1.5 * LATENCY, spread=0.03), image=IMAGE.format("3.0"))
-    cluster.kubectl(
-        "-n",
-        namespace,
-        "patch",
-        f"deployment/{NAME}",
-        "--type=merge",
-        "-p",
-        json.dumps({"spec": {"minReadySeconds": SLOW_MIN_READY_SECONDS}}),
-    )
+    pods.behave(Behaviour(latency=SLOW_EFFECT * LATENCY, spread=0.03), image=IMAGE.format("3.0"))
+    _patch_deployment(client, namespace, {"minReadySeconds": SLOW_MIN_READY_SECONDS})
     _show_rs(cluster, namespace, "compare: before the slow rollout")
     slow = time.monotonic()
+    since = len(real_operator.evaluations(namespace, NAME))
     _set_image(cluster, namespace, "3.0")
     paused = wait_condition(
         client, namespace, NAME, "RolloutPaused", "FailureLimitReached", timeout=90
@@ -442,17 +482,46 @@ def test_compare_on_discovered_pods_passes_a_good_rollout_and_pauses_a_slower_on
     assert new_size > 0 and old_size > 0, (new_size, old_size)
     assert _available(cluster, namespace, new_hash) < COMPARE_REPLICAS
     assert _deployment(client, namespace)["spec"]["paused"] is True
+    # Paused after exactly failureLimit failures.
+    assert paused["status"]["failures"] == FAILURE_LIMIT
     results = {result["name"]: result for result in paused["status"]["metricResults"]}
     compared = results["latency-vs-old"]
     comparison = compared["comparison"]
     assert compared["verdict"] == "Fail"
+    assert compared["message"].startswith("new pods' median ")
+    assert "% above old pods' " in compared["message"]
     # The hashes are the ReplicaSets' own, as discovery labelled the series.
     assert comparison["newHash"] == new_hash and comparison["oldHashes"] == [old_hash]
     assert comparison["newSamples"] >= 5 and comparison["oldSamples"] >= 5
     assert comparison["pValue"] < 0.05
+    # +50 % over version 2's +3 %: 1.5 / 1.03 - 1 = 46 %.
     assert 0.3 < comparison["effect"] / comparison["oldMedian"] < 0.7
-    # The baseline is the old pods' latency when version 3's ReplicaSet was made.
-    assert abs(float(results["latency-vs-before"]["baseline"]) - LATENCY) < 0.05 * LATENCY
+    # The baseline is the old pods' latency (version 2's) when version 3's ReplicaSet was made.
+    baseline = float(results["latency-vs-before"]["baseline"])
+    assert abs(baseline - SMALL_EFFECT * LATENCY) < 0.05 * LATENCY
+    # The history row is written after the status and the pause: wait for it.
+    rows = wait_rows(
+        real_operator,
+        namespace,
+        NAME,
+        lambda rows: sum(r["outcome"] == "Fail" for r in rows[since:]) >= FAILURE_LIMIT,
+        timeout=10,
+    )
+    fails = [r for r in rows[since:] if r["outcome"] == "Fail"]
+    assert [(r["failures_after"], bool(r["paused"])) for r in fails[:FAILURE_LIMIT]] == [
+        (1, False),
+        (2, True),
+    ]
+    # One range query per evaluation at most, each over the lookback at the interval's step.
+    per_pod = _per_pod_latency(namespace)
+    asked = [r for r in proxy.requests if r.params.get("query") == [per_pod]]
+    ranges = [r for r in asked if r.path == "/api/v1/query_range"]
+    instants = [r for r in asked if r.path == "/api/v1/query"]
+    assert 0 < len(ranges) <= len(instants)
+    assert {float(r.params["step"][0]) for r in ranges} == {INTERVAL}
+    assert {round(float(r.params["end"][0]) - float(r.params["start"][0])) for r in ranges} == {
+        LOOKBACK_SECONDS
+    }
     print(f"comparison: {comparison}; message: {compared['message']}")
     print(f"baseline: {results['latency-vs-before']}")
     print(f"compare story: {time.monotonic() - started:.1f} s")

@@ -1,7 +1,8 @@
 """A StatefulSet and a DaemonSet rolling running pods, held mid-way by the operator and released.
 
 docs/status.md#pausing-each-kind. kube-apiserver, etcd, kube-controller-manager, kube-scheduler
-and kwok with four simulated nodes (``testkit.realcluster.RealCluster``); the pods' metrics
+and kwok with four simulated nodes (the session's ``testkit.realcluster.RealCluster``, shared
+through tests/support/pod_fixtures.py); the pods' metrics
 served at their own IPs (``testkit.pod_server.PodServer``); the Prometheus 3.x that discovers
 them, so every series carries the ``controller_revision_hash`` the real controllers gave its
 pod; ``manage.py runoperator``; the real kubectl; the REST API on a live server.
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -38,7 +38,7 @@ from django.utils import timezone
 
 from analyses import mirror, tokens
 from sentinel_cluster import kube
-from testkit.clusters import kubectl_apply, running_with_crd
+from testkit.clusters import kubectl_apply
 from testkit.manifests import analysis_manifest, workload_manifest
 from testkit.observe import condition, event_reasons, events_for, get_analysis, wait_condition
 from testkit.operator import OperatorProcess
@@ -47,11 +47,13 @@ from testkit.prometheus import PrometheusServer
 from testkit.realcluster import RealCluster
 from testkit.waiting import wait_until
 from tests.api.client import ALL_PERMISSIONS, Api, make_user
+from tests.support.cluster_fixtures import POD_NODES
 
-# Starts a real control plane of its own; the REST API runs on a live server.
-pytestmark = [pytest.mark.realcluster, pytest.mark.django_db(transaction=True)]
+# The REST API runs on a live server.
+pytestmark = pytest.mark.django_db(transaction=True)
 
-NODES = 4
+# The session realcluster's nodes (the DaemonSet runs on each).
+NODES = POD_NODES
 REPLICAS = 5
 MIN_READY_SECONDS = 15
 INTERVAL = 5.0
@@ -60,15 +62,6 @@ FAILURE_LIMIT = 2
 TARGETS = {"db": "StatefulSet", "agent": "DaemonSet"}
 IMAGE = "registry.example.com/shop/{}:{}"
 PAUSED_BY = "sentinel.example.com/paused-by"
-
-
-@pytest.fixture(scope="module")
-def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
-    """The real control plane with four simulated nodes (the DaemonSet runs on each)."""
-    with running_with_crd(
-        RealCluster(tmp_path_factory.mktemp("kinds-realcluster"), nodes=NODES)
-    ) as cluster:
-        yield cluster
 
 
 def _workload(kind: str, name: str, namespace: str, version: str, port: int) -> dict[str, Any]:

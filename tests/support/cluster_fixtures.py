@@ -40,6 +40,10 @@ DEV_ONLY_FIXTURES = frozenset({"devcluster", "api_faults"})
 KIND_MARKERS = {"dev": pytest.mark.devcluster, "real": pytest.mark.realcluster}
 # The Prometheus flavour of each kind's tests (the ``prometheus`` fixture's parameter).
 PROMETHEUS_OF_KIND = {"dev": "debian", "real": "built"}
+# The session realcluster's kwok nodes: as many as the largest pod story needs (a DaemonSet on
+# four nodes, tests/realcluster/test_statefulset_daemonset.py), so that the stories share it
+# (tests/support/pod_fixtures.py) instead of starting control planes of their own.
+POD_NODES = 4
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -89,13 +93,14 @@ def devcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]
 
 @pytest.fixture(scope="session")
 def realcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
-    """The session's real control plane (kube-apiserver, etcd, kube-controller-manager).
+    """The session's real control plane (kube-apiserver, etcd, kube-controller-manager, and
+    kube-scheduler with ``POD_NODES`` kwok nodes where the pod stories' pods run).
 
     It keeps its state in a data dir so that a test may stop and start it again (the API
     server down and back) without taking the other tests' namespaces or the CRD with it.
     """
     workdir = tmp_path_factory.mktemp("realcluster")
-    cluster = RealCluster(workdir / "launcher", data_dir=workdir / "data")
+    cluster = RealCluster(workdir / "launcher", data_dir=workdir / "data", nodes=POD_NODES)
     with running_with_crd(cluster) as running:
         yield running
 
