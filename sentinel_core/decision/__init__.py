@@ -4,7 +4,7 @@
 (docs/operator.md): it reads the spec, the previous status, the target's state and the fresh
 measurements, and returns the new status, the actions (pause the target, events, notification
 intents) and whether the attempt was transient. ``resume`` is a person's resume from the UI or
-the REST API; ``reapplied`` what a status write carries after a 409; ``interrupted`` the
+the REST API; ``reapplied`` what a status write carries after a 409 (``after_conflict`` the whole decision then); ``interrupted`` the
 history entry of an attempt the Kubernetes API cut short; ``judge`` one metric's verdict. No
 I/O, no clock.
 
@@ -13,7 +13,7 @@ The parts are private: ``_decide`` (the three functions and their types), ``_con
 (one metric against its thresholds), ``_window`` (the failure count).
 """
 
-from sentinel_core.decision._conflict import reapplied
+from sentinel_core.decision._conflict import after_conflict, reapplied
 from sentinel_core.decision._decide import (
     Decision,
     Event,
@@ -33,6 +33,7 @@ __all__ = [
     "Judgement",
     "Observation",
     "Resumption",
+    "after_conflict",
     "decide",
     "interrupted",
     "judge",

@@ -5,13 +5,17 @@ reads the analysis again and writes again, without measuring or counting again
 (docs/operator.md#conflicts). Only two parties write the status: the operator and a person's
 resume from the UI or the REST API (``resume``). ``reapplied`` is what the operator writes onto
 the fresh copy: its decided status, except when a person resumed in between, whose resume wins.
+``after_conflict`` is the whole decision that goes on from there: that status, and the
+decision's actions without a second announcement of the same resume.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from sentinel_core.conditions import ConditionStatus, ConditionType, Reason
+from sentinel_core import notify
+from sentinel_core.conditions import ConditionStatus, ConditionType, EventReason, Reason
+from sentinel_core.decision._decide import Decision
 from sentinel_core.status import AnalysisStatus
 
 # What ``resume`` writes besides the RolloutPaused condition; taken from the fresh copy when a
@@ -44,6 +48,28 @@ def reapplied(
     resumed = fresh.condition(ConditionType.ROLLOUT_PAUSED)
     assert resumed is not None  # _resumed_meanwhile found it
     return replace(decided, **kept).with_conditions(resumed)
+
+
+def after_conflict(decision: Decision, *, read: AnalysisStatus, fresh: AnalysisStatus) -> Decision:
+    """Return the decision as it stands after a 409 whose fresh copy is ``fresh``.
+
+    Its status is ``reapplied``'s. When that keeps a person's resume, the resume's writer (the UI
+    or the REST API, ``resume``) has already posted the RolloutResumed event and queued the
+    Resumed message; a decision that saw the released target at the same moment and took it
+    for a kubectl resume must not announce it a second time. Every other action stays.
+    """
+    paused = decision.pause is not None
+    status = reapplied(decision.status, read=read, fresh=fresh, paused=paused)
+    if paused or not _resumed_meanwhile(read, fresh):
+        return replace(decision, status=status)
+    return replace(
+        decision,
+        status=status,
+        events=tuple(e for e in decision.events if e.reason != EventReason.ROLLOUT_RESUMED),
+        notifications=tuple(
+            i for i in decision.notifications if i.event != notify.NotifyEvent.RESUMED
+        ),
+    )
 
 
 def _resumed_meanwhile(read: AnalysisStatus, fresh: AnalysisStatus) -> bool:

@@ -8,9 +8,10 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sentinel_core.conditions import ConditionType, Reason
-from sentinel_core.decision import reapplied, resume
+from sentinel_core.conditions import ConditionType, EventReason, Reason
+from sentinel_core.decision import after_conflict, reapplied, resume
 from sentinel_core.decision._conflict import RESUME_FIELDS
+from sentinel_core.notify import NotifyEvent
 from sentinel_core.status import AnalysisStatus
 from tests.core.test_decision import World, failing, passing, spec_with
 
@@ -133,3 +134,41 @@ def test_resume_changes_no_field_that_reapplied_does_not_take_from_the_fresh_cop
     assert replace(after, conditions=before.conditions) == replace(
         before, **{name: getattr(after, name) for name in RESUME_FIELDS}
     )
+
+
+def test_a_resume_seen_by_both_is_announced_once() -> None:
+    # The UI's resume releases the target and writes its status; the operator, reading the
+    # released target first, took it for a kubectl resume and met the UI's write as a 409.
+    world = _failing_twice(failureLimit=2)
+    assert world.status.is_true(ConditionType.ROLLOUT_PAUSED)
+    read = world.status
+    world.kubectl_resume()
+    decision = world.evaluate(*failing())
+    assert [e.reason for e in decision.events] == [EventReason.ROLLOUT_RESUMED]
+    assert [i.event for i in decision.notifications] == [NotifyEvent.RESUMED]
+    fresh = resume(read, now=world.now, actor="alice", via="the web UI").status
+
+    after = after_conflict(decision, read=read, fresh=fresh)
+
+    assert after.status == reapplied(decision.status, read=read, fresh=fresh, paused=False)
+    assert after.events == () and after.notifications == ()
+    assert after.history == decision.history and after.pause is None
+
+
+def test_after_a_conflict_without_a_resume_every_action_stays() -> None:
+    world = _failing_twice(failureLimit=5)
+    read = world.status
+    decision = world.evaluate(*failing())
+    assert decision.notifications or decision.events or decision.status != read
+    # Another writer changed the resource (a label, an annotation): the status read is unchanged.
+    assert after_conflict(decision, read=read, fresh=read) == decision
+
+
+def test_a_decision_that_paused_keeps_its_events_over_a_resume() -> None:
+    world = _failing_twice(failureLimit=3)
+    read = world.status
+    decision = world.evaluate(*failing())
+    assert decision.pause is not None and decision.events
+    fresh = resume(read, now=world.now).status
+
+    assert after_conflict(decision, read=read, fresh=fresh) == decision
