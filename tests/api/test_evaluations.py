@@ -106,7 +106,8 @@ def test_evaluation_shape(api: Api, analysis: Analysis) -> None:
                     "samples": "",
                     "series": {},
                     "comparison": None,
-                    "counted": None,                    "verdict": "Pass",
+                    "counted": None,
+                    "verdict": "Pass",
                     "message": "",
                 },
                 # JSON has no infinity: the number is null, the text keeps Prometheus's "+Inf".
@@ -121,7 +122,8 @@ def test_evaluation_shape(api: Api, analysis: Analysis) -> None:
                     "samples": "",
                     "series": {},
                     "comparison": None,
-                    "counted": None,                    "verdict": "Fail",
+                    "counted": None,
+                    "verdict": "Fail",
                     "message": "",
                 },
             ],
@@ -159,7 +161,8 @@ def test_a_baseline_relative_result_carries_baseline_limit_samples_and_series(
         "samples": "1843",
         "series": {"pod": "checkout-7d9f-x2k4", "route": "/pay"},
         "comparison": None,
-        "counted": None,        "verdict": "Fail",
+        "counted": None,
+        "verdict": "Fail",
         "message": "0.412 is 249 % above the baseline 0.118 before the rollout (limit +20 %)",
     }
 
