@@ -17,9 +17,15 @@ from datetime import datetime
 from html import escape
 
 from analyses.charts._compare import Pair, comparison_lines
-from analyses.charts._layers import draw_grid, draw_pauses, draw_rollout, draw_time_axis
+from analyses.charts._layers import (
+    draw_grid,
+    draw_note,
+    draw_pauses,
+    draw_rollout,
+    draw_time_axis,
+)
 from analyses.charts._scale import ChartPoint, frame_for
-from analyses.charts._svg import clock, svg_text
+from analyses.charts._svg import clock
 from sentinel_core.values import format_value
 
 
@@ -67,16 +73,7 @@ def render_rates_chart(
         *draw_time_axis(frame, ordered),
     ]
     if not counted:
-        parts.append(
-            svg_text(
-                (frame.left + frame.right) / 2,
-                (frame.top + frame.bottom) / 2,
-                "No steps counted on both sides yet",
-                anchor="middle",
-                css="chart-empty",
-                size=13,
-            )
-        )
+        parts.extend(draw_note(frame, "No steps counted on both sides yet"))
     parts.append("</svg>")
     return "".join(parts)
 
