@@ -428,6 +428,7 @@ def test_make_demo_cluster_real_pauses_a_rollout_of_running_pods_mid_way(
         assert state["evidence"] < state["needed"], state
         assert judged["verdict"] == "Pass", judged
         assert judged["message"].endswith("no evidence of harm so far"), judged
+        print(f"{manifests.SEQUENTIAL_METRIC} at the pause: {judged['message']}")
         assert _kubectl_json(kubeconfig, "get", "deployment", "checkout")["spec"]["paused"]
         print(run_kubectl(["get", "rs", "-o", "wide"], kubeconfig=Path(kubeconfig)).stdout)
         children = descendants(make.process.pid)
