@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sentinel_core.conditions import ConditionStatus, ConditionType, Reason, Verdict
+from sentinel_core.conditions import ConditionStatus, ConditionType, Outcome, Reason, Verdict
 from sentinel_core.measurement import Measurement, MeasurementError
 from sentinel_core.sequential import Counted, Side, Step
 from sentinel_core.sequential_read import (
@@ -405,6 +405,23 @@ def test_an_unavailable_read_keeps_the_state_for_the_next_evaluation() -> None:
     # The steps of the outage are read when Prometheus answers again.
     story.evaluate(bad_steps(1, 6))
     assert story.result().sequential.steps == 6
+
+
+def test_steps_read_in_an_attempt_that_ended_in_error_are_not_counted_in_its_history() -> None:
+    story = Story(ERRORS, {"name": "p99", "query": "up", "maxValue": 1})
+    down = Measurement(metric="p99", error=MeasurementError.UNAVAILABLE, message="HTTP 502")
+    read = Measurement(
+        metric="errors-vs-old", reading=Reading("new1", ("old1",), tuple(bad_steps(1, 2)))
+    )
+    decision = story.world.decide_with((read, down), story.rollout)
+    assert decision.history.outcome == Outcome.ERROR
+    (sequential,) = [r for r in decision.history.metric_results if r.name == "errors-vs-old"]
+    # The status did not move through: the next attempt counts these steps, and its history.
+    assert sequential.counted is None
+    up = Measurement(metric="p99", value=0.5, text="0.5")
+    decision = story.world.decide_with((read, up), story.rollout)
+    (sequential,) = [r for r in decision.history.metric_results if r.name == "errors-vs-old"]
+    assert sequential.counted is not None and sequential.counted.steps == 2
 
 
 def test_every_sequential_status_field_is_in_the_crd_and_documented() -> None:
