@@ -418,15 +418,8 @@ class MetricForm(_group_fields(), forms.ModelForm):  # type: ignore[misc]
 
 
 def group_value(metric: AnalysisMetric, key: str) -> object:
-    """Return a group's object of ``metric``: its mirror column, else its spec entry's key."""
-    column = getattr(metric, key, None)
-    if column is not None:
-        return column
-    # sequential has no mirror column: read from the analysis's spec, as the provider is.
-    for item in (metric.analysis.spec or {}).get("metrics") or []:
-        if isinstance(item, dict) and item.get("name") == metric.name:
-            return item.get(key)
-    return None
+    """Return a group's object of ``metric``: its mirror column (``compare``, ``sequential``)."""
+    return getattr(metric, key, None)
 
 
 def spec_from_forms(form: AnalysisForm, formsets: Sequence[forms.BaseFormSet]) -> AnalysisSpec:

@@ -24,7 +24,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from analyses import access, services
 from analyses.admin_numbers import number_html
-from analyses.charts import ChartPoint, render_metric_chart
+from analyses.charts import ChartPoint, render_metric_chart, render_rates_chart
 from analyses.models import Analysis, AnalysisMetric, Evaluation, MetricResult
 from sentinel_core.compare import (
     DEFAULT_BY,
@@ -33,6 +33,7 @@ from sentinel_core.compare import (
     DEFAULT_WORSE,
 )
 from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
+from sentinel_core.sequential import Counted
 from sentinel_core.spec import DEFAULT_TARGET_KIND
 from sentinel_core.status import AnalysisStatus, Condition
 
@@ -100,6 +101,8 @@ class MetricChart:
     # With compare (docs/analysis.md): the spec in words, the last evaluation's one sentence.
     compare: SafeString | str = ""
     comparison: str = ""
+    # With sequential: the graph of both sides' bad-event rates, drawn under the evidence.
+    rates_svg: SafeString | str = ""
 
 
 def changelist_url(**filters: str) -> str:
@@ -231,38 +234,16 @@ def metric_charts(
     ``latest`` (the resource's status) supplies each metric's current value and verdict.
     """
     current = {result.name: result for result in (latest.metric_results if latest else ())}
-    recent = list(
-        Evaluation.objects.filter(analysis=analysis)
-        .order_by("-started_at", "-id")
-        .values_list("pk", "started_at", "paused")[:evaluations]
-    )
-    started = {pk: (at, paused) for pk, at, paused in recent}
-    values: dict[str, list[ChartPoint]] = defaultdict(list)
-    results = MetricResult.objects.filter(evaluation_id__in=list(started)).values_list(
-        "evaluation_id", "name", "value", "baseline", "limit", "comparison"
-    )
-    for evaluation_id, name, value, baseline, limit, comparison in results:
-        at, paused = started[evaluation_id]
-        compared = comparison if isinstance(comparison, dict) else {}
-        values[name].append(
-            ChartPoint(
-                at=at,
-                value=value,
-                paused=paused,
-                baseline=baseline,
-                limit=limit,
-                new_median=compared.get("newMedian"),
-                old_median=compared.get("oldMedian"),
-            )
-        )
+    values = chart_points(analysis, evaluations=evaluations)
     rollout = latest.rollout if latest is not None else None
+    started_at = rollout.started_at if rollout is not None else None
     charts = []
     for metric in analysis.metrics.all():
         points = values.get(metric.name, [])
         result = current.get(metric.name)
-        # A sequential metric (the one kind without a query) draws its evidence on a log
-        # scale against the evidence needed (docs/analysis.md).
-        evidence = not metric.query
+        # A sequential metric draws its evidence on a log scale against the evidence needed
+        # (docs/analysis.md#sequential-judgment-a-false-pause-budget-per-rollout).
+        evidence = metric.is_sequential
         needed = next((p.limit for p in reversed(points) if p.limit is not None), None)
         bound = needed if evidence else metric.max_value
         charts.append(
@@ -276,10 +257,19 @@ def metric_charts(
                         points,
                         max_value=bound,
                         title=metric.name,
-                        rollout_at=rollout.started_at if rollout is not None else None,
+                        rollout_at=started_at,
                         width=960,
                         evidence=evidence,
                     )
+                ),
+                rates_svg=(
+                    mark_safe(
+                        render_rates_chart(
+                            points, title=metric.name, rollout_at=started_at, width=960
+                        )
+                    )
+                    if evidence
+                    else ""
                 ),
                 latest_value=result.value if result is not None else None,
                 latest_verdict=str(result.verdict) if result is not None else "",
@@ -297,6 +287,44 @@ def metric_charts(
             )
         )
     return charts
+
+
+def chart_points(
+    analysis: Analysis, *, evaluations: int = CHART_EVALUATIONS
+) -> dict[str, list[ChartPoint]]:
+    """Return each metric's points from the history rows of its newest ``evaluations``.
+
+    A sequential metric's points carry both sides' bad-event rates over the steps each
+    evaluation counted (``MetricResult.counted``); None where it counted none.
+    """
+    recent = list(
+        Evaluation.objects.filter(analysis=analysis)
+        .order_by("-started_at", "-id")
+        .values_list("pk", "started_at", "paused")[:evaluations]
+    )
+    started = {pk: (at, paused) for pk, at, paused in recent}
+    values: dict[str, list[ChartPoint]] = defaultdict(list)
+    results = MetricResult.objects.filter(evaluation_id__in=list(started)).values_list(
+        "evaluation_id", "name", "value", "baseline", "limit", "comparison", "counted"
+    )
+    for evaluation_id, name, value, baseline, limit, comparison, counted in results:
+        at, paused = started[evaluation_id]
+        compared = comparison if isinstance(comparison, dict) else {}
+        sides = Counted.from_dict(counted)
+        values[name].append(
+            ChartPoint(
+                at=at,
+                value=value,
+                paused=paused,
+                baseline=baseline,
+                limit=limit,
+                new_median=compared.get("newMedian"),
+                old_median=compared.get("oldMedian"),
+                new_rate=sides.new_rate if sides is not None else None,
+                old_rate=sides.old_rate if sides is not None else None,
+            )
+        )
+    return values
 
 
 def _increase_text(metric: AnalysisMetric) -> SafeString | str:

@@ -386,6 +386,7 @@ def _metric_columns(metric: MetricSpec) -> dict[str, Any]:
         "min_samples_query": guard.query if guard is not None else "",
         "min_samples_min": guard.min if guard is not None else None,
         "compare": metric.compare.to_dict() if metric.compare is not None else {},
+        "sequential": metric.sequential.to_dict() if metric.sequential is not None else {},
     }
 
 

@@ -159,6 +159,10 @@ class AnalysisMetric(models.Model):
     # compare (docs/resource.md#new-pods-against-old-pods) in the resource's shape, defaults written
     # out; empty without one.
     compare = models.JSONField(default=dict, blank=True)
+    # sequential in the resource's shape, defaults written out; empty without one. A metric
+    # with it has no query; ``is_sequential`` says which kind it is
+    # (docs/analysis.md#sequential-judgment-a-false-pause-budget-per-rollout).
+    sequential = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["analysis", "position"]
@@ -171,9 +175,18 @@ class AnalysisMetric(models.Model):
             return self.name
         return f"{self.name} <= {self.max_value:g}"
 
+    @property
+    def is_sequential(self) -> bool:
+        """Return whether this metric is judged sequentially (its value is the evidence)."""
+        return bool(self.sequential)
+
     def as_spec(self) -> dict[str, object]:
         """Return this metric in the custom resource's ``spec.metrics[]`` shape."""
-        out: dict[str, object] = {"name": self.name, "query": self.query}
+        out: dict[str, object] = {"name": self.name}
+        if self.sequential:
+            out["sequential"] = dict(self.sequential)
+            return out
+        out["query"] = self.query
         if self.max_value is not None:
             out["maxValue"] = self.max_value
         if self.max_increase_percent is not None:
@@ -255,6 +268,10 @@ class MetricResult(models.Model):
     # With compare: status.metricResults[].comparison of this evaluation (medians, p-value,
     # samples, hashes); empty without one. The chart draws newMedian and oldMedian.
     comparison = models.JSONField(default=dict, blank=True)
+    # With sequential: both sides' bad and all events over the steps this evaluation counted
+    # (sentinel_core.sequential.Counted.to_dict); empty when it counted none. The chart draws
+    # the two sides' bad-event rates from it.
+    counted = models.JSONField(default=dict, blank=True)
     # Error when this metric's query got no usable answer.
     verdict = models.CharField(max_length=16, choices=OUTCOME_CHOICES)
     # Detail for humans, e.g. "worst of 3 series" or Prometheus's error text.

@@ -82,8 +82,11 @@ def _story(settings: DemoSettings) -> list[str]:
         f"{manifests.COMPARE_METRIC} compares the new pods'",
         f" mean latency with the old pods' (at most +{manifests.COMPARE_MAX_EFFECT} %): "
         "devcluster has no ReplicaSets, so it",
-        " stays Inconclusive/NoComparison (make demo CLUSTER=real shows it). Ctrl-C "
-        "stops everything.",
+        " stays Inconclusive/NoComparison (make demo CLUSTER=real shows it); so does "
+        f"{manifests.SEQUENTIAL_METRIC},",
+        " which judges the new pods' error rate against the old pods' sequentially: no "
+        "ReplicaSets,",
+        " no pods to compare. Ctrl-C stops everything.",
     ]
 
 
@@ -102,7 +105,12 @@ def _real_story(settings: DemoSettings) -> list[str]:
         f"+{manifests.COMPARE_MAX_EFFECT} %, every {settings.interval}),",
         f" and after {manifests.FAILURE_LIMIT} failures the operator pauses the rollout mid-way: "
         "old and new",
-        " ReplicaSets keep their sizes while paused. Ctrl-C stops everything.",
+        " ReplicaSets keep their sizes while paused. "
+        f"{manifests.SEQUENTIAL_METRIC} judges the new pods' error",
+        f" rate against the old pods' step by step (at most +{manifests.SEQUENTIAL_MAX_INCREASE} "
+        f"%): every pod fails {manifests.POD_ERROR_RATE * 100:g} % of its",
+        " requests, so it stays Pass; the UI draws its evidence and both sides' rates. Ctrl-C",
+        " stops everything.",
     ]
 
 

@@ -11,7 +11,11 @@ compares the new pods' mean latency with the old pods' (``compare``), each pod's
 Prometheus's Kubernetes discovery labels it: on the real control plane (``pods_port``), whose
 pods run on kwok's simulated node and are served by the demo (``testkit.pod_server``), the
 Deployment rolls one pod per ``MIN_READY_SECONDS`` so that a pause lands mid-rollout; on
-devcluster, which has no ReplicaSets, it says why it cannot compare.
+devcluster, which has no ReplicaSets, it says why it cannot compare. A fourth metric judges the
+pods' error rates sequentially (``sequential``, docs/analysis.md): every pod fails
+``POD_ERROR_RATE`` of its requests, old and new alike, so it stays Pass (no evidence of harm)
+while its evidence and both sides' rates are drawn in the UI; on devcluster it says why it
+stays NoComparison, as the third.
 """
 
 from __future__ import annotations
@@ -50,6 +54,13 @@ MIN_READY_SECONDS = 30
 # The pods' mean latency: NEXT_IMAGE's pods are 60 % slower (the release's regression).
 POD_LATENCY = 0.05
 NEXT_POD_LATENCY = 0.08
+# New pods against old pods on counts: the share of failed requests, the new pods' at most
+# SEQUENTIAL_MAX_INCREASE % above the old pods'. The release is slower, not more error-prone:
+# both sides fail POD_ERROR_RATE of their requests, so the sequential metric stays Pass (a good
+# side of the release is never paused for it).
+SEQUENTIAL_METRIC = "errors-vs-old"
+SEQUENTIAL_MAX_INCREASE = 10
+POD_ERROR_RATE = 0.02
 
 
 def query(rate_window: str) -> str:
@@ -86,7 +97,12 @@ def workload(*, interval: str, rate_window: str, pods_port: int | None = None) -
         NAME,
         NAMESPACE,
         target=NAME,
-        metrics=[metric, relative_metric(rate_window), compare_metric(interval, rate_window)],
+        metrics=[
+            metric,
+            relative_metric(rate_window),
+            compare_metric(interval, rate_window),
+            sequential_metric(),
+        ],
         interval=interval,
         failure_limit=FAILURE_LIMIT,
     )
@@ -125,5 +141,18 @@ def relative_metric(rate_window: str) -> dict[str, object]:
                 f'{{app="{NAME}",job="{APP_JOB}"}}[{rate_window}]))'
             ),
             "min": MIN_REQUESTS,
+        },
+    }
+
+
+def sequential_metric() -> dict[str, object]:
+    """Return the pods' failed requests against all, new pods against old (``sequential``)."""
+    selector = f'namespace="{NAMESPACE}",app="{NAME}",job="{PODS_JOB}"'
+    return {
+        "name": SEQUENTIAL_METRIC,
+        "sequential": {
+            "bad": f"http_request_errors_total{{{selector}}}",
+            "total": f"http_requests_total{{{selector}}}",
+            "maxIncrease": {"percent": SEQUENTIAL_MAX_INCREASE},
         },
     }

@@ -220,15 +220,17 @@ class Demo:
         env["SENTINEL_PROMETHEUS_URL"] = self._prometheus.url
 
     def _start_pods(self) -> None:
-        """Serve the checkout pods' metrics at their IPs: NEXT_IMAGE's pods are slower."""
+        """Serve the checkout pods' metrics at their IPs: NEXT_IMAGE's pods are slower, and
+        every pod fails the same share of its requests."""
         assert self._cluster is not None
         self._pods_api = self._cluster.api_client()
         self._pods = PodServer(
             self._pods_api,
             manifests.NAMESPACE,
-            default=Behaviour(latency=manifests.POD_LATENCY),
+            default=Behaviour(latency=manifests.POD_LATENCY, error_rate=manifests.POD_ERROR_RATE),
         )
-        self._pods.behave(Behaviour(latency=manifests.NEXT_POD_LATENCY), image=manifests.NEXT_IMAGE)
+        slower = Behaviour(latency=manifests.NEXT_POD_LATENCY, error_rate=manifests.POD_ERROR_RATE)
+        self._pods.behave(slower, image=manifests.NEXT_IMAGE)
         self._pods.start()
 
     def _new_cluster(self, port: int) -> DevCluster | RealCluster:

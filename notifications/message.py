@@ -16,6 +16,7 @@ from notifications.channels import Message
 from notifications.config import NotifyConfig
 from notifications.models import Delivery
 from sentinel_core.notify import NotifyEvent
+from sentinel_core.sequential import Counted
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +50,24 @@ def compose(delivery: Delivery, conf: NotifyConfig, *, now: datetime) -> Message
 
 def chart(analysis: Analysis, *, now: datetime) -> bytes:
     """Return the PNG of the analysis's metrics over the hour before ``now``."""
-    since = now - render.WINDOW
+    series, pauses = series_of(analysis, since=now - render.WINDOW)
+    title = f"{analysis.namespace}/{analysis.name}: the last hour"
+    return render.chart_png(title, series, pauses, now)
+
+
+def series_of(analysis: Analysis, *, since: datetime) -> tuple[list[render.Series], list[datetime]]:
+    """Return the panels of the picture from the history rows since ``since``, and the pauses.
+
+    A sequential metric (docs/analysis.md#sequential-judgment-a-false-pause-budget-per-rollout)
+    is two panels: its evidence, and under it both sides' bad-event rates in percent over the
+    steps each evaluation counted.
+    """
     evaluations = Evaluation.objects.filter(analysis=analysis, started_at__gte=since)
     pauses = list(evaluations.filter(paused=True).values_list("started_at", flat=True))
     rows = (
         MetricResult.objects.filter(evaluation__in=evaluations)
         .order_by("evaluation__started_at", "id")
-        .values_list("name", "evaluation__started_at", "value", "max_value", "limit")
+        .values_list("name", "evaluation__started_at", "value", "max_value", "limit", "counted")
     )
     # The baseline (docs/resource.md, maxIncrease) where the history rows have one.
     baselines: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
@@ -65,25 +77,37 @@ def chart(analysis: Analysis, *, now: datetime) -> bytes:
         .values_list("name", "evaluation__started_at", "baseline")
     ):
         baselines[name].append((at, base))
-    metrics = [m for m in (analysis.spec or {}).get("metrics", []) if isinstance(m, dict)]
-    # Sequential metrics (docs/analysis.md): the value is the evidence, the limit the needed.
-    sequential = {m.get("name") for m in metrics if m.get("sequential") is not None}
+    sequential = set(analysis.metrics.exclude(sequential={}).values_list("name", flat=True))
     points: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
+    sides: dict[str, list[tuple[datetime, float | None, float | None]]] = defaultdict(list)
     maxima: dict[str, float | None] = {}
-    for name, at, value, max_value, limit in rows:
+    for name, at, value, max_value, limit, counted in rows:
         points[name].append((at, value))
+        # The value of a sequential metric is its evidence, its limit the evidence needed.
         maxima[name] = limit if name in sequential else max_value
-    order = [m.get("name") for m in metrics]
+        if name in sequential:
+            sides[name].append((at, *_percent(Counted.from_dict(counted))))
+    order = list(analysis.metrics.values_list("name", flat=True))
     names = [n for n in order if n in points] + sorted(set(points) - set(order))
-    series = [
-        render.Series(
-            name,
-            maxima[name],
-            points[name],
-            tuple(b for b in baselines.get(name, ()) if b[1] is not None),
-            evidence=name in sequential,
+    series: list[render.Series] = []
+    for name in names:
+        series.append(
+            render.Series(
+                name,
+                maxima[name],
+                points[name],
+                tuple(b for b in baselines.get(name, ()) if b[1] is not None),
+                evidence=name in sequential,
+            )
         )
-        for name in names
-    ]
-    title = f"{analysis.namespace}/{analysis.name}: the last hour"
-    return render.chart_png(title, series, pauses, now)
+        if name in sequential:
+            label = f"{name}: bad events in % of events, new pods against old pods"
+            series.append(render.Series(label, None, (), sides=tuple(sides[name])))
+    return series, pauses
+
+
+def _percent(counted: Counted | None) -> tuple[float | None, float | None]:
+    if counted is None:
+        return None, None
+    new, old = counted.new_rate, counted.old_rate
+    return (None if new is None else new * 100, None if old is None else old * 100)

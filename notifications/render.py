@@ -5,7 +5,9 @@ that moment. It tells the same story as the UI's SVG (``analyses.charts``), in i
 value in blue, the ``maxValue`` line dashed red with the zone above it shaded, the baseline
 (when the history rows have one) dashed violet, and every evaluation that paused the rollout as
 a dashed amber line. One panel per metric, 800 px wide, about 400 px for one metric: readable
-in a chat window without opening it.
+in a chat window without opening it. A sequential metric gets a second panel under its
+evidence: both sides' bad-event rates in percent (``Series.sides``), the new pods solid orange
+and the old pods dashed slate, as in the UI.
 
 The y axis always starts at 0 (or below the lowest value) and ends ``HEADROOM`` above the
 highest of data and ``maxValue``, and the panels sit at fixed fractions of the figure
@@ -45,6 +47,9 @@ VALUE = "#2563eb"
 MAX_VALUE = "#dc2626"
 PAUSE = "#d97706"
 BASELINE = "#7c3aed"
+# analyses/charts/_compare.py's two sides.
+NEW = "#c2410c"
+OLD = "#475569"
 GRID = "#e5e7eb"
 LABEL = "#6b7280"
 
@@ -81,6 +86,9 @@ class Series:
     # A sequential metric (docs/analysis.md): the values are its evidence, drawn on a log
     # scale, and max_value is the evidence needed.
     evidence: bool = False
+    # A sequential metric's rates panel: per sample the new and the old pods' bad events in %
+    # of their events over the steps counted (None: none counted); ``points`` is then empty.
+    sides: Sequence[tuple[datetime, float | None, float | None]] = field(default_factory=tuple)
 
 
 def y_limits(series: Series) -> tuple[float, float]:
@@ -98,6 +106,7 @@ def y_limits(series: Series) -> tuple[float, float]:
         high = math.ceil(max([0.0, *logs]) + math.log10(HEADROOM))
         return 10.0**low, 10.0 ** max(high, low + 1)
     values = [v for _, v in (*series.points, *series.baseline) if _finite(v)]
+    values += [v for _, *pair in series.sides for v in pair if v is not None and _finite(v)]
     if series.max_value is not None:
         values.append(series.max_value)
     top = max(values, default=1.0)
@@ -179,7 +188,7 @@ def draw_png(
     fig.suptitle(title, x=LEFT, ha="left", y=1 - 10 / height, fontsize=12, fontweight="bold")
     # The last hour, or less when the history is younger: a few minutes of samples squeezed
     # into the right edge of an hour would be unreadable.
-    firsts = [at for one in series for at, _ in one.points[:1]]
+    firsts = [at for one in series for at, *_ in (*one.points[:1], *one.sides[:1])]
     start = max(
         now - WINDOW, min(firsts, default=now - WINDOW) - (now - min(firsts, default=now)) * 0.05
     )
@@ -231,7 +240,12 @@ def _panel(
         )
     if one.baseline:
         _line(ax, one.baseline, BASELINE, style=(0, (2, 2)), label="baseline")
-    _line(ax, one.points, VALUE, style="solid", label="value")
+    if one.sides:
+        _line(ax, [(at, new) for at, new, _ in one.sides], NEW, style="solid", label="new pods")
+        old = [(at, old) for at, _, old in one.sides]
+        _line(ax, old, OLD, style=(0, (6, 4)), label="old pods")
+    else:
+        _line(ax, one.points, VALUE, style="solid", label="value")
     # On the panel's title line, right: inside the plot it would hide the newest samples.
     ax.legend(
         loc="lower right",

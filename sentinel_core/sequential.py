@@ -210,6 +210,74 @@ class State:
         )
 
 
+@dataclass(frozen=True)
+class Counted:
+    """Both sides' counts over the steps one evaluation counted: the history's per-side rates.
+
+    The status keeps the sums since the rollout began; an evaluation's own steps (one, or a
+    backlog after an outage) are what the graph of the two sides' bad-event rates draws.
+    """
+
+    new_bad: float
+    new_total: float
+    old_bad: float
+    old_total: float
+    steps: int
+    # The end of the last step counted (the state's ``through`` after it).
+    through: str
+
+    @property
+    def new_rate(self) -> float | None:
+        """Return the new pods' bad events per event; None without events."""
+        return self.new_bad / self.new_total if self.new_total > 0 else None
+
+    @property
+    def old_rate(self) -> float | None:
+        """Return the old pods' bad events per event; None without events."""
+        return self.old_bad / self.old_total if self.old_total > 0 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "newBad": self.new_bad,
+            "newTotal": self.new_total,
+            "oldBad": self.old_bad,
+            "oldTotal": self.old_total,
+            "steps": self.steps,
+            "through": self.through,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: object) -> Counted | None:
+        """Return the counts in a history row's ``counted``; None when missing or malformed."""
+        if not isinstance(raw, Mapping):
+            return None
+        counts = [number(raw.get(k)) for k in ("newBad", "newTotal", "oldBad", "oldTotal")]
+        steps, through = raw.get("steps"), raw.get("through")
+        if any(c is None or c < 0 for c in counts) or not isinstance(through, str):
+            return None
+        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+            return None
+        new_bad, new_total, old_bad, old_total = (float(c or 0.0) for c in counts)
+        return cls(new_bad, new_total, old_bad, old_total, steps, through)
+
+
+def counted(before: State, after: State) -> Counted:
+    """Return what ``advance`` added to ``before`` to make ``after`` (the same key)."""
+    return Counted(
+        new_bad=_difference(after.new_bad, before.new_bad),
+        new_total=_difference(after.new_total, before.new_total),
+        old_bad=_difference(after.old_bad, before.old_bad),
+        old_total=_difference(after.old_total, before.old_total),
+        steps=after.steps - before.steps,
+        through=after.through,
+    )
+
+
+def _difference(after: float, before: float) -> float:
+    # Sums of floats: 0.30000000000000004 - 0.1 is not 0.2 exactly; counts need no more digits.
+    return max(0.0, round(after - before, _DECIMALS))
+
+
 def fresh(key: str, since: str) -> State:
     """Return the state of a rollout with nothing counted yet: evidence 1."""
     return State(key=key, since=since, through=since)

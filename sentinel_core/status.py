@@ -16,7 +16,7 @@ from typing import Any
 
 from sentinel_core.compare import Comparison
 from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
-from sentinel_core.sequential import State
+from sentinel_core.sequential import Counted, State
 from sentinel_core.values import format_time, non_negative_integer, parse_time
 
 
@@ -114,6 +114,10 @@ class MetricResult:
     comparison: Comparison | None = None
     # With sequential: the evidence and the counts it continues from (docs/analysis.md).
     sequential: State | None = None
+    # With sequential: both sides' counts over the steps this evaluation counted (None when it
+    # counted none). Not part of the resource's status, which keeps the sums since the rollout
+    # began: the history row keeps it, for the graph of the two sides' rates.
+    counted: Counted | None = field(default=None, compare=False)
     # The lowest bound the value was judged against (maxValue or the baseline's limit). Not
     # part of the resource's status: the operator exports it as sentinel_metric_threshold.
     # Left out of equality, so a status read back from the resource equals the one written.

@@ -47,12 +47,13 @@ def record_attempt(
         m = measured.get(metric.name)
         ok = m is not None and m.error is None
         result = judged.get(metric.name)
-        limit, series, comparison = None, {}, {}
+        limit, series, comparison, counted = None, {}, {}, {}
         if result is not None:
             verdict = Outcome(result.verdict.value)
             message = result.message
             limit, series = result.limit, dict(result.series)
             comparison = result.comparison.to_dict() if result.comparison is not None else {}
+            counted = result.counted.to_dict() if result.counted is not None else {}
         else:
             # Measured with an error, or not measured because an earlier step failed.
             verdict = Outcome.ERROR
@@ -74,6 +75,7 @@ def record_attempt(
                 samples_text=(m.samples_text or "") if ok and m is not None else "",
                 series=series,
                 comparison=comparison,
+                counted=counted,
                 verdict=verdict,
                 message=message,
             )

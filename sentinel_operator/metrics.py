@@ -273,8 +273,8 @@ def _metric_gauges() -> Iterator[Metric]:
     rows = (
         MetricResult.objects.filter(evaluation__in=newest_of_live)
         .filter(Exists(in_spec))
-        # A sequential metric is the one kind without a query (docs/analysis.md).
-        .annotate(sequential=Exists(in_spec.filter(query="")))
+        # The mirror's sequential column: empty for every other kind (docs/analysis.md).
+        .annotate(sequential=Exists(in_spec.exclude(sequential={})))
         .order_by("evaluation__analysis__namespace", "evaluation__analysis__name", "id")
         .values_list(
             "evaluation__analysis__namespace",

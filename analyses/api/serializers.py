@@ -78,6 +78,41 @@ class ComparisonField(serializers.Field):
         return value or None
 
 
+_COUNT = {"type": "number", "minimum": 0}
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "nullable": True,
+        "description": (
+            "With sequential: both sides' counts over the steps this evaluation counted "
+            "(docs/analysis.md#sequential-judgment-a-false-pause-budget-per-rollout); the "
+            "bad-event rates are newBad/newTotal and oldBad/oldTotal. Null when it counted none."
+        ),
+        "properties": {
+            "newBad": {**_COUNT, "description": "Bad events on the new pods."},
+            "newTotal": {**_COUNT, "description": "All events on the new pods."},
+            "oldBad": {**_COUNT, "description": "Bad events on the old pods."},
+            "oldTotal": {**_COUNT, "description": "All events on the old pods."},
+            "steps": {"type": "integer", "minimum": 0, "description": "Steps counted."},
+            "through": {
+                "type": "string",
+                "format": "date-time",
+                "description": "The end of the last step counted.",
+            },
+        },
+        "required": ["newBad", "newTotal", "oldBad", "oldTotal", "steps", "through"],
+    },
+    component_name="Counted",
+)
+class CountedField(serializers.Field):
+    """``MetricResult.counted``: a sequential evaluation's per-side counts; ``{}`` if none."""
+
+    def to_representation(self, value: Any) -> Any:
+        return value or None
+
+
 class AnalysisSerializer(serializers.Serializer):
     """A RolloutAnalysis: where it lives, its resourceVersion, spec and status."""
 
@@ -234,6 +269,15 @@ class MetricResultSerializer(serializers.ModelSerializer):
         help_text="With compare: the new pods against the old ones; null without one.",
     )
 
+    counted = CountedField(
+        read_only=True,
+        allow_null=True,
+        help_text=(
+            "With sequential: the new and the old pods' bad and all events over the steps this "
+            "evaluation counted; null when it counted none."
+        ),
+    )
+
     class Meta:
         model = MetricResult
         fields = [
@@ -247,6 +291,7 @@ class MetricResultSerializer(serializers.ModelSerializer):
             "samples",
             "series",
             "comparison",
+            "counted",
             "verdict",
             "message",
         ]

@@ -213,6 +213,12 @@ def draw_series(frame: Frame, points: Sequence[ChartPoint], max_value: float | N
     return parts
 
 
+def draw_note(frame: Frame, words: str) -> list[str]:
+    """Write ``words`` in the middle of an empty plot (nothing evaluated or counted yet)."""
+    middle = ((frame.left + frame.right) / 2, (frame.top + frame.bottom) / 2)
+    return [svg_text(*middle, words, anchor="middle", css="chart-empty", size=13)]
+
+
 def draw_time_axis(frame: Frame, points: Sequence[ChartPoint]) -> list[str]:
     """Label the time axis at the first, middle and last evaluation."""
     if not points:

@@ -25,6 +25,7 @@ from analyses.charts._compare import comparison_lines
 from analyses.charts._layers import (
     draw_baseline,
     draw_grid,
+    draw_note,
     draw_pauses,
     draw_rollout,
     draw_series,
@@ -32,7 +33,7 @@ from analyses.charts._layers import (
     draw_time_axis,
 )
 from analyses.charts._scale import ChartPoint, frame_for, is_breach
-from analyses.charts._svg import clock, svg_text
+from analyses.charts._svg import clock
 from sentinel_core.values import format_value
 
 
@@ -83,16 +84,7 @@ def render_metric_chart(
         *draw_time_axis(frame, ordered),
     ]
     if not ordered:
-        parts.append(
-            svg_text(
-                (frame.left + frame.right) / 2,
-                (frame.top + frame.bottom) / 2,
-                "No evaluations yet",
-                anchor="middle",
-                css="chart-empty",
-                size=13,
-            )
-        )
+        parts.extend(draw_note(frame, "No evaluations yet"))
     parts.append("</svg>")
     return "".join(parts)
 

@@ -38,6 +38,10 @@ class ChartPoint:
     # With compare (docs/resource.md): the new and the old pods' medians (None: no comparison).
     new_median: float | None = None
     old_median: float | None = None
+    # With sequential (docs/analysis.md): the new and the old pods' bad events per event over
+    # the steps this evaluation counted (None: no step counted, or no events on that side).
+    new_rate: float | None = None
+    old_rate: float | None = None
 
 
 @dataclass(frozen=True)

@@ -251,12 +251,16 @@ def decide(obs: Observation) -> Decision:
             status, last_verdict=verdict, metric_results=judged, last_evaluation_time=now
         )
         history = HistoryEntry(Outcome(verdict.value), None, "", judged, pause is not None)
-    elif unavailable:
-        message = errors_text(unavailable)
-        history = HistoryEntry(Outcome.ERROR, Reason.METRICS_UNAVAILABLE, message, judged)
     else:
-        reason = rejection(rejected)[0]
-        history = HistoryEntry(Outcome.ERROR, reason, errors_text(rejected), judged)
+        # The status keeps its metric results, so a sequential metric's through stays where it
+        # was and the next attempt counts these steps again: they were not counted here.
+        uncounted = tuple(replace(result, counted=None) for result in judged)
+        if unavailable:
+            message = errors_text(unavailable)
+            history = HistoryEntry(Outcome.ERROR, Reason.METRICS_UNAVAILABLE, message, uncounted)
+        else:
+            reason = rejection(rejected)[0]
+            history = HistoryEntry(Outcome.ERROR, reason, errors_text(rejected), uncounted)
     return Decision(
         status=status,
         pause=pause,

@@ -17,7 +17,7 @@ from sentinel_core.compare import judge_comparison
 from sentinel_core.conditions import Reason, Verdict
 from sentinel_core.kinds import DEPLOYMENT, no_new_side
 from sentinel_core.measurement import Measurement
-from sentinel_core.sequential import Settings, advance, judge_sequential
+from sentinel_core.sequential import Settings, advance, counted, judge_sequential
 from sentinel_core.sequential_read import Basis
 from sentinel_core.spec import MetricSpec
 from sentinel_core.status import MetricResult, Rollout
@@ -231,19 +231,24 @@ def _judge_sequential(
         why = no_new_side(kind)
         kept = context.basis.previous
         return _inconclusive(_with(base, sequential=kept), Reason.NO_COMPARISON, why)
-    state = context.basis.state(reading.new_hash)
+    before = context.basis.state(reading.new_hash)
     # Only steps after the state's end count: a step is never counted twice.
-    through = parse_time(state.through)
+    through = parse_time(before.through)
     steps = [
         step
         for step in reading.steps
         if through is None or (parse_time(step.end) or through) > through
     ]
-    state = replace(advance(state, steps, settings), needed=settings.needed)
+    state = replace(advance(before, steps, settings), needed=settings.needed)
     outcome = judge_sequential(
         settings, state, rollout=True, old_side=bool(reading.old_hashes), kind=kind
     )
-    judged = _with(base, value=format_value(float(f"{state.evidence:.6g}")), sequential=state)
+    judged = _with(
+        base,
+        value=format_value(float(f"{state.evidence:.6g}")),
+        sequential=state,
+        counted=counted(before, state) if steps else None,
+    )
     if outcome.missing:
         return _inconclusive(judged, Reason.NO_COMPARISON, outcome.missing)
     failed = outcome.verdict == Verdict.FAIL

@@ -106,6 +106,7 @@ def test_evaluation_shape(api: Api, analysis: Analysis) -> None:
                     "samples": "",
                     "series": {},
                     "comparison": None,
+                    "counted": None,
                     "verdict": "Pass",
                     "message": "",
                 },
@@ -121,6 +122,7 @@ def test_evaluation_shape(api: Api, analysis: Analysis) -> None:
                     "samples": "",
                     "series": {},
                     "comparison": None,
+                    "counted": None,
                     "verdict": "Fail",
                     "message": "",
                 },
@@ -159,6 +161,7 @@ def test_a_baseline_relative_result_carries_baseline_limit_samples_and_series(
         "samples": "1843",
         "series": {"pod": "checkout-7d9f-x2k4", "route": "/pay"},
         "comparison": None,
+        "counted": None,
         "verdict": "Fail",
         "message": "0.412 is 249 % above the baseline 0.118 before the rollout (limit +20 %)",
     }
@@ -187,6 +190,38 @@ def test_a_compare_result_carries_its_comparison(api: Api, analysis: Analysis) -
     )
     (evaluation,) = api.get("analyses/shop/checkout/evaluations/").json()["results"]
     assert evaluation["metricResults"][1]["comparison"] == comparison
+
+
+def test_a_sequential_result_carries_both_sides_counts_of_the_steps_it_counted(
+    api: Api, analysis: Analysis
+) -> None:
+    (first,) = _history(analysis, 1)
+    counted = {
+        "newBad": 31.0,
+        "newTotal": 1200.0,
+        "oldBad": 13.0,
+        "oldTotal": 1210.0,
+        "steps": 2,
+        "through": "2026-11-29T10:00:00Z",
+    }
+    MetricResult.objects.create(
+        evaluation=first,
+        name="errors-vs-old",
+        value=87.0,
+        value_text="87",
+        limit=20.0,
+        counted=counted,
+        verdict="Pass",
+        message="new pods' error rate is 2.4 \u00d7 the old pods'",
+    )
+    (evaluation,) = api.get("analyses/shop/checkout/evaluations/").json()["results"]
+    assert evaluation["metricResults"][1]["counted"] == counted
+    # The schema documents the field with its counts.
+    schema = api.get("schema/", params={"format": "json"}).json()
+    component = schema["components"]["schemas"]["Counted"]
+    assert set(component["required"]) == set(counted)
+    result = schema["components"]["schemas"]["MetricResult"]["properties"]["counted"]
+    assert "Counted" in str(result)
 
 
 def test_since_is_inclusive_and_until_exclusive(api: Api, analysis: Analysis) -> None:

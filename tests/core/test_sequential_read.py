@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
-from sentinel_core.conditions import ConditionStatus, ConditionType, Reason, Verdict
+from sentinel_core.conditions import ConditionStatus, ConditionType, Outcome, Reason, Verdict
 from sentinel_core.measurement import Measurement, MeasurementError
-from sentinel_core.sequential import Side, Step
+from sentinel_core.sequential import Counted, Side, Step
 from sentinel_core.sequential_read import (
     MAX_STEPS,
     PART_LABEL,
@@ -300,6 +300,33 @@ def test_a_step_read_again_is_never_counted_twice() -> None:
     assert again.through == "2026-12-03T10:04:00Z"
 
 
+def test_each_evaluation_keeps_both_sides_counts_of_the_steps_it_counted() -> None:
+    story = Story()
+    decision = story.evaluate(bad_steps(1, 2, new_bad=30, old_bad=10))
+    counted = story.result().counted
+    assert counted is not None
+    assert (counted.new_bad, counted.new_total, counted.old_bad, counted.old_total) == (
+        60,
+        2000,
+        20,
+        2000,
+    )
+    assert counted.steps == 2 and counted.through == "2026-12-03T10:03:00Z"
+    assert (counted.new_rate, counted.old_rate) == (0.03, 0.01)
+    (entry,) = decision.history.metric_results
+    assert entry.counted == counted
+    # Not in the resource's status: it keeps the sums since the rollout began.
+    assert "counted" not in str(check_status(decision.status)["metricResults"][0])
+    # A re-read (a failover) counts only the step not counted before; none counted: None.
+    story.evaluate(bad_steps(1, 3, new_bad=5, old_bad=10))
+    again = story.result().counted
+    assert again is not None and (again.steps, again.new_bad, again.old_bad) == (1, 5, 10)
+    story.evaluate(bad_steps(1, 3))
+    assert story.result().counted is None
+    assert Counted.from_dict(again.to_dict()) == again
+    assert Counted.from_dict({**again.to_dict(), "newBad": -1}) is None
+
+
 def test_the_budget_is_split_among_the_sequential_metrics() -> None:
     other = {**ERRORS, "name": "other"}
     story = Story(ERRORS, other, falsePauseRate=0.01)
@@ -391,6 +418,23 @@ def test_an_unavailable_read_keeps_the_state_for_the_next_evaluation() -> None:
     # The steps of the outage are read when Prometheus answers again.
     story.evaluate(bad_steps(1, 6))
     assert story.result().sequential.steps == 6
+
+
+def test_steps_read_in_an_attempt_that_ended_in_error_are_not_counted_in_its_history() -> None:
+    story = Story(ERRORS, {"name": "p99", "query": "up", "maxValue": 1})
+    down = Measurement(metric="p99", error=MeasurementError.UNAVAILABLE, message="HTTP 502")
+    read = Measurement(
+        metric="errors-vs-old", reading=Reading("new1", ("old1",), tuple(bad_steps(1, 2)))
+    )
+    decision = story.world.decide_with((read, down), story.rollout)
+    assert decision.history.outcome == Outcome.ERROR
+    (sequential,) = [r for r in decision.history.metric_results if r.name == "errors-vs-old"]
+    # The status did not move through: the next attempt counts these steps, and its history.
+    assert sequential.counted is None
+    up = Measurement(metric="p99", value=0.5, text="0.5")
+    decision = story.world.decide_with((read, up), story.rollout)
+    (sequential,) = [r for r in decision.history.metric_results if r.name == "errors-vs-old"]
+    assert sequential.counted is not None and sequential.counted.steps == 2
 
 
 def test_every_sequential_status_field_is_in_the_crd_and_documented() -> None:

@@ -5,7 +5,8 @@ after 5 s, a 5 s interval over a 20 s rate window), on free ports and in a scrat
 against real devcluster, Prometheus, operator, runserver and kubectl. ``make demo CLUSTER=real``
 runs once more, on the real control plane (docs/realcluster.md): it comes up with the checkout
 pods running on kwok's node and discovered by Prometheus 3, rolls out the slower release, is
-paused mid-rollout by ``compare``, and stops on a terminal's Ctrl-C.
+paused mid-rollout by ``compare`` while the sequential metric counts both sides' errors, and
+stops on a terminal's Ctrl-C.
 """
 
 from __future__ import annotations
@@ -152,11 +153,12 @@ def _banner(demo: DemoProcess) -> list[str]:
     return demo.lines[start:end]
 
 
-def _compare_message(kubeconfig: str) -> str:
-    """Return the message of the demo's latency-vs-old result, "" before it has one."""
+def _messages(kubeconfig: str, *metrics: str) -> tuple[str, ...] | None:
+    """Return the messages of the demo's ``metrics`` results; None before each has one."""
     status = _kubectl_json(kubeconfig, "get", "ra", "checkout").get("status") or {}
     results = {r["name"]: r for r in status.get("metricResults") or ()}
-    return str(results.get(manifests.COMPARE_METRIC, {}).get("message", ""))
+    messages = tuple(str(results.get(metric, {}).get("message", "")) for metric in metrics)
+    return messages if all(messages) else None
 
 
 @pytest.mark.slow
@@ -213,10 +215,15 @@ def test_demo_tells_the_story_and_stops_cleanly(
         return (analysis.get("status") or {}).get("lastVerdict")
 
     assert wait_until(verdict, timeout=30, interval=0.5) in {"Pass", "Fail", "Inconclusive"}
-    # The third metric (``compare``) says why devcluster cannot compare new pods with old ones.
-    assert "no comparison: the target has no ReplicaSet yet" in wait_until(
-        lambda: _compare_message(kubeconfig), timeout=15, interval=0.5
+    # The third metric (``compare``) and the fourth (``sequential``) say why devcluster cannot
+    # compare new pods with old ones.
+    messages = wait_until(
+        lambda: _messages(kubeconfig, manifests.COMPARE_METRIC, manifests.SEQUENTIAL_METRIC),
+        timeout=15,
+        interval=0.5,
     )
+    for message in messages:
+        assert "no comparison: the target has no ReplicaSet yet" in message, messages
 
     # After the regression the operator pauses the Deployment, and the log says so.
     def paused() -> object:
@@ -412,6 +419,16 @@ def test_make_demo_cluster_real_pauses_a_rollout_of_running_pods_mid_way(
         }
         comparison = results[manifests.COMPARE_METRIC]["comparison"]
         assert sizes[comparison["newHash"]] > 0 and sizes[comparison["oldHashes"][0]] > 0, sizes
+        # The sequential metric counted both sides of the same rollout, step by step; every pod
+        # fails the same share of its requests, so it found no evidence of harm.
+        judged = results[manifests.SEQUENTIAL_METRIC]
+        state = judged["sequential"]
+        assert state["key"].split("/")[0] == comparison["newHash"], state
+        assert state["steps"] >= 1 and state["newTotal"] > 0 and state["oldTotal"] > 0, state
+        assert state["evidence"] < state["needed"], state
+        assert judged["verdict"] == "Pass", judged
+        assert judged["message"].endswith("no evidence of harm so far"), judged
+        print(f"{manifests.SEQUENTIAL_METRIC} at the pause: {judged['message']}")
         assert _kubectl_json(kubeconfig, "get", "deployment", "checkout")["spec"]["paused"]
         print(run_kubectl(["get", "rs", "-o", "wide"], kubeconfig=Path(kubeconfig)).stdout)
         children = descendants(make.process.pid)

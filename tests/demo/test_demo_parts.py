@@ -107,7 +107,7 @@ def test_the_demo_analysis_has_a_baseline_relative_metric_beside_the_fixed_one()
     documents = list(yaml.safe_load_all(manifests.workload(interval="10s", rate_window="1m")))
     (analysis,) = [d for d in documents if d["kind"] == "RolloutAnalysis"]
     parsed = parse_spec(analysis["spec"], strict=True)
-    fixed, relative, _ = parsed.metrics
+    fixed, relative, _, _ = parsed.metrics
     assert (fixed.name, fixed.max_value, fixed.max_increase) == (
         manifests.METRIC,
         manifests.MAX_VALUE,
@@ -145,6 +145,20 @@ def test_the_third_metric_compares_new_pods_with_old_ones() -> None:
     # Each pod's own series, as discovery labels it; the app's p99 is another job's.
     assert f'job="{manifests.PODS_JOB}"' in compared.query
     assert f'job="{manifests.APP_JOB}"' in manifests.query("1m")
+
+
+def test_the_fourth_metric_judges_the_pods_error_rates_sequentially() -> None:
+    documents = list(yaml.safe_load_all(manifests.workload(interval="10s", rate_window="1m")))
+    (analysis,) = [d for d in documents if d["kind"] == "RolloutAnalysis"]
+    judged = parse_spec(analysis["spec"], strict=True).metrics[3]
+    assert judged.name == manifests.SEQUENTIAL_METRIC and judged.sequential is not None
+    assert judged.sequential.by == "pod_template_hash"
+    assert judged.sequential.max_increase == manifests.SEQUENTIAL_MAX_INCREASE / 100
+    # The pods' own counters, as discovery labels them (testkit.pod_server serves them).
+    for selector in (judged.sequential.bad, judged.sequential.total):
+        assert selector is not None and f'job="{manifests.PODS_JOB}"' in selector
+    assert judged.sequential.bad.startswith("http_request_errors_total{")
+    assert judged.sequential.total.startswith("http_requests_total{")
 
 
 def test_on_the_real_control_plane_the_pods_run_on_kwok_and_roll_one_at_a_time() -> None:

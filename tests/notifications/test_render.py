@@ -1,11 +1,17 @@
-"""The PNG of a message: size, the maxValue line at its height, the baseline when present."""
+"""The PNG of a message: size, the maxValue line at its height, the baseline when present, and a
+sequential metric's evidence with both sides' bad-event rates under it."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from notifications import render
+import pytest
+
+from analyses import mirror
+from analyses.models import Evaluation, MetricResult
+from notifications import message, render
 from testkit.notify_checks import decode_png, expected_row, rows_of_colour
+from tests.analyses.resources import resource
 
 NOW = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
 
@@ -86,3 +92,51 @@ def test_a_sequential_metrics_evidence_is_drawn_on_a_log_scale_with_the_needed_l
     want = (1 - (bottom + 2 / 3 * (top - bottom))) * image.size[1]
     rows = rows_of_colour(image, render.MAX_VALUE)
     assert rows and min(abs(r - want) for r in rows) <= 2, (rows, want)
+
+
+def test_a_sequential_metrics_rates_panel_draws_both_sides_at_their_height() -> None:
+    evidence = render.Series("errors", 20.0, samples([1.0, 3.0, 8.0]), evidence=True)
+    times = [at for at, _ in samples([None] * 40)]
+    rates = render.Series("errors: bad events", None, (), sides=[(at, 3.0, 1.0) for at in times])
+    assert render.y_limits(rates) == (0.0, 3.0 * 1.15)
+    image = decode_png(render.chart_png("shop/checkout", [evidence, rates], [], NOW))
+    assert image.size == render.size_px(2)
+    for colour, value, share in ((render.NEW, 3.0, 0.25), (render.OLD, 1.0, 0.1)):
+        want = expected_row(image, value, render.y_limits(rates), 1, 2)
+        rows = rows_of_colour(image, colour, share=share)
+        assert rows and min(abs(r - want) for r in rows) <= 3, (colour, rows, want)
+
+
+@pytest.mark.django_db
+def test_the_picture_of_a_sequential_metric_is_its_evidence_and_both_sides_rates() -> None:
+    metric = {"name": "errors-vs-old", "sequential": {"bad": "errors_total", "total": "all_total"}}
+    row, _ = mirror.upsert_from_resource(resource(metrics=(metric,)))
+    stored = [
+        {"newBad": 30.0, "newTotal": 1000.0, "oldBad": 10.0, "oldTotal": 1000.0},
+        {},
+    ]
+    for index, counts in enumerate(stored):
+        at = NOW - timedelta(minutes=5 - index)
+        evaluation = Evaluation.objects.create(
+            analysis=row, started_at=at, finished_at=at, outcome="Pass", paused=index == 1
+        )
+        counted = {**counts, "steps": 1, "through": "2026-12-02T09:55:00Z"} if counts else {}
+        MetricResult.objects.create(
+            evaluation=evaluation,
+            name="errors-vs-old",
+            value=2.0,
+            limit=20.0,
+            counted=counted,
+            verdict="Pass",
+        )
+    series, pauses = message.series_of(row, since=NOW - render.WINDOW)
+    assert [s.name for s in series] == [
+        "errors-vs-old",
+        "errors-vs-old: bad events in % of events, new pods against old pods",
+    ]
+    evidence, rates = series
+    assert evidence.evidence and evidence.max_value == 20.0
+    assert [v for _, v in evidence.points] == [2.0, 2.0]
+    assert rates.max_value is None and not rates.points
+    assert [pair for _, *pair in rates.sides] == [[3.0, 1.0], [None, None]]
+    assert pauses == [NOW - timedelta(minutes=4)]

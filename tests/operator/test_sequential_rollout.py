@@ -9,7 +9,7 @@ operator asks that Prometheus through a fault proxy. ``kubectl set image`` start
 ``minReadySeconds: 3600`` holds it mid-way (4 old pods, 1 new) for as long as the test needs.
 
 - ``bad``: the new pods fail 3 times as many requests as the old ones: paused, the status's evidence
-  at least the evidence needed.
+  at least the evidence needed; the history's per-evaluation counts add up to the status's.
 - ``good``: equal rates for at least 30 evaluations, never paused; meanwhile the operator is
   SIGKILLed (the evidence continues from the status: same ``since``, ``through`` on the grid of
   whole steps, every step counted once) and Prometheus is unreachable for several steps (those
@@ -21,6 +21,7 @@ metric there is always ``NoComparison`` (covered in tests/core/test_sequential_r
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -227,6 +228,20 @@ def test_new_pods_with_three_times_the_errors_are_paused(
     )
     assert shown >= 100
     assert seq_operator.metric("sentinel_metric_threshold", labels) == 100
+    # The history keeps each evaluation's own steps, both sides' counts (the rates the UI and
+    # the picture draw): up to the status's through they add up to its sums, each step once.
+    counted = [
+        c
+        for evaluation in seq_operator.evaluations(namespace, "bad")
+        for row in evaluation["metric_results"]
+        if (c := json.loads(row["counted"] or "{}"))
+        and _seconds(c["through"]) <= _seconds(state["through"])
+    ]
+    assert sum(c["steps"] for c in counted) == state["steps"], counted
+    for key in ("newBad", "newTotal", "oldBad", "oldTotal"):
+        assert sum(c[key] for c in counted) == pytest.approx(state[key], rel=1e-6, abs=1e-3), key
+    bad = sum(c["newBad"] for c in counted) / sum(c["newTotal"] for c in counted)
+    assert bad > 1.5 * sum(c["oldBad"] for c in counted) / sum(c["oldTotal"] for c in counted)
 
 
 def test_a_histogram_without_the_boundary_is_an_invalid_query_naming_those_it_has(

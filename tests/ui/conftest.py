@@ -6,9 +6,12 @@ point ``settings.SENTINEL_KUBECONFIG`` at it, as ``analyses.services`` reads tha
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
+from pytest_django.fixtures import Settings
 
 from analyses.grant_models import NamespaceGrant
 from testkit.devcluster import DevCluster
@@ -56,3 +59,15 @@ def ui_cluster(devcluster: DevCluster) -> DevCluster:
     (``analyses.services``), which tests/api checks on both clusters.
     """
     return devcluster
+
+
+_namespaces = itertools.count(1)
+
+
+@pytest.fixture
+def namespace(ui_cluster: DevCluster, settings: Settings) -> str:
+    """Return a fresh namespace in the UI's devcluster, the admin pointed at that cluster."""
+    settings.SENTINEL_KUBECONFIG = str(ui_cluster.kubeconfig)
+    name = f"ui-forms-{next(_namespaces)}"
+    ui_cluster.kubectl("create", "namespace", name)
+    return name

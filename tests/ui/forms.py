@@ -1,11 +1,23 @@
-"""Build the POST body of the admin's analysis form, as a browser would send it."""
+"""Build the POST body of the admin's analysis form, as a browser would send it; post it; read
+back what it wrote to the cluster.
+
+The admin's form tests (thresholds, compare, sequential) share these: ``change_form`` for the
+body, ``with_fields`` for one inline row's other columns, ``post_add`` for the add form with
+one metric, ``cluster_analysis`` for the resource the cluster then holds.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
+from django.http import HttpResponse
+from django.test import Client
+from django.urls import reverse
+
 from analyses.models import Analysis
+from testkit.devcluster import DevCluster
 
 
 def change_form(
@@ -65,3 +77,29 @@ def change_form(
                 }
             )
     return data
+
+
+def with_fields(data: dict[str, Any], index: int = 0, **fields: str) -> dict[str, Any]:
+    """Return ``data`` with inline row ``index``'s other columns set (the rest left empty)."""
+    prefix = f"metrics-{index}"
+    return {**data, **{f"{prefix}-{field}": value for field, value in fields.items()}}
+
+
+def post_add(
+    client: Client,
+    into: str,
+    metric: tuple[str, str, float],
+    analysis: dict[str, str] | None = None,
+    **fields: str,
+) -> HttpResponse:
+    """Post the add form: analysis checkout in ``into`` with the ``analysis`` fields set, one
+    ``metric`` with ``fields`` set."""
+    data = change_form(None, namespace=into, name="checkout", metrics=[metric])
+    data = {**with_fields(data, **fields), **(analysis or {})}
+    return client.post(reverse("admin:analyses_analysis_add"), data)
+
+
+def cluster_analysis(cluster: DevCluster, namespace: str, name: str) -> dict[str, Any]:
+    """Return the RolloutAnalysis ``namespace/name`` as the cluster holds it."""
+    result = cluster.kubectl("get", "rolloutanalysis", name, "-n", namespace, "-o", "json")
+    return dict(json.loads(result.stdout))

@@ -16,29 +16,27 @@ from django.urls import reverse
 from analyses.admin_metric_groups import UNTICKED_MESSAGE
 from analyses.models import Analysis
 from testkit.devcluster import DevCluster
-from tests.ui.forms import change_form
-from tests.ui.test_admin_thresholds import _get, _relative, namespace  # noqa: F401
+from tests.ui.forms import change_form, cluster_analysis, post_add, with_fields
 
 pytestmark = pytest.mark.django_db
 
 
 def _add(client: Client, into: str, **fields: str) -> HttpResponse:
     """Post the add form: analysis checkout in ``into``, one metric vs-old with ``fields``."""
-    data = change_form(None, namespace=into, name="checkout", metrics=[("vs-old", "up", 0.0)])
-    return client.post(reverse("admin:analyses_analysis_add"), _relative(data, **fields))
+    return post_add(client, into, ("vs-old", "up", 0.0), **fields)
 
 
 def test_a_compare_metric_is_written_with_its_defaults_and_mirrored(
     staff_client: Client,
     ui_cluster: DevCluster,
-    namespace: str,  # noqa: F811
+    namespace: str,
 ) -> None:
     response = _add(
         staff_client, namespace, max_value="", compare_on="on", compare_max_effect_percent="10"
     )
 
     assert response.status_code == 302, response.content.decode()[-3000:]
-    (metric,) = _get(ui_cluster, namespace, "checkout")["spec"]["metrics"]
+    (metric,) = cluster_analysis(ui_cluster, namespace, "checkout")["spec"]["metrics"]
     assert metric == {
         "name": "vs-old",
         "query": "up",
@@ -59,10 +57,10 @@ def test_a_compare_metric_is_written_with_its_defaults_and_mirrored(
 def test_compare_with_max_value_is_refused_and_nothing_written(
     staff_client: Client,
     ui_cluster: DevCluster,
-    namespace: str,  # noqa: F811
+    namespace: str,
 ) -> None:
     data = change_form(None, namespace=namespace, name="checkout")
-    data = _relative(data, compare_on="on", compare_confidence="0.5")
+    data = with_fields(data, compare_on="on", compare_confidence="0.5")
 
     response = staff_client.post(reverse("admin:analyses_analysis_add"), data)
 
@@ -85,7 +83,7 @@ def test_compare_with_max_value_is_refused_and_nothing_written(
 def test_an_analysis_with_compare_shows_it_in_labelled_fields(
     staff_client: Client,
     ui_cluster: DevCluster,
-    namespace: str,  # noqa: F811
+    namespace: str,
 ) -> None:
     added = _add(
         staff_client,
@@ -122,7 +120,7 @@ def test_an_analysis_with_compare_shows_it_in_labelled_fields(
 def test_unticking_compare_removes_it_from_the_spec(
     staff_client: Client,
     ui_cluster: DevCluster,
-    namespace: str,  # noqa: F811
+    namespace: str,
 ) -> None:
     added = _add(
         staff_client, namespace, max_value="", compare_on="on", compare_max_effect_percent="10"
@@ -132,11 +130,11 @@ def test_unticking_compare_removes_it_from_the_spec(
 
     # The box unticked, its fields still as the page showed them, and a max value instead.
     edit = change_form(row, metrics=[("vs-old", "up", 0.3)])
-    edit = _relative(edit, compare_max_effect_percent="10", compare_confidence="0.95")
+    edit = with_fields(edit, compare_max_effect_percent="10", compare_confidence="0.95")
     response = staff_client.post(reverse("admin:analyses_analysis_change", args=[row.pk]), edit)
 
     assert response.status_code == 302, response.content.decode()[-3000:]
-    (metric,) = _get(ui_cluster, namespace, "checkout")["spec"]["metrics"]
+    (metric,) = cluster_analysis(ui_cluster, namespace, "checkout")["spec"]["metrics"]
     assert metric == {"name": "vs-old", "query": "up", "maxValue": 0.3}
 
 

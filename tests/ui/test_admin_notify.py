@@ -4,29 +4,17 @@ API."""
 
 from __future__ import annotations
 
-import itertools
 import json
 
 import pytest
 from django.test import Client
 from django.urls import reverse
-from pytest_django.fixtures import Settings
 
 from analyses.models import Analysis
 from testkit.devcluster import DevCluster
 from tests.ui.forms import change_form
 
 pytestmark = pytest.mark.django_db
-
-_namespaces = itertools.count(1)
-
-
-@pytest.fixture
-def namespace(ui_cluster: DevCluster, settings: Settings) -> str:
-    settings.SENTINEL_KUBECONFIG = str(ui_cluster.kubeconfig)
-    name = f"ui-notify-{next(_namespaces)}"
-    ui_cluster.kubectl("create", "namespace", name)
-    return name
 
 
 def _spec(cluster: DevCluster, namespace: str) -> dict[str, object]:

@@ -15,8 +15,7 @@ from django.urls import reverse
 
 from analyses.models import Analysis
 from testkit.devcluster import DevCluster
-from tests.ui.forms import change_form
-from tests.ui.test_admin_thresholds import _get, _relative, namespace  # noqa: F401
+from tests.ui.forms import cluster_analysis, post_add
 
 pytestmark = pytest.mark.django_db
 
@@ -25,18 +24,16 @@ TOTAL = 'http_requests_total{app="checkout"}'
 
 
 def _add(client: Client, into: str, rate: str = "", **fields: str) -> HttpResponse:
-    """Post the add form: analysis checkout in ``into``, one metric with ``fields``."""
-    data = change_form(None, namespace=into, name="checkout", metrics=[("errors-vs-old", "", 0)])
-    data = _relative(data, max_value="", **fields)
-    if rate:
-        data["false_pause_rate"] = rate
-    return client.post(reverse("admin:analyses_analysis_add"), data)
+    """Post the add form: analysis checkout in ``into``, one metric errors-vs-old with ``fields``
+    and the analysis's false pause rate ``rate``."""
+    analysis = {"false_pause_rate": rate} if rate else {}
+    return post_add(client, into, ("errors-vs-old", "", 0), analysis, max_value="", **fields)
 
 
 def test_a_sequential_metric_is_written_with_its_defaults_and_shown_again(
     staff_client: Client,
     ui_cluster: DevCluster,
-    namespace: str,  # noqa: F811
+    namespace: str,
 ) -> None:
     response = _add(
         staff_client,
@@ -49,7 +46,7 @@ def test_a_sequential_metric_is_written_with_its_defaults_and_shown_again(
     )
 
     assert response.status_code == 302, response.content.decode()[-3000:]
-    spec = _get(ui_cluster, namespace, "checkout")["spec"]
+    spec = cluster_analysis(ui_cluster, namespace, "checkout")["spec"]
     assert spec["falsePauseRate"] == 0.01
     assert spec["metrics"] == [
         {
@@ -86,7 +83,7 @@ def test_a_sequential_metric_is_written_with_its_defaults_and_shown_again(
 def test_a_broken_sequential_metric_is_refused_on_its_fields_and_nothing_written(
     staff_client: Client,
     ui_cluster: DevCluster,
-    namespace: str,  # noqa: F811
+    namespace: str,
 ) -> None:
     response = _add(
         staff_client,
@@ -114,7 +111,7 @@ def test_a_broken_sequential_metric_is_refused_on_its_fields_and_nothing_written
 def test_a_metric_with_neither_query_nor_sequential_is_told_so(
     staff_client: Client,
     ui_cluster: DevCluster,
-    namespace: str,  # noqa: F811
+    namespace: str,
 ) -> None:
     response = _add(staff_client, namespace)
 

@@ -6,7 +6,6 @@ the fields they name, nothing written.
 
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
@@ -14,38 +13,17 @@ import pytest
 import yaml
 from django.test import Client
 from django.urls import reverse
-from pytest_django.fixtures import Settings
 
 from analyses import mirror
 from analyses.models import Analysis
 from sentinel_core.spec import InvalidSpecError, parse_spec
 from testkit.devcluster import DevCluster
 from testkit.manifests import ra_manifest
-from tests.ui.forms import change_form
+from tests.ui.forms import change_form, cluster_analysis, with_fields
 
 pytestmark = pytest.mark.django_db
 
-_namespaces = itertools.count(1)
 GUARD = 'sum(increase(http_requests_total{app="checkout"}[5m]))'
-
-
-@pytest.fixture
-def namespace(ui_cluster: DevCluster, settings: Settings) -> str:
-    settings.SENTINEL_KUBECONFIG = str(ui_cluster.kubeconfig)
-    name = f"ui-thresholds-{next(_namespaces)}"
-    ui_cluster.kubectl("create", "namespace", name)
-    return name
-
-
-def _get(cluster: DevCluster, namespace: str, name: str) -> dict[str, Any]:
-    result = cluster.kubectl("get", "rolloutanalysis", name, "-n", namespace, "-o", "json")
-    return json.loads(result.stdout)
-
-
-def _relative(data: dict[str, Any], index: int = 0, **fields: str) -> dict[str, Any]:
-    """Return ``data`` with inline row ``index``'s new columns set (the rest left empty)."""
-    prefix = f"metrics-{index}"
-    return {**data, **{f"{prefix}-{field}": value for field, value in fields.items()}}
 
 
 def test_adding_with_relative_thresholds_writes_them_to_the_cluster(
@@ -59,7 +37,7 @@ def test_adding_with_relative_thresholds_writes_them_to_the_cluster(
         metrics=[("p99-latency", "up", 0.25), ("p99-vs-before", "up", 0.0)],
     )
     data["failure_window"] = "4"
-    data = _relative(
+    data = with_fields(
         data,
         1,
         max_value="",
@@ -72,7 +50,7 @@ def test_adding_with_relative_thresholds_writes_them_to_the_cluster(
     response = staff_client.post(reverse("admin:analyses_analysis_add"), data)
 
     assert response.status_code == 302, response.content.decode()[-3000:]
-    spec = _get(ui_cluster, namespace, "checkout")["spec"]
+    spec = cluster_analysis(ui_cluster, namespace, "checkout")["spec"]
     assert spec["failureWindow"] == 4 and spec["failureLimit"] == 2
     assert spec["metrics"] == [
         {"name": "p99-latency", "query": "up", "maxValue": 0.25},
@@ -109,16 +87,16 @@ def test_switching_to_an_offset_baseline_and_back_to_consecutive_counting(
     }
     manifest = ra_manifest("checkout", namespace, metrics=[metric], failureLimit=2, failureWindow=5)
     ui_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(manifest))
-    row, _ = mirror.upsert_from_resource(_get(ui_cluster, namespace, "checkout"))
+    row, _ = mirror.upsert_from_resource(cluster_analysis(ui_cluster, namespace, "checkout"))
     data = change_form(row, failure_limit=2, metrics=[("p99", "up", 0.0)])
-    data = _relative(
+    data = with_fields(
         data, max_value="", max_increase_absolute="0.05", baseline_offset="1h"
     )  # percent and beforeRollout left empty: removed
 
     response = staff_client.post(reverse("admin:analyses_analysis_change", args=[row.pk]), data)
 
     assert response.status_code == 302, response.content.decode()[-3000:]
-    spec = _get(ui_cluster, namespace, "checkout")["spec"]
+    spec = cluster_analysis(ui_cluster, namespace, "checkout")["spec"]
     assert "failureWindow" not in spec
     assert spec["metrics"] == [
         {
@@ -176,7 +154,7 @@ def test_a_broken_combination_shows_parse_specs_errors_on_its_field_and_writes_n
     where: str,
 ) -> None:
     data = change_form(None, namespace=namespace, name="checkout", failure_limit=3)
-    data = _relative(data, **fields)
+    data = with_fields(data, **fields)
     if window:
         data["failure_window"] = window
 

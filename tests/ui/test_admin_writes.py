@@ -8,7 +8,6 @@ mirrored as the watch would.
 
 from __future__ import annotations
 
-import itertools
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -18,7 +17,6 @@ import yaml
 from django.contrib.admin.models import CHANGE, DELETION, LogEntry
 from django.test import Client
 from django.urls import reverse
-from pytest_django.fixtures import Settings
 
 from analyses import mirror
 from analyses.models import Analysis
@@ -31,16 +29,6 @@ from tests.ui import factories
 from tests.ui.forms import change_form
 
 pytestmark = pytest.mark.django_db
-
-_namespaces = itertools.count(1)
-
-
-@pytest.fixture
-def namespace(ui_cluster: DevCluster, settings: Settings) -> str:
-    settings.SENTINEL_KUBECONFIG = str(ui_cluster.kubeconfig)
-    name = f"ui-writes-{next(_namespaces)}"
-    ui_cluster.kubectl("create", "namespace", name)
-    return name
 
 
 def _manifest(namespace: str, name: str, *, max_value: float = 0.25) -> dict[str, Any]:
