@@ -1,19 +1,22 @@
 """Write the history row of one reconcile attempt (docs/status.md#history-outcomes).
 
 ``outcome.record`` calls ``record_attempt`` once per attempt: one ``Evaluation`` row with one
-``MetricResult`` row per metric, also for attempts that ended in an error. It runs inside
-``outcome.record``'s one transaction; alone it opens its own.
+``MetricResult`` row per metric, also for attempts that ended in an error, written as two plain
+INSERTs. It runs inside ``outcome.record``'s one transaction; alone it opens its own.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Field, Model
 
-from analyses.models import Analysis, Evaluation, MetricResult
+from analyses.models import Evaluation, MetricResult
 from sentinel_core.conditions import Outcome
 from sentinel_core.decision import HistoryEntry
 from sentinel_core.measurement import Measurement
@@ -32,17 +35,17 @@ class Attempt:
 
 
 def record_attempt(
-    analysis: Analysis,
+    analysis_pk: int,
     attempt: Attempt,
     entry: HistoryEntry,
     *,
     spec: AnalysisSpec | None,
     measurements: Sequence[Measurement],
-) -> Evaluation:
-    """Store the evaluation and its per-metric rows; return the evaluation."""
+) -> int:
+    """Store the evaluation and its per-metric rows; return the evaluation's id."""
     judged = {result.name: result for result in entry.metric_results}
     measured = {m.metric: m for m in measurements}
-    rows: list[MetricResult] = []
+    rows: list[dict[str, Any]] = []
     for metric in spec.metrics if spec is not None else ():
         m = measured.get(metric.name)
         ok = m is not None and m.error is None
@@ -64,38 +67,79 @@ def record_attempt(
             # A sequential metric's value is its evidence, its limit the evidence needed.
             value, value_text = result.sequential.evidence, result.value or ""
         rows.append(
-            MetricResult(
-                name=metric.name,
-                value=value,
-                value_text=value_text,
-                max_value=metric.max_value,
-                baseline=m.baseline if ok and m is not None else None,
-                baseline_text=(m.baseline_text or "") if ok and m is not None else "",
-                limit=limit,
-                samples_text=(m.samples_text or "") if ok and m is not None else "",
-                series=series,
-                comparison=comparison,
-                counted=counted,
-                verdict=verdict,
-                message=message,
-            )
+            {
+                "name": metric.name,
+                "value": value,
+                "value_text": value_text,
+                "max_value": metric.max_value,
+                "baseline": m.baseline if ok and m is not None else None,
+                "baseline_text": (m.baseline_text or "") if ok and m is not None else "",
+                "limit": limit,
+                "samples_text": (m.samples_text or "") if ok and m is not None else "",
+                "series": series,
+                "comparison": comparison,
+                "counted": counted,
+                "verdict": verdict.value,
+                "message": message,
+            }
         )
-    # No savepoint inside record's transaction: one statement fewer, and a failure there rolls
-    # the whole attempt's bookkeeping back anyway.
-    with transaction.atomic(savepoint=False):
-        evaluation = Evaluation.objects.create(
-            analysis=analysis,
-            started_at=attempt.started_at,
-            finished_at=attempt.finished_at,
-            duration_seconds=attempt.duration_seconds,
-            generation=attempt.generation,
-            outcome=entry.outcome.value,
-            failures_after=attempt.failures_after,
-            error_reason=str(entry.error_reason or ""),
-            error_message=entry.error_message,
-            paused=entry.paused,
+    evaluation = {
+        "analysis_id": analysis_pk,
+        "started_at": attempt.started_at,
+        "finished_at": attempt.finished_at,
+        "duration_seconds": attempt.duration_seconds,
+        "generation": attempt.generation,
+        "outcome": entry.outcome.value,
+        "failures_after": attempt.failures_after,
+        "error_reason": str(entry.error_reason or ""),
+        "error_message": entry.error_message,
+        "paused": entry.paused,
+    }
+    # No savepoint inside record's transaction: a failure there rolls the whole attempt's
+    # bookkeeping back anyway.
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        cursor.execute(*_insert(Evaluation, [evaluation], returning=True))
+        evaluation_id = int(cursor.fetchone()[0])
+        if rows:
+            for row in rows:
+                row["evaluation_id"] = evaluation_id
+            cursor.execute(*_insert(MetricResult, rows, returning=False))
+    return evaluation_id
+
+
+def _insert(
+    model: type[Model], rows: list[dict[str, Any]], *, returning: bool
+) -> tuple[str, list[Any]]:
+    """Return one multi-row INSERT of ``rows`` (by attname) and its parameters.
+
+    Plain SQL, no model instance (docs/performance.md, "Bookkeeping as plain SQL"). Every
+    concrete column is written, a column ``rows`` do not name with its field default, so a
+    column added to the model later is filled as the ORM would fill it.
+    """
+    fields = _fields(model)
+    params = [
+        field.get_db_prep_save(
+            row[field.attname] if field.attname in row else field.get_default(), connection
         )
-        for row in rows:
-            row.evaluation = evaluation
-        MetricResult.objects.bulk_create(rows)
-    return evaluation
+        for row in rows
+        for field in fields
+    ]
+    return _insert_sql(model, len(rows), returning, connection.vendor), params
+
+
+@functools.cache
+def _fields(model: type[Model]) -> tuple[Field[Any, Any], ...]:
+    return tuple(field for field in model._meta.concrete_fields if not field.primary_key)
+
+
+@functools.cache
+def _insert_sql(model: type[Model], count: int, returning: bool, vendor: str) -> str:
+    quote = connection.ops.quote_name
+    fields = _fields(model)
+    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    sql = (
+        f"INSERT INTO {quote(model._meta.db_table)}"
+        f" ({', '.join(quote(field.column) for field in fields)})"
+        f" VALUES {', '.join([one] * count)}"
+    )
+    return sql + f" RETURNING {quote(model._meta.pk.column)}" if returning else sql

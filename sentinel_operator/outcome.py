@@ -196,6 +196,10 @@ def _bookkeeping(outcome: Outcome, now: datetime, rng: random.Random) -> Due | N
     never half written.
     """
     with transaction.atomic():
+        if isinstance(outcome, Evaluated):
+            refreshed = _refreshed(outcome, now, rng)
+            if refreshed is not None:
+                return refreshed
         match outcome:
             case Deleted(namespace=namespace, name=name, uid=uid):
                 mirror.mark_deleted(namespace, name, uid, now=now)
@@ -204,7 +208,7 @@ def _bookkeeping(outcome: Outcome, now: datetime, rng: random.Random) -> Due | N
                 row, _ = mirror.upsert(resource, now=now)
                 spec = resource.valid_spec
                 history.record_attempt(
-                    row,
+                    row.pk,
                     outcome.attempt,
                     decision.history,
                     spec=spec,
@@ -226,7 +230,7 @@ def _bookkeeping(outcome: Outcome, now: datetime, rng: random.Random) -> Due | N
                     rollout=resource.status.rollout,
                 )
                 history.record_attempt(
-                    row, outcome.attempt, entry, spec=spec, measurements=outcome.measurements
+                    row.pk, outcome.attempt, entry, spec=spec, measurements=outcome.measurements
                 )
                 interval = resource.summary.interval_seconds
             case Unreadable(namespace=namespace, name=name, error=error):
@@ -242,7 +246,7 @@ def _bookkeeping(outcome: Outcome, now: datetime, rng: random.Random) -> Due | N
                     failures_after=row.failures,
                 )
                 entry = interrupted(None, (), reason=_error_reason(error), message=str(error))
-                history.record_attempt(row, facts, entry, spec=None, measurements=())
+                history.record_attempt(row.pk, facts, entry, spec=None, measurements=())
                 interval = float(row.interval_seconds)
             case Crashed(namespace=namespace, name=name):
                 found = _live_row(namespace, name)
@@ -266,6 +270,39 @@ def _bookkeeping(outcome: Outcome, now: datetime, rng: random.Random) -> Due | N
             backoff_attempt=scheduled.backoff_attempt,
         )
         return scheduled
+
+
+def _refreshed(outcome: Evaluated, now: datetime, rng: random.Random) -> Due | None:
+    """The steady state's bookkeeping in three plain statements; None when it does not apply.
+
+    A requeue (answers got, so the next due time needs no backoff count read first) of the
+    same spec the mirror holds, with no notification to store: one UPDATE of the mirror row
+    (status, next due time, backoff count), the evaluation INSERT and the metric results'
+    (docs/performance.md, "Bookkeeping as plain SQL"). Anything else, and a row the UPDATE does
+    not find (first sight, deleted, a newer spec mirrored meanwhile), takes the general path.
+    """
+    resource, decision = outcome.resource, outcome.decision
+    if decision.transient or decision.notifications:
+        return None
+    if resource.generation != outcome.attempt.generation:
+        return None
+    scheduled = next_due(
+        outcome, interval=decision.interval_seconds, backoff_attempt=0, now=now, rng=rng
+    )
+    assert scheduled is not None  # an evaluation is always due again
+    pk = mirror.refresh_status(
+        resource, now=now, next_due_at=scheduled.at, backoff_attempt=scheduled.backoff_attempt
+    )
+    if pk is None:
+        return None
+    history.record_attempt(
+        pk,
+        outcome.attempt,
+        decision.history,
+        spec=resource.valid_spec,
+        measurements=outcome.measurements,
+    )
+    return scheduled
 
 
 def _live_row(namespace: str, name: str) -> Analysis | None:

@@ -137,6 +137,32 @@ def test_bad_credentials_are_forbidden(kube_cluster: Cluster) -> None:
     assert refused.value.status == 401
 
 
+def test_a_token_rotated_by_the_refresh_hook_is_sent_with_the_next_request(
+    kube_cluster: Cluster,
+) -> None:
+    # What an in-cluster client does when the kubelet rotates the ServiceAccount token: the
+    # official client's refresh hook puts the new token into the configuration, and the lean
+    # request path must read it there on every request, never keep the one it started with.
+    admin = kube_cluster.api_client().configuration.api_key["authorization"]
+    api_client = kube_cluster.api_client(token="not-a-token")
+    client = kube.KubeClient(api_client)
+    with pytest.raises(kube.Forbidden):
+        client.request("GET", kube.analyses_path())
+
+    current = {"token": admin}
+
+    def refresh(configuration: Any) -> None:
+        configuration.api_key["authorization"] = current["token"]
+
+    api_client.configuration.refresh_api_key_hook = refresh
+    assert client.request("GET", kube.analyses_path())["items"] is not None
+    current["token"] = "rotated-away"
+    with pytest.raises(kube.Forbidden):
+        client.request("GET", kube.analyses_path())
+    current["token"] = admin
+    assert client.request("GET", kube.analyses_path())["items"] is not None
+
+
 def test_unloadable_kubeconfig_is_a_kube_error(tmp_path: Path) -> None:
     with pytest.raises(kube.KubeError, match="cannot load Kubernetes configuration"):
         kube.load_api_client(str(tmp_path / "missing-kubeconfig"))

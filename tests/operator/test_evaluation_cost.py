@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.db.models.signals import post_init
 from django_q.models import OrmQ
 
 from analyses import mirror
@@ -52,9 +53,13 @@ KUBE_REQUESTS = 3
 KUBE_NEW_CONNECTIONS = 0
 # One query per metric.
 PROMETHEUS_QUERIES = 2
-# Every SQL statement, reads included: BEGIN, the mirror's read, its savepoint pair and UPDATE,
-# the evaluation and metric-result INSERTs, the next due time. Nothing before ``decide``.
-STATEMENTS = 8
+# Every SQL statement, reads included: BEGIN, the mirror row's UPDATE (status, next due time and
+# backoff count together), the evaluation INSERT, one INSERT of both metric results. Nothing
+# before ``decide``, no read: the UPDATE's guard does what the mirror's read did (was 8).
+STATEMENTS = 4
+# Plain SQL from tuples on the hot path: no model instance built, read or saved (was 4: the
+# mirror row, the evaluation, two metric results).
+MODEL_INSTANCES = 0
 
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -87,6 +92,21 @@ class _Sql:
     @property
     def writes(self) -> int:
         return sum(1 for sql, _ in self.statements if sql.startswith(_WRITES))
+
+
+@contextmanager
+def _counting_instances() -> Iterator[list[type]]:
+    """Count the model instances built (``post_init`` fires for every one, read or new)."""
+    built: list[type] = []
+
+    def count(sender: type, **_: Any) -> None:
+        built.append(sender)
+
+    post_init.connect(count, weak=False)
+    try:
+        yield built
+    finally:
+        post_init.disconnect(count)
 
 
 @contextmanager
@@ -154,7 +174,7 @@ def test_one_evaluation_costs_one_write_transaction_and_three_kube_requests(
     fault_proxy.reset()
     requests_before, connections_before = _pool_counts(client)
 
-    with _counting_sql() as sql:
+    with _counting_sql() as sql, _counting_instances() as built:
         # With the due row's uid, as the dispatcher queues every reconcile.
         outcome = evaluated.reconcile(namespace, "ra", uid=row.uid)
 
@@ -170,6 +190,7 @@ def test_one_evaluation_costs_one_write_transaction_and_three_kube_requests(
 
     assert sql.write_transactions == WRITE_TRANSACTIONS, sql.summary()
     assert len(sql.statements) <= STATEMENTS, sql.summary()
+    assert len(built) <= MODEL_INSTANCES, built
     assert requests_after - requests_before == KUBE_REQUESTS
     assert connections_after - connections_before == KUBE_NEW_CONNECTIONS
     assert fault_proxy.query_count == PROMETHEUS_QUERIES
