@@ -25,9 +25,9 @@ analysis's own namespace only (404 is ``TargetState(exists=False)``, not an erro
 every metric (none when the spec is invalid); ``decide``; carry out the pause (``writes.pause``)
 BEFORE the status write; write status through ``/status`` (``writes.write_status``: on a 409
 re-read and re-apply the decided status, never measure or count again, keeping a person's
-resume made in between: ``sentinel_core.decision.reapplied``). The attempt then
-ends in one ``outcome.Outcome``, which ``outcome.record`` writes down: events, then mirror,
-history row, notifications and next due time in one transaction, then metrics. Nothing is
+resume made in between and announcing it once: ``sentinel_core.decision.after_conflict``). The
+attempt then ends in one ``outcome.Outcome``, which ``outcome.record`` writes down: events, then
+mirror, history row, notifications and next due time in one transaction, then metrics. Nothing is
 written to the database before ``decide``; the one thing read for it (the notification context,
 only during an outage) is read once and handed in. Prometheus's URL and token come from
 ``settings.SENTINEL`` (see ``tasks``), never from a resource.
@@ -46,7 +46,7 @@ from analyses import mirror
 from notifications import store as notifications
 from sentinel_cluster import kube, revisions, writes
 from sentinel_cluster.replicasets import compared_hashes, newest_replicaset_created
-from sentinel_core.decision import Decision, Observation, decide, reapplied
+from sentinel_core.decision import Decision, Observation, after_conflict, decide
 from sentinel_core.kinds import DEPLOYMENT
 from sentinel_core.measurement import Measurement
 from sentinel_core.resource import AnalysisResource
@@ -199,7 +199,7 @@ class Reconciler:
             return CutShort(resource, exc, measurements, self._facts(resource, started, start_mono))
         return Evaluated(
             resource.answered(answer, write.written),
-            decision,
+            write.decision,
             measurements,
             self._facts(resource, started, start_mono, failures=write.written.failures),
         )
@@ -325,23 +325,29 @@ def _through(
 
 
 class _StatusWrite:
-    """The status one attempt writes: the decided one, and after a 409 ``reapplied``'s.
+    """The status one attempt writes: the decided one, and after a 409 ``after_conflict``'s.
 
-    ``written`` is what the last write carried, for the mirror and the history row.
+    ``decision`` is the decision as it stands after the last write (its status is what that
+    write carried, for the mirror and the history row; its actions what ``outcome.record``
+    carries out), ``written`` that status.
     """
 
     def __init__(self, raw: Mapping[str, Any], read: AnalysisStatus, decision: Decision) -> None:
-        self._raw, self._read, self._decision = raw, read, decision
-        self.written = decision.status
+        self._raw, self._read, self._decided = raw, read, decision
+        self.decision = decision
+
+    @property
+    def written(self) -> AnalysisStatus:
+        return self.decision.status
 
     def status_for(self, fresh: Mapping[str, Any]) -> Mapping[str, Any]:
         if fresh is not self._raw:
-            # A 409: someone wrote in between; a person's resume must not be overwritten.
-            self.written = reapplied(
-                self._decision.status,
+            # A 409: someone wrote in between; a person's resume must not be overwritten, nor
+            # announced twice.
+            self.decision = after_conflict(
+                self._decided,
                 read=self._read,
                 fresh=AnalysisStatus.from_dict(fresh.get("status")),
-                paused=self._decision.pause is not None,
             )
         return self.written.to_dict()
 

@@ -18,7 +18,7 @@ from analyses import mirror, services
 from analyses.models import Analysis, Evaluation
 from sentinel_cluster import kube
 from sentinel_operator import due
-from sentinel_operator.outcome import Deleted, Evaluated, Outcome, Result
+from sentinel_operator.outcome import Deleted, Evaluated, Outcome, Result, record
 from sentinel_operator.outcome import result as result_of
 from sentinel_operator.prometheus import PrometheusClient
 from sentinel_operator.providers import Providers
@@ -309,6 +309,75 @@ def test_a_resume_made_during_an_evaluation_wins_over_its_count(
     assert Analysis.objects.get(pk=row.pk).failures == 0
     last = Evaluation.objects.filter(analysis=row).order_by("-started_at").first()
     assert last is not None and last.outcome == "Fail" and last.failures_after == 0
+
+
+@pytest.mark.django_db(transaction=True)  # the evaluation runs in a thread of its own
+def test_a_resume_seen_by_the_evaluation_and_made_by_the_ui_is_announced_once(
+    kube_client: kube.KubeClient,
+    fault_proxy: FaultProxy,
+    namespace: str,
+    gauge: GaugeSetter,
+    case: str,
+) -> None:
+    """The evaluation reads the released target, the UI's resume writes first (a 409).
+
+    Both saw the same resume: the UI posted its RolloutResumed event and queued its message,
+    so the evaluation must not announce it again (docs/operator.md#conflicts). Seen as two
+    RolloutResumed events on the real DaemonSet story under load.
+    """
+    gauge(0.9)
+    _deploy(kube_client, namespace)
+    _create(kube_client, namespace, "ra", metrics=[gauge_metric(case, 0.5)], failure_limit=1)
+    prometheus = PrometheusClient(fault_proxy.url, timeout=60.0)
+    reconciler = Reconciler(
+        kube_client, Providers.single(prometheus), rng=random.Random(7), instance="test"
+    )
+    first = reconciler.reconcile(namespace, "ra")
+    assert isinstance(first, Evaluated) and first.decision.pause is not None
+    record(first, client=kube_client, now=datetime.now(UTC), rng=random.Random(7))
+    row = Analysis.objects.get(namespace=namespace, name="ra")
+    # The person releases the Deployment (as the UI's resume does first); the evaluation then
+    # reads it released and the status still paused, and is held in its query.
+    kube_client.request(
+        "PATCH",
+        kube.deployment_path(namespace, "checkout"),
+        body={"spec": {"paused": False}},
+        content_type=kube.MERGE_PATCH,
+    )
+    fault_proxy.hold()
+    outcomes: list[Outcome] = []
+
+    def evaluate() -> None:
+        try:
+            outcome = reconciler.reconcile(namespace, "ra")
+            outcomes.append(outcome)
+            record(outcome, client=kube_client, now=datetime.now(UTC), rng=random.Random(7))
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=evaluate)
+    worker.start()
+    try:
+        wait_until(lambda: bool(fault_proxy.in_flight), timeout=30)
+        services.resume_analysis(row, actor="alice", via="the web UI", client=kube_client)
+    finally:
+        fault_proxy.let_go()
+        worker.join(timeout=60)
+    assert not worker.is_alive() and isinstance(outcomes[0], Evaluated)
+
+    decision = outcomes[0].decision
+    assert [e.reason.value for e in decision.events] == []
+    assert [i.event.value for i in decision.notifications] == []
+    resumed = [
+        e for e in events_for(kube_client, namespace, "ra") if e["reason"] == "RolloutResumed"
+    ]
+    assert [(e["message"], int(e.get("count") or 1)) for e in resumed] == [
+        ("resumed by alice through the web UI; the failure count starts again", 1)
+    ]
+    paused = condition(
+        kube_client.request("GET", kube.analysis_path(namespace, "ra")), "RolloutPaused"
+    )
+    assert paused["reason"] == "ResumedByUser" and "alice" in paused["message"]
 
 
 def test_two_analyses_on_one_target_both_name_themselves(
