@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import threading
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -252,6 +253,42 @@ def test_a_404_marks_only_the_incarnation_the_attempt_was_dispatched_for(
     assert outcome.uid == old.uid
 
 
+def _held_in_its_query(
+    reconciler: Reconciler,
+    fault_proxy: FaultProxy,
+    namespace: str,
+    *,
+    during: Callable[[], object],
+    client: kube.KubeClient | None = None,
+) -> Outcome:
+    """Reconcile ``namespace/ra`` in a thread, run ``during`` while its query is held.
+
+    With ``client`` the outcome is also recorded (events, mirror, history), as the worker does.
+    """
+    fault_proxy.hold()
+    outcomes: list[Outcome] = []
+
+    def evaluate() -> None:
+        try:
+            outcome = reconciler.reconcile(namespace, "ra")
+            outcomes.append(outcome)
+            if client is not None:
+                record(outcome, client=client, now=datetime.now(UTC), rng=random.Random(7))
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=evaluate)
+    worker.start()
+    try:
+        wait_until(lambda: bool(fault_proxy.in_flight), timeout=30)
+        during()
+    finally:
+        fault_proxy.let_go()
+        worker.join(timeout=60)
+    assert not worker.is_alive() and outcomes
+    return outcomes[0]
+
+
 @pytest.mark.django_db(transaction=True)  # the evaluation runs in a thread of its own
 def test_a_resume_made_during_an_evaluation_wins_over_its_count(
     kube_client: kube.KubeClient,
@@ -278,25 +315,13 @@ def test_a_resume_made_during_an_evaluation_wins_over_its_count(
     row = Analysis.objects.get(namespace=namespace, name="ra")
     assert row.failures == 1
 
-    fault_proxy.hold()
-    outcomes: list[Outcome] = []
-
-    def evaluate() -> None:
-        try:
-            outcomes.append(reconciler.reconcile(namespace, "ra"))
-        finally:
-            connection.close()
-
-    worker = threading.Thread(target=evaluate)
-    worker.start()
-    try:
-        wait_until(lambda: bool(fault_proxy.in_flight), timeout=30)
-        services.resume_analysis(row, actor="alice", client=kube_client)
-    finally:
-        fault_proxy.let_go()
-        worker.join(timeout=60)
-    assert not worker.is_alive()
-    assert result_of(outcomes[0]) == Result.EVALUATED
+    outcome = _held_in_its_query(
+        reconciler,
+        fault_proxy,
+        namespace,
+        during=lambda: services.resume_analysis(row, actor="alice", client=kube_client),
+    )
+    assert result_of(outcome) == Result.EVALUATED
 
     status = kube_client.request("GET", kube.analysis_path(namespace, "ra"))["status"]
     assert status["failures"] == 0
@@ -344,28 +369,18 @@ def test_a_resume_seen_by_the_evaluation_and_made_by_the_ui_is_announced_once(
         body={"spec": {"paused": False}},
         content_type=kube.MERGE_PATCH,
     )
-    fault_proxy.hold()
-    outcomes: list[Outcome] = []
+    outcome = _held_in_its_query(
+        reconciler,
+        fault_proxy,
+        namespace,
+        during=lambda: services.resume_analysis(
+            row, actor="alice", via="the web UI", client=kube_client
+        ),
+        client=kube_client,
+    )
+    assert isinstance(outcome, Evaluated)
 
-    def evaluate() -> None:
-        try:
-            outcome = reconciler.reconcile(namespace, "ra")
-            outcomes.append(outcome)
-            record(outcome, client=kube_client, now=datetime.now(UTC), rng=random.Random(7))
-        finally:
-            connection.close()
-
-    worker = threading.Thread(target=evaluate)
-    worker.start()
-    try:
-        wait_until(lambda: bool(fault_proxy.in_flight), timeout=30)
-        services.resume_analysis(row, actor="alice", via="the web UI", client=kube_client)
-    finally:
-        fault_proxy.let_go()
-        worker.join(timeout=60)
-    assert not worker.is_alive() and isinstance(outcomes[0], Evaluated)
-
-    decision = outcomes[0].decision
+    decision = outcome.decision
     assert [e.reason.value for e in decision.events] == []
     assert [i.event.value for i in decision.notifications] == []
     resumed = [
