@@ -253,16 +253,18 @@ class MetricResult(models.Model):
     name = models.CharField(max_length=63)
     # The worst (largest) sample; null when there was no data or the query failed.
     value = models.FloatField(null=True, blank=True)
-    # The value exactly as Prometheus printed it ("0.412", "+Inf"), for display.
-    value_text = models.CharField(max_length=64, blank=True)
+    # The value exactly as Prometheus printed it ("0.412", "+Inf"), for display. Text, not a
+    # sized column: Prometheus prints without an exponent, so 1e-300 is 302 characters, which
+    # PostgreSQL would refuse (failing the attempt's whole bookkeeping) and SQLite would keep.
+    value_text = models.TextField(blank=True)
     max_value = models.FloatField(null=True, blank=True)
     # With maxIncrease: the baseline's value (null when there was none) and its text.
     baseline = models.FloatField(null=True, blank=True)
-    baseline_text = models.CharField(max_length=64, blank=True)
+    baseline_text = models.TextField(blank=True)
     # The lowest bound the value was judged against (maxValue or the baseline's limit).
     limit = models.FloatField(null=True, blank=True)
     # With minSamples: what the guard query returned, as Prometheus printed it.
-    samples_text = models.CharField(max_length=64, blank=True)
+    samples_text = models.TextField(blank=True)
     # Labels of the worst series.
     series = models.JSONField(default=dict, blank=True)
     # With compare: status.metricResults[].comparison of this evaluation (medians, p-value,
