@@ -46,10 +46,17 @@ def worker(
     settings.SENTINEL = dataclasses.replace(settings.SENTINEL, prometheus_url=fault_proxy.url)
 
 
-def _apply(
-    kube_cluster: Cluster, client: kube.KubeClient, namespace: str, case: str
+@pytest.fixture
+def uids(
+    worker: None,
+    kube_cluster: Cluster,
+    kube_client: kube.KubeClient,
+    namespace: str,
+    gauge: GaugeSetter,
+    case: str,
 ) -> dict[str, str]:
     """Create the three analyses (each on its own Deployment); return their uids by name."""
+    gauge(0.1)
     manifests = []
     for name in NAMES:
         manifests.append(deployment_manifest(name, namespace))
@@ -59,7 +66,7 @@ def _apply(
             )
         )
     kubectl_apply(kube_cluster, *manifests)
-    return {name: get_analysis(client, namespace, name)["metadata"]["uid"] for name in NAMES}
+    return {name: get_analysis(kube_client, namespace, name)["metadata"]["uid"] for name in NAMES}
 
 
 def _task(members: Sequence[Member], claimed_until: datetime) -> list[str]:
@@ -75,16 +82,7 @@ def _started(namespace: str, name: str) -> list[datetime]:
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.usefixtures("worker")
-def test_no_member_starts_before_its_due_time(
-    kube_cluster: Cluster,
-    kube_client: kube.KubeClient,
-    namespace: str,
-    gauge: GaugeSetter,
-    case: str,
-) -> None:
-    gauge(0.1)
-    uids = _apply(kube_cluster, kube_client, namespace, case)
+def test_no_member_starts_before_its_due_time(namespace: str, uids: dict[str, str]) -> None:
     now = datetime.now(UTC)
     # Claimed ahead, as the dispatcher does: the last one due well after the task starts.
     due = {name: now + timedelta(seconds=0.3 * (index + 1)) for index, name in enumerate(NAMES)}
@@ -98,18 +96,9 @@ def test_no_member_starts_before_its_due_time(
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.usefixtures("worker")
 def test_a_slow_member_past_half_the_time_limit_gives_the_rest_back(
-    settings: LazySettings,
-    fault_proxy: FaultProxy,
-    kube_cluster: Cluster,
-    kube_client: kube.KubeClient,
-    namespace: str,
-    gauge: GaugeSetter,
-    case: str,
+    settings: LazySettings, fault_proxy: FaultProxy, namespace: str, uids: dict[str, str]
 ) -> None:
-    gauge(0.1)
-    uids = _apply(kube_cluster, kube_client, namespace, case)
     first_sight = [(namespace, name, uids[name], datetime.now(UTC)) for name in NAMES]
     assert _task(first_sight, datetime.now(UTC)) == ["evaluated"] * 3
     # All three due now, claimed by the real dispatcher into one task (one worker).
