@@ -3,13 +3,18 @@
 docs/operator.md "Due-time dispatch". Due times live in the database (``Analysis.next_due_at``, set
 by the watch for new or edited resources and by the reconciler after every attempt). django-q2's
 scheduler only looks at its schedules every 30 s, far too coarse, so this loop polls the database
-every ``poll_interval`` (~0.1 s) and queues ``tasks.reconcile_task`` for each due row.
+every ``poll_interval`` (~0.1 s). When something falls due before the next poll, a pass claims
+every analysis due within ``ahead`` (``SENTINEL_DISPATCH_AHEAD``, 0.5 s) and splits them, in due
+order, into at most ``workers`` (``SENTINEL_Q_WORKERS``) ``tasks.reconcile_batch_task`` tasks: one
+broker round trip per worker per pass instead of one per analysis. The worker waits for each
+member's due time, so nothing starts early.
 
 Claiming: before queueing, a row's ``next_due_at`` is moved forward by ``claim_timeout`` with a
 compare-and-set on the due time it was read with. So a row is queued once even if two passes
 (or two replicas during a leader change) see it, and a worker that dies mid-task does not lose
 the analysis: it becomes due again when the claim runs out. The reconciler overwrites the claim
-with the real next due time when it finishes (``due.reschedule``). Only the leader dispatches;
+with the real next due time when it finishes (``due.reschedule``); a batch past half its time
+limit gives its unstarted members back (``due.release``). Only the leader dispatches;
 ``runtime`` runs ``Dispatcher.run`` in a thread.
 
 Scope: with ``SENTINEL_NAMESPACES`` set, only rows in those namespaces are ever dispatched,
@@ -29,12 +34,14 @@ from django.db import transaction
 from analyses import claims
 from analyses.models import Analysis
 from sentinel_operator.metrics import operator_metrics
-from sentinel_operator.tasks import RECONCILE_TASK
+from sentinel_operator.tasks import BATCH_TASK
 
 log = logging.getLogger(__name__)
 
-# Enqueue(namespace, name, due_at, uid): put one reconcile on the task queue.
-Enqueue = Callable[[str, str, datetime, str], None]
+# A member of a batch: namespace, name, uid, due_at.
+Member = tuple[str, str, str, datetime]
+# Enqueue(members, claimed_until): put one batch task on the task queue.
+Enqueue = Callable[[Sequence[Member], datetime], None]
 # A due row as read: pk, namespace, name, next_due_at, uid.
 _Due = tuple[int, str, str, datetime, str]
 
@@ -45,21 +52,21 @@ POLL_INTERVAL = 0.1
 BATCH = 200
 
 
-def enqueue_reconcile(namespace: str, name: str, due_at: datetime, uid: str) -> None:
-    """Queue ``tasks.reconcile_task`` on django-q2 (the default ``Enqueue``).
+def enqueue_batch(members: Sequence[Member], claimed_until: datetime) -> None:
+    """Queue ``tasks.reconcile_batch_task`` on django-q2 (the default ``Enqueue``).
 
-    The uid goes along so that a 404 marks this incarnation deleted and never one created
-    since under the same name (docs/operator.md#deleted-analysis).
+    Each member's uid goes along so that a 404 marks this incarnation deleted and never one
+    created since under the same name (docs/operator.md#deleted-analysis); ``claimed_until``
+    lets the task give back members it will not start.
     """
     from django_q.tasks import async_task
 
+    first = members[0]
     async_task(
-        RECONCILE_TASK,
-        namespace,
-        name,
-        due_at.isoformat(),
-        uid,
-        task_name=f"reconcile {namespace}/{name}",
+        BATCH_TASK,
+        [(namespace, name, uid, due_at.isoformat()) for namespace, name, uid, due_at in members],
+        claimed_until.isoformat(),
+        task_name=f"reconcile {first[0]}/{first[1]} and {len(members) - 1} more",
         group="reconcile",
         # Successful results are in the status and the history already; skip the Task row.
         save=False,
@@ -74,8 +81,10 @@ class Dispatcher:
         *,
         now: Callable[[], datetime],
         is_leader: Callable[[], bool],
-        enqueue: Enqueue = enqueue_reconcile,
+        enqueue: Enqueue = enqueue_batch,
         poll_interval: float = POLL_INTERVAL,
+        ahead: float | None = None,
+        workers: int | None = None,
         claim_timeout: timedelta = CLAIM_TIMEOUT,
         batch: int = BATCH,
         namespaces: Sequence[str] = (),
@@ -85,6 +94,9 @@ class Dispatcher:
         self._is_leader = is_leader
         self._enqueue = enqueue
         self.poll_interval = poll_interval
+        self.ahead = timedelta(seconds=settings.SENTINEL.dispatch_ahead if ahead is None else ahead)
+        # One task per worker per pass: every worker gets a share, none gets two.
+        self.workers = settings.SENTINEL.q_workers if workers is None else workers
         self.claim_timeout = claim_timeout
         self.batch = batch
         # Empty means every namespace, as SENTINEL_NAMESPACES does.
@@ -96,21 +108,31 @@ class Dispatcher:
         self.enqueue_in_transaction = enqueue_in_transaction
 
     def dispatch_due(self) -> int:
-        """Claim and queue every analysis due now (one pass); return how many were queued."""
+        """Claim and queue what is due within ``ahead`` (one pass); return how many were queued.
+
+        Only when something falls due before the next poll: until then the rows due within
+        ``ahead`` gather, so that a pass hands each worker several instead of one.
+        """
         now = self._now()
-        rows = Analysis.objects.due(now)
+        rows = Analysis.objects.due(now + self.ahead)
         if self.namespaces:
             # Filtered in the query, so rows out of scope never fill a batch either.
             rows = rows.filter(namespace__in=self.namespaces)
         due = list(rows.values_list("pk", "namespace", "name", "next_due_at", "uid")[: self.batch])
-        if not due:
+        if not due or due[0][3] > now + timedelta(seconds=self.poll_interval):
             return 0
         claimed_until = now + self.claim_timeout
         claimed = self._claim(due, claimed_until)
+        if not claimed:
+            return 0
+        # In due order, dealt out in turn: each task's members are spread over the whole
+        # look-ahead, so the workers run side by side rather than one after the other.
+        tasks = min(self.workers, len(claimed))
+        batches = [claimed[index::tasks] for index in range(tasks)]
         if self.enqueue_in_transaction:
-            queued = self._enqueue_together(claimed, claimed_until)
+            queued = self._enqueue_together(batches, claimed_until)
         else:
-            queued = sum(self._enqueue_one(row, claimed_until) for row in claimed)
+            queued = sum(self._enqueue_one(rows, claimed_until) for rows in batches)
         if queued:
             operator_metrics().dispatched.inc(queued)
         return queued
@@ -122,26 +144,27 @@ class Dispatcher:
         taken = {pk for pk, _ in claims.claim(live, "next_due_at", found, claimed_until)}
         return [row for row in due if row[0] in taken]
 
-    def _enqueue_together(self, claimed: list[_Due], claimed_until: datetime) -> int:
-        """Queue ``claimed`` on the ORM broker in one transaction: all of them or none."""
+    def _enqueue_together(self, batches: list[list[_Due]], claimed_until: datetime) -> int:
+        """Queue ``batches`` on the ORM broker in one transaction: all of them or none."""
+        claimed = [row for rows in batches for row in rows]
         try:
             with transaction.atomic():
-                for _, namespace, name, due_at, uid in claimed:
-                    self._enqueue(namespace, name, due_at, uid)
+                for rows in batches:
+                    self._enqueue(_members(rows), claimed_until)
         except Exception:
             log.exception("dispatcher: cannot queue %d analyses", len(claimed))
             self._unclaim(claimed, claimed_until)
             return 0
         return len(claimed)
 
-    def _enqueue_one(self, row: _Due, claimed_until: datetime) -> int:
+    def _enqueue_one(self, rows: list[_Due], claimed_until: datetime) -> int:
         try:
-            self._enqueue(row[1], row[2], row[3], row[4])
+            self._enqueue(_members(rows), claimed_until)
         except Exception:
-            log.exception("dispatcher: cannot queue %s/%s", row[1], row[2])
-            self._unclaim([row], claimed_until)
+            log.exception("dispatcher: cannot queue %d analyses", len(rows))
+            self._unclaim(rows, claimed_until)
             return 0
-        return 1
+        return len(rows)
 
     @staticmethod
     def _unclaim(rows: list[_Due], claimed_until: datetime) -> None:
@@ -160,3 +183,7 @@ class Dispatcher:
             log=log,
             failed="dispatcher: pass failed",
         )
+
+
+def _members(rows: list[_Due]) -> list[Member]:
+    return [(namespace, name, uid, due_at) for _, namespace, name, due_at, uid in rows]

@@ -1,8 +1,9 @@
 """Reconcile one RolloutAnalysis by key: read, measure, decide, act, write; then record.
 
 ``Reconciler.reconcile(namespace, name)`` is called by the django-q2 task
-(``tasks.reconcile_task``) that the due-time dispatcher queues. It is level-based: it reads the
-current state every time and never looks at the event that made the analysis due.
+(``tasks.reconcile_batch_task``, once per member) that the due-time dispatcher queues. It is
+level-based: it reads the current state every time and never looks at the event that made the
+analysis due.
 
 The contract, once (controller-runtime's; docs/status.md#requeue-and-backoff):
 

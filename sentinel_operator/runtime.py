@@ -3,7 +3,7 @@
 What runs, and where:
 
 - the django-q2 cluster (``django_q.cluster.Cluster``): a sentinel process forking the worker
-  processes that execute ``tasks.reconcile_task`` and the scheduled jobs. It is started first,
+  processes that execute ``tasks.reconcile_batch_task`` and the scheduled jobs. It is started first,
   before any thread exists, because it forks;
 - the leader elector, ticking in the main thread every ``retry_period``;
 - the watch (one thread per namespace scope) and the due-time dispatcher (one thread), both

@@ -1,7 +1,8 @@
-"""django-q2 task functions: the per-analysis reconcile and the coarse periodic jobs.
+"""django-q2 task functions: the batched reconcile and the coarse periodic jobs.
 
-The dispatcher queues ``reconcile_task`` for every analysis whose due time has come; the
-schedules created by ``ensure_schedules`` (at operator start) run ``resync_task`` and
+The dispatcher queues ``reconcile_batch_task`` with the analyses a worker is to reconcile, each
+at its due time (``reconcile_task`` is one of them, kept for a task queued by an older
+operator); the schedules created by ``ensure_schedules`` (at operator start) run ``resync_task`` and
 ``prune_task``. Tasks run in django-q2 worker processes, so each process builds its own
 Kubernetes and Prometheus clients on first use (never inherited across a fork): Kubernetes from
 ``KUBECONFIG`` or the in-cluster config, Prometheus from ``settings.SENTINEL`` only.
@@ -13,6 +14,8 @@ import logging
 import os
 import socket
 import threading
+import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
@@ -22,14 +25,15 @@ from analyses import mirror
 from notifications import store as notifications
 from sentinel_cluster import kube
 from sentinel_core.measurement import Measurement
+from sentinel_operator import due
 from sentinel_operator.metrics import operator_metrics, provider_metrics
-from sentinel_operator.outcome import result
+from sentinel_operator.outcome import Result, result
 from sentinel_operator.providers import Providers
 from sentinel_operator.reconcile import Reconciler
 
 log = logging.getLogger(__name__)
 
-RECONCILE_TASK = "sentinel_operator.tasks.reconcile_task"
+BATCH_TASK = "sentinel_operator.tasks.reconcile_batch_task"
 RESYNC_SCHEDULE = "sentinel-full-resync"
 PRUNE_SCHEDULE = "sentinel-prune-history"
 # A full resync repairs anything the watch missed; the watch itself keeps the mirror current.
@@ -37,6 +41,8 @@ RESYNC_MINUTES = 5
 PRUNE_MINUTES = 60
 # What reconcile_task returns for a namespace outside SENTINEL_NAMESPACES.
 OUT_OF_SCOPE = "out_of_scope"
+# What reconcile_batch_task returns for a member it gave back unstarted.
+RELEASED = "released"
 
 _lock = threading.Lock()
 _reconciler: tuple[int, Reconciler] | None = None
@@ -98,6 +104,48 @@ def reconcile_task(
         return OUT_OF_SCOPE
     due = datetime.fromisoformat(due_at) if due_at else None
     return result(reconciler().reconcile(namespace, name, due_at=due, uid=uid)).value
+
+
+def reconcile_batch_task(members: Sequence[Sequence[str]], claimed_until: str) -> list[str]:
+    """Reconcile each of ``members`` at its due time, in order; return each one's result.
+
+    A member is ``(namespace, name, uid, due_at)`` (ISO 8601), claimed by the dispatcher until
+    ``claimed_until`` and up to ``SENTINEL_DISPATCH_AHEAD`` before its due time
+    (docs/operator.md#due-time-dispatch). Each keeps its own attempt, outcome transaction and
+    backoff: one member's failure is logged and the next one runs. The batch shares django-q2's
+    time limit, so once half of it is used the members not started yet are given back, due at
+    once, for another worker, rather than risk being killed with the task and wait for their
+    claims to run out.
+    """
+    started = time.monotonic()
+    budget = (settings.Q_CLUSTER.get("timeout") or 60) / 2
+    results: list[str] = []
+    for index, (namespace, name, uid, due_at) in enumerate(members):
+        if time.monotonic() - started > budget:
+            left = members[index:]
+            given_back = due.release(
+                [(member[2], datetime.fromisoformat(member[3])) for member in left],
+                datetime.fromisoformat(claimed_until),
+            )
+            log.warning(
+                "reconcile batch past half its time limit (%.0f s): %d analyses given back",
+                budget,
+                given_back,
+            )
+            return results + [RELEASED] * len(left)
+        _wait_for(datetime.fromisoformat(due_at))
+        try:
+            results.append(reconcile_task(namespace, name, due_at, uid))
+        except Exception:
+            # The reconciler logged it and backed the analysis off; its neighbours still run.
+            results.append(Result.ERROR.value)
+    return results
+
+
+def _wait_for(due_at: datetime) -> None:
+    # On a clock, not a condition: the member was claimed ahead and must never start early.
+    while (left := (due_at - datetime.now(UTC)).total_seconds()) > 0:
+        time.sleep(left)
 
 
 def resync_task(client: kube.KubeClient | None = None) -> str:

@@ -33,6 +33,9 @@ class SentinelConfig:
     debug: bool
     # django-q2 worker processes of `qcluster` / `runoperator`.
     q_workers: int = 2
+    # Seconds ahead of their due time the dispatcher claims analyses, so that one pass hands a
+    # worker several (docs/operator.md#due-time-dispatch); the worker still waits for each.
+    dispatch_ahead: float = 0.5
     # Seconds the operator waits for one Prometheus query before calling it unavailable.
     prometheus_timeout: float = 5.0
     # Largest Prometheus answer the operator reads, in bytes; a bigger one is MetricsUnavailable.
@@ -183,6 +186,13 @@ def _seconds(name: str, raw: str, *, maximum: float) -> float:
     return seconds
 
 
+def _ahead(raw: str) -> float:
+    # 0 is allowed (claim only what is due now); more than 5 s would hold claims needlessly long.
+    if raw.strip() in ("0", "0s"):
+        return 0.0
+    return _seconds("SENTINEL_DISPATCH_AHEAD", raw, maximum=5)
+
+
 def _list(raw: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in raw.split(",") if item.strip())
 
@@ -212,6 +222,7 @@ def load(env: Mapping[str, str], base_dir: Path) -> SentinelConfig:
         q_workers=_positive_int(
             "SENTINEL_Q_WORKERS", env.get("SENTINEL_Q_WORKERS", "2"), maximum=64
         ),
+        dispatch_ahead=_ahead(env.get("SENTINEL_DISPATCH_AHEAD", "0.5")),
         prometheus_timeout=_seconds(
             "SENTINEL_PROMETHEUS_TIMEOUT", env.get("SENTINEL_PROMETHEUS_TIMEOUT", "5"), maximum=60
         ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from analyses.models import Analysis, Evaluation
 from sentinel_cluster import kube
 from sentinel_operator import tasks
-from sentinel_operator.dispatcher import Dispatcher
+from sentinel_operator.dispatcher import Dispatcher, Member
 from sentinel_operator.watch import AnalysisWatch
 from testkit.clusters import Cluster
 from testkit.manifests import analysis_manifest, gauge_metric
@@ -41,13 +42,17 @@ class Queue:
         self.items: list[tuple[str, str, datetime]] = []
         # The uid each item was queued with: the incarnation a 404 may mark deleted.
         self.uids: list[str] = []
+        # The members of each task queued, by name.
+        self.tasks: list[list[str]] = []
         self.fail = fail
 
-    def __call__(self, namespace: str, name: str, due_at: datetime, uid: str) -> None:
+    def __call__(self, members: Sequence[Member], claimed_until: datetime) -> None:
         if self.fail:
             raise ConnectionError("broker down")
-        self.items.append((namespace, name, due_at))
-        self.uids.append(uid)
+        self.tasks.append([name for _, name, _, _ in members])
+        for namespace, name, uid, due_at in members:
+            self.items.append((namespace, name, due_at))
+            self.uids.append(uid)
 
 
 @pytest.mark.django_db
@@ -72,6 +77,28 @@ def test_due_rows_are_claimed_and_queued_once() -> None:
     # A second pass (or a second replica) finds nothing left to queue.
     assert dispatcher.dispatch_due() == 0
     assert len(queue.items) == 2
+
+
+@pytest.mark.django_db
+def test_a_pass_claims_ahead_and_deals_its_claims_to_a_task_per_worker() -> None:
+    soon = _row("soon", NOW + timedelta(seconds=0.3))
+    queue = Queue()
+    dispatcher = Dispatcher(
+        now=lambda: NOW, is_leader=lambda: True, enqueue=queue, ahead=0.5, workers=2
+    )
+    # Nothing falls due before the next poll: the pass waits for more to gather.
+    assert dispatcher.dispatch_due() == 0
+    assert Analysis.objects.get(pk=soon.pk).next_due_at == NOW + timedelta(seconds=0.3)
+
+    for index in range(4):
+        _row(f"due{index}", NOW - timedelta(seconds=4 - index))
+    _row("beyond", NOW + timedelta(seconds=0.7))
+    assert dispatcher.dispatch_due() == 5
+    # Due order, dealt in turn to at most `workers` tasks; "beyond" is for a later pass.
+    assert queue.tasks == [["due0", "due2", "soon"], ["due1", "due3"]]
+    assert queue.items[-1] == ("ns", "due3", NOW - timedelta(seconds=1))
+    assert Analysis.objects.get(pk=soon.pk).next_due_at == NOW + dispatcher.claim_timeout
+    assert dispatcher.dispatch_due() == 0
 
 
 @pytest.mark.django_db

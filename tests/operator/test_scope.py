@@ -15,7 +15,7 @@ import contextlib
 import dataclasses
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,7 +25,7 @@ from django.conf import LazySettings
 from analyses.models import Analysis
 from sentinel_cluster import kube
 from sentinel_operator import tasks
-from sentinel_operator.dispatcher import Dispatcher
+from sentinel_operator.dispatcher import Dispatcher, Member
 from testkit.clusters import Cluster, kubectl_apply
 from testkit.fault_proxy import FaultProxy
 from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
@@ -129,8 +129,8 @@ def test_dispatcher_never_queues_rows_outside_its_namespaces() -> None:
         )
     queued: list[tuple[str, str]] = []
 
-    def enqueue(namespace: str, name: str, due_at: datetime, uid: str) -> None:
-        queued.append((namespace, name))
+    def enqueue(members: Sequence[Member], claimed_until: datetime) -> None:
+        queued.extend((namespace, name) for namespace, name, _, _ in members)
 
     scoped = Dispatcher(
         now=lambda: now, is_leader=lambda: True, enqueue=enqueue, namespaces=["inside"]

@@ -43,6 +43,8 @@ def test_postgres_url_is_split_into_django_settings(tmp_path: Path) -> None:
         ("SENTINEL_DEBUG", "maybe", "is not a boolean"),
         ("SENTINEL_METRICS_ADDR", "9100", "is not an address"),
         ("SENTINEL_METRICS_ADDR", "0.0.0.0:http", "is not an address"),
+        ("SENTINEL_DISPATCH_AHEAD", "soon", "is not a number of seconds"),
+        ("SENTINEL_DISPATCH_AHEAD", "6", "at most 5"),
     ],
 )
 def test_malformed_setting_names_the_variable(
@@ -51,6 +53,12 @@ def test_malformed_setting_names_the_variable(
     with pytest.raises(ImproperlyConfigured, match=fragment) as info:
         config.load({name: value}, tmp_path)
     assert name in str(info.value)
+
+
+def test_dispatch_look_ahead_defaults_to_half_a_second(tmp_path: Path) -> None:
+    assert config.load(KEY, tmp_path).dispatch_ahead == 0.5
+    assert config.load({**KEY, "SENTINEL_DISPATCH_AHEAD": "0"}, tmp_path).dispatch_ahead == 0
+    assert config.load({**KEY, "SENTINEL_DISPATCH_AHEAD": "2s"}, tmp_path).dispatch_ahead == 2
 
 
 def test_operator_metrics_listen_on_loopback_unless_told_otherwise(tmp_path: Path) -> None:
