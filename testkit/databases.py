@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from testkit.lifecycle import StartStop
-from testkit.paths import REPO_ROOT
+from testkit.paths import MANAGE, REPO_ROOT
 from testkit.ports import free_port
 from testkit.processes import ChildProcess, check_may_start
 from testkit.site_env import with_defaults
@@ -165,6 +165,17 @@ class PostgresServer(StartStop):
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+        )
+
+    def manage(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """Run ``manage.py args`` on this server's database; its output is captured as text."""
+        return subprocess.run(
+            [sys.executable, str(MANAGE), *args],
+            env={**os.environ, "DATABASE_URL": self.url},
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=180,
         )
 
     @property

@@ -11,15 +11,11 @@ mirrored and the sync returns.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from testkit.databases import PostgresServer
-from testkit.paths import MANAGE, REPO_ROOT
 
 SCRIPT = textwrap.dedent(
     """
@@ -44,24 +40,13 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def _manage(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(MANAGE), *args],
-        env={**os.environ, "DATABASE_URL": url},
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-
-
 @pytest.mark.server
 def test_sync_all_on_postgres_cuts_long_reasons_and_skips_out_of_range_counts() -> None:
     with PostgresServer() as postgres:
-        migrated = _manage(postgres.url, "migrate", "--no-input", "-v0")
+        migrated = postgres.manage("migrate", "--no-input", "-v0")
         assert migrated.returncode == 0, migrated.stderr
 
-        ran = _manage(postgres.url, "shell", "-c", SCRIPT)
+        ran = postgres.manage("shell", "-c", SCRIPT)
 
     assert ran.returncode == 0, ran.stderr
     outcome = json.loads(ran.stdout.strip().splitlines()[-1])

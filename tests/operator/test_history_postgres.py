@@ -11,15 +11,11 @@ on a PostgreSQL database). A real server (``testkit.databases.PostgresServer``),
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from testkit.databases import PostgresServer
-from testkit.paths import MANAGE, REPO_ROOT
 
 SCRIPT = textwrap.dedent(
     """
@@ -52,24 +48,13 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def _manage(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(MANAGE), *args],
-        env={**os.environ, "DATABASE_URL": url},
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-
-
 @pytest.mark.server
 def test_a_value_printed_in_300_digits_is_kept_whole_on_postgres() -> None:
     with PostgresServer() as postgres:
-        migrated = _manage(postgres.url, "migrate", "--no-input", "-v0")
+        migrated = postgres.manage("migrate", "--no-input", "-v0")
         assert migrated.returncode == 0, migrated.stderr
 
-        ran = _manage(postgres.url, "shell", "-c", SCRIPT)
+        ran = postgres.manage("shell", "-c", SCRIPT)
 
     assert ran.returncode == 0, ran.stderr
     kept = json.loads(ran.stdout.strip().splitlines()[-1])
