@@ -103,7 +103,18 @@ def reconcile_task(
         log.warning("reconcile %s/%s refused: outside SENTINEL_NAMESPACES", namespace, name)
         return OUT_OF_SCOPE
     due = datetime.fromisoformat(due_at) if due_at else None
-    return result(reconciler().reconcile(namespace, name, due_at=due, uid=uid)).value
+    try:
+        current = reconciler()
+    except kube.KubeError as exc:
+        # Each worker builds its client on first use; a kubeconfig that cannot be read now (a
+        # file being replaced, a mount not there yet) is one clear line, not a traceback. The
+        # claim is kept, so the analysis is due again when it runs out
+        # (docs/operator.md#due-time-dispatch).
+        log.error(
+            "reconcile %s/%s not started: %s; retried when its claim runs out", namespace, name, exc
+        )
+        return Result.ERROR.value
+    return result(current.reconcile(namespace, name, due_at=due, uid=uid)).value
 
 
 def reconcile_batch_task(members: Sequence[Sequence[str]], claimed_until: str) -> list[str]:
@@ -137,7 +148,9 @@ def reconcile_batch_task(members: Sequence[Sequence[str]], claimed_until: str) -
         try:
             results.append(reconcile_task(namespace, name, due_at, uid))
         except Exception:
-            # The reconciler logged it and backed the analysis off; its neighbours still run.
+            # The reconciler turns every failure it knows into an outcome; this one is a bug,
+            # logged with its traceback. The analysis keeps its claim; its neighbours still run.
+            log.exception("reconcile %s/%s failed; the rest of its batch goes on", namespace, name)
             results.append(Result.ERROR.value)
     return results
 
