@@ -379,12 +379,17 @@ def operator_pausing(
     )
     with started(operator, "operator", image=image, network=["--network", "host"]) as container:
 
-        def paused() -> bool:
+        def paused() -> dict[str, Any] | None:
+            # The target is paused before the status says so (docs/operator.md): wait for both.
             target = admin.request("GET", kube.deployment_path(namespace, "checkout"))
-            return target["spec"].get("paused") is True
+            analysis = admin.request("GET", kube.analysis_path(namespace, "checkout"))
+            conditions = (analysis.get("status") or {}).get("conditions") or []
+            written = any(c["type"] == "RolloutPaused" for c in conditions)
+            return analysis if target["spec"].get("paused") is True and written else None
 
-        wait_running(container, paused, "the operator in the image pausing checkout", timeout=90)
-        analysis = admin.request("GET", kube.analysis_path(namespace, "checkout"))
+        analysis = wait_running(
+            container, paused, "the operator in the image pausing checkout", timeout=90
+        )
         pause = condition(analysis, "RolloutPaused")
         assert pause["status"] == "True", analysis["status"]
         found = events(cluster, namespace)
