@@ -119,7 +119,12 @@ def test_a_statefulset_is_frozen_by_its_partition_and_released(
     # The other analysis sees its target running again: a resume, never a second pause.
     resumed = wait_condition(kube_client, namespace, "slow", "RolloutPaused", "ResumedByUser")
     assert resumed["status"]["pausedAt"] is None
-    assert "RolloutResumed" in event_reasons(kube_client, namespace, "slow")
+    # The event is posted after the status write (outcome.record): wait for it too.
+    wait_until(
+        lambda: "RolloutResumed" in event_reasons(kube_client, namespace, "slow"),
+        timeout=30,
+        what="the RolloutResumed event of slow",
+    )
 
 
 def test_a_daemonset_is_frozen_with_on_delete_and_resumed_by_hand(
