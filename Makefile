@@ -8,12 +8,9 @@ STAMP  := $(VENV)/.installed-stamp
 
 venv: $(STAMP)
 
-# pip compiles what it installs on one core (34 s of the fresh venv's 107 s, measured);
-# compileall does the same on every core.
+# From a wheelhouse cached outside the tree, downloaded once per pyproject.toml (the script says why).
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-compile -e '.[test]'
-	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib
+	sh scripts/venv.sh $(PYTHON) $(VENV)
 	touch $@
 
 # Debian packages run for real: the demo needs Prometheus; the suite also drives Chromium and
