@@ -8,9 +8,9 @@ STAMP  := $(VENV)/.installed-stamp
 
 venv: $(STAMP)
 
+# From a wheelhouse cached outside the tree, downloaded once per pyproject.toml (the script says why).
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
+	sh scripts/venv.sh $(PYTHON) $(VENV)
 	touch $@
 
 # Debian packages run for real: the demo needs Prometheus; the suite also drives Chromium and

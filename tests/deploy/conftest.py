@@ -26,6 +26,7 @@ from testkit.clusters import (
 from testkit.manifests import to_yaml
 from testkit.namespaces import fresh_namespace
 from testkit.operator import OperatorStarter, StartOperator
+from tests.deploy.image import built_image
 from tests.deploy.kustomize import HOME, OPERATOR_ACCOUNT, Deployed, for_devcluster, render
 
 
@@ -73,3 +74,9 @@ def start_operator(tmp_path: Path, migrated_database: Path) -> Iterator[StartOpe
         yield starter
     finally:
         starter.stop_all()
+
+
+@pytest.fixture(scope="session")
+def image(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The image built from the tree, once per run (``tests/deploy/image.py``)."""
+    return built_image(tmp_path_factory)

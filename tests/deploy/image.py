@@ -1,9 +1,10 @@
 """The built image, run as ``deploy/`` runs it, for tests/deploy/test_image*.py.
 
-``built_image`` builds the image once per test session with ``containers/build.sh`` (what
-``make image`` runs; layer-cached, so an unchanged tree rebuilds in seconds) and returns the
-image's ID. ``Pod`` turns a Deployment's Pod template from the rendered ``deploy/`` manifests
-into ``podman run`` arguments:
+``built_image`` builds the image once per run with ``containers/build.sh`` (what ``make image``
+runs; layer-cached, so an unchanged tree rebuilds in seconds) and returns the image's ID: the
+first pytest-xdist worker to need it builds it, the others wait for that build and use its ID.
+``Pod`` turns a Deployment's Pod template from the rendered ``deploy/`` manifests into ``podman
+run`` arguments:
 its user and group, read-only root filesystem, dropped capabilities, no privilege escalation,
 its volume mounts (``emptyDir`` and claims as fresh podman volumes, Secrets as host
 directories), its environment (the ConfigMap, the Secret's values the test gives, the
@@ -14,12 +15,12 @@ it matters.
 from __future__ import annotations
 
 import base64
+import fcntl
 import functools
 import json
 import os
 import shutil
 import subprocess
-import tempfile
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from sentinel_cluster import kube
@@ -67,33 +69,43 @@ def podman(
     return result
 
 
-def built_image() -> str:
-    """Build the image from the tree (once per session) and return its ID.
+def built_image(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Build the image from the tree (once per run) and return its ID.
 
     The ID, not the tag: the tag names whatever the last build in the shared image store made,
     which may be another work tree's while this session runs.
     """
     check_may_start([str(BUILD)], "an image build")
-    return _build()
+    base = tmp_path_factory.getbasetemp()
+    # Under pytest-xdist each worker's base directory (``.../pytest-N/popen-gwK``) sits in the
+    # run's own directory; without xdist the base directory is the run's.
+    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return _build(run)
 
 
 @functools.cache
-def _build() -> str:
+def _build(run: Path) -> str:
+    """Build once per run directory: concurrent builds of one tree by several workers cost a
+    minute of CPU each on the 2-core machine (docs/testkit.md#parallel-runs)."""
     missing = [tool for tool in ("podman", "mmdebstrap") if shutil.which(tool) is None]
     assert not missing, f"{' and '.join(missing)} missing: `make image` installs them"
-    with tempfile.TemporaryDirectory() as scratch:
-        iidfile = Path(scratch) / "iid"
-        result = subprocess.run(
-            [str(BUILD)],
-            capture_output=True,
-            text=True,
-            timeout=BUILD_TIMEOUT,
-            check=False,
-            env={**os.environ, "IIDFILE": str(iidfile)},
-        )
-        assert result.returncode == 0, (
-            f"containers/build.sh failed:\n{result.stdout}\n{result.stderr}"
-        )
+    iidfile = run / "image.iid"
+    with open(run / "image.lock", "w") as lock:
+        # Held while building; a worker that failed to build leaves no ID, so the next one
+        # tries again and reports its own failure.
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not iidfile.exists():
+            result = subprocess.run(
+                [str(BUILD)],
+                capture_output=True,
+                text=True,
+                timeout=BUILD_TIMEOUT,
+                check=False,
+                env={**os.environ, "IIDFILE": str(iidfile)},
+            )
+            assert result.returncode == 0, (
+                f"containers/build.sh failed:\n{result.stdout}\n{result.stderr}"
+            )
         return iidfile.read_text().strip()
 
 

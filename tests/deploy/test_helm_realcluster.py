@@ -43,7 +43,6 @@ from testkit.waiting import wait_until
 from tests.deploy.helm import CHART, HOME, Helm
 from tests.deploy.image import (
     Pod,
-    built_image,
     fresh_volume,
     operator_pausing,
     run,
@@ -178,11 +177,7 @@ def _get(real: RealCluster, kind: str, name: str) -> dict[str, Any]:
     return dict(json.loads(real.kubectl("get", kind, name, "-n", HOME, "-o", "json").stdout))
 
 
-@pytest.fixture(scope="module")
-def image() -> str:
-    return built_image()
-
-
+@pytest.mark.slow
 def test_the_charts_operator_runs_from_the_image(
     real: RealCluster,
     helm: Helm,

@@ -30,7 +30,6 @@ from testkit.kubectl import kubectl_binary
 from testkit.paths import DEPLOY_DIR, REPO_ROOT
 from tests.deploy.image import (
     Pod,
-    built_image,
     config_map,
     deployment,
     fresh_volume,
@@ -58,11 +57,6 @@ HOST = "rollout-sentinel-web.rollout-sentinel.svc"  # listed in the base's ALLOW
 # What `podman image inspect` reports after `make image` (docs/operations.md, "The image");
 # a change that grows the image past this is noticed here.
 SIZE_LIMIT_MB = 450
-
-
-@pytest.fixture(scope="module")
-def image() -> str:
-    return built_image()
 
 
 @pytest.fixture(scope="module")

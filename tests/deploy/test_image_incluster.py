@@ -33,7 +33,6 @@ from testkit.prometheus import PrometheusServer
 from testkit.waiting import wait_until
 from tests.deploy.image import (
     Pod,
-    built_image,
     condition,
     config_map,
     deployment,
@@ -49,11 +48,6 @@ from tests.deploy.kustomize import HOME, Deployed, render
 
 HOST = "rollout-sentinel-web.rollout-sentinel.svc"
 SUPERUSER = "platform-admin"
-
-
-@pytest.fixture(scope="module")
-def image() -> str:
-    return built_image()
 
 
 @pytest.fixture
@@ -81,6 +75,7 @@ def _pods(
     return pods
 
 
+@pytest.mark.slow
 def test_operator_pauses_and_web_resumes_from_the_image(
     image: str,
     deployed: Deployed,

@@ -271,6 +271,7 @@ def test_a_histogram_without_the_boundary_is_an_invalid_query_naming_those_it_ha
     assert "its boundaries are 0.005, 0.01, 0.025" in message and "0.25, 0.5" in message
 
 
+@pytest.mark.slow
 def test_equal_rates_are_never_paused_through_a_sigkill_and_an_outage(
     realcluster: RealCluster,
     client: kube.KubeClient,

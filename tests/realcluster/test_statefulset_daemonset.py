@@ -193,6 +193,7 @@ def _resume_through_the_ui(client: kube.KubeClient, namespace: str, name: str) -
     return page.content.decode()
 
 
+@pytest.mark.slow
 def test_a_statefulset_and_a_daemonset_are_held_mid_rollout_and_released(
     real_cluster: RealCluster,
     real_client: kube.KubeClient,
