@@ -343,10 +343,14 @@ def wait_running(container: str, predicate: Any, what: str, timeout: float = 60)
     """Wait until ``predicate()`` holds, failing early with the log if the container died."""
 
     def check() -> Any:
-        assert running(container), f"{container} stopped:\n{logs(container)}"
+        assert running(container), f"{container} stopped"
         return predicate()
 
-    return wait_until(check, timeout=timeout, interval=0.5, what=f"{what}\n{logs(container)}")
+    try:
+        return wait_until(check, timeout=timeout, interval=0.5, what=what)
+    except AssertionError as failed:
+        # The log as it is when the container stopped or the wait gave up, not as it began.
+        raise AssertionError(f"{failed}\n{logs(container)}") from None
 
 
 def events(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:

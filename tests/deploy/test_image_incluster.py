@@ -104,18 +104,22 @@ def test_operator_pauses_and_web_resumes_from_the_image(
             with started(web, "web", image=image, network=["--network", "host"], args=args) as w:
                 url = f"http://127.0.0.1:{port}"
 
-                def resumed() -> requests.Response | None:
+                def resumed() -> tuple[requests.Response] | None:
+                    # Sent again only while gunicorn does not listen yet: a POST that timed out
+                    # may still be served, and a second resume would be answered 409. Wrapped,
+                    # since a 4xx/5xx Response is falsy and would be waited on, not reported.
                     try:
-                        answer = requests.post(
-                            f"{url}/api/v1/analyses/{namespace}/checkout/resume/",
-                            headers={"Host": HOST, "Authorization": f"Token {token}"},
-                            timeout=30,
+                        return (
+                            requests.post(
+                                f"{url}/api/v1/analyses/{namespace}/checkout/resume/",
+                                headers={"Host": HOST, "Authorization": f"Token {token}"},
+                                timeout=90,
+                            ),
                         )
-                    except (requests.ConnectionError, requests.Timeout):
+                    except requests.ConnectionError:
                         return None
-                    return answer
 
-                answer = wait_running(w, resumed, "gunicorn answering the resume", timeout=120)
+                (answer,) = wait_running(w, resumed, "gunicorn answering the resume", timeout=120)
                 assert answer.status_code == 200, answer.text
                 target = admin.request("GET", kube.deployment_path(namespace, "checkout"))
                 assert target["spec"].get("paused") is not True
