@@ -48,7 +48,7 @@ def _official(client: kube.KubeClient) -> Callable[[str, str, Any], dict[str, An
     return request
 
 
-def _status(turn: int) -> dict[str, Any]:
+def evaluation_status(turn: int) -> dict[str, Any]:
     """Return a status the size of a two-metric evaluation's, different at every turn."""
     when = f"2026-12-03T10:{turn // 60 % 60:02d}:{turn % 60:02d}Z"
     conditions = [
@@ -76,12 +76,27 @@ def _status(turn: int) -> dict[str, Any]:
     }
 
 
+def two_metric_analysis(client: kube.KubeClient, namespace: str) -> dict[str, Any]:
+    """Create ``namespace`` and a two-metric analysis ``ra`` in it; return the API's answer."""
+    client.request(
+        "POST",
+        "/api/v1/namespaces",
+        body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+    )
+    metrics = [
+        gauge_metric("bench", 0.5, "p99-latency"),
+        gauge_metric("bench", 0.5, "error-rate"),
+    ]
+    manifest = analysis_manifest("ra", namespace, metrics=metrics)
+    return client.request("POST", kube.analyses_path(namespace), body=manifest)  # type: ignore[arg-type]
+
+
 def _cycles(request: Callable[..., dict[str, Any]], path: str, count: int) -> float:
     """Return CPU milliseconds per request of ``count`` requests (GET and status PUT in turn)."""
     started = time.process_time()
     for turn in range(count // 2):
         current = request("GET", path)
-        current["status"] = _status(turn)
+        current["status"] = evaluation_status(turn)
         request("PUT", f"{path}/status", current)
     return (time.process_time() - started) * 1000 / (count // 2 * 2)
 
@@ -93,17 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with stack() as running:
         client = kube.KubeClient(running.cluster.api_client())
-        client.request(
-            "POST",
-            "/api/v1/namespaces",
-            body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": _NAMESPACE}},
-        )
-        metrics = [
-            gauge_metric("bench", 0.5, "p99-latency"),
-            gauge_metric("bench", 0.5, "error-rate"),
-        ]
-        manifest = analysis_manifest("ra", _NAMESPACE, metrics=metrics)
-        client.request("POST", kube.analyses_path(_NAMESPACE), body=manifest)  # type: ignore[arg-type]
+        two_metric_analysis(client, _NAMESPACE)
         path = kube.analysis_path(_NAMESPACE, "ra")
         official = _official(client)
 
