@@ -23,6 +23,7 @@ import os
 import random
 import signal
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -48,6 +49,25 @@ from sentinel_operator.leader import LeaderElector
 from sentinel_operator.watch import AnalysisWatch
 
 log = logging.getLogger(__name__)
+
+
+class _MetricsServer(ThreadingHTTPServer):
+    """The operator's ``/metrics`` server: a thread per scrape, quiet about scrapers that left.
+
+    A scraper whose timeout ran out (Prometheus's, or a probe's on a starved node) closes the
+    connection while the answer is being written. That is the scraper's business, not an error
+    of the operator: one debug line instead of ``socketserver``'s traceback on stderr, which
+    read like a crash in the operator's log.
+    """
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError):
+            log.debug("metrics: the scraper at %s hung up: %s", client_address[0], error)
+            return
+        log.exception("metrics: answering the scraper at %s failed", client_address[0])
 
 
 class StartupError(Exception):
@@ -204,14 +224,13 @@ class OperatorRuntime:
         registry = metrics.scrape_registry(self._leader_metrics)
         handler = MetricsHandler.factory(registry)
         try:
-            server = ThreadingHTTPServer(
+            server = _MetricsServer(
                 (self.options.metrics_address, self.options.metrics_port), handler
             )
         except OSError as exc:
             raise StartupError(
                 f"cannot serve /metrics on port {self.options.metrics_port}: {exc.strerror}"
             ) from exc
-        server.daemon_threads = True
         return server
 
     def _start_threads(self) -> None:

@@ -7,7 +7,9 @@ these, through the admin ``KubeClient``, an ``OperatorProcess``'s database and a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from sentinel_cluster import kube
@@ -93,6 +95,23 @@ def wait_rows(
         return found if predicate(found) else None
 
     return wait_until(rows, timeout=timeout, interval=0.1, what=what or f"history of {name}")
+
+
+def due_lags(rows: Sequence[Mapping[str, Any]], interval: float) -> list[float]:
+    """Seconds each history row's evaluation started after its due time.
+
+    Due is the previous evaluation's end plus ``interval``: the operator counts the interval from
+    the end of an attempt (docs/operator.md#due-time-dispatch), and an attempt's own duration
+    grows with the machine's load, so start-to-start gaps measure the machine, not the operator.
+    """
+    return [
+        (
+            datetime.fromisoformat(str(after["started_at"]))
+            - datetime.fromisoformat(str(before["finished_at"]))
+        ).total_seconds()
+        - interval
+        for before, after in itertools.pairwise(rows)
+    ]
 
 
 def deployment_paused(client: kube.KubeClient, namespace: str, name: str = "checkout") -> bool:

@@ -51,8 +51,9 @@ def migrate_database(path: Path) -> Path:
 class OperatorProcess:
     """``manage.py runoperator`` in a child process, with its own database and metrics port."""
 
-    # Seconds a read of /metrics may take.
-    metrics_timeout = 5.0
+    # Seconds a read of /metrics may take. Prometheus's own default scrape timeout is 10 s; a
+    # read beside another copy of the suite (load 30-47 on two cores) took more than 5.
+    metrics_timeout = 30.0
 
     def __init__(
         self,
@@ -104,8 +105,12 @@ class OperatorProcess:
 
     # lifecycle
 
-    def start(self, *, wait: bool = True, timeout: float = 30) -> OperatorProcess:
-        """Start it; with ``wait``, return once it serves ``/metrics``."""
+    def start(self, *, wait: bool = True, timeout: float = 90) -> OperatorProcess:
+        """Start it; with ``wait``, return once it serves ``/metrics``.
+
+        ``timeout`` bounds a start that fails; a start took over 30 s beside another copy of
+        the suite (docs/testkit.md#parallel-runs).
+        """
         if self._child is not None:
             raise RuntimeError("the operator is already running")
         self._child = ChildProcess(
@@ -117,9 +122,11 @@ class OperatorProcess:
         )
         self._child.start()
         if wait:
-            wait_until(
-                self._serving, timeout=timeout, what=f"runoperator serves /metrics\n{self.log}"
-            )
+            try:
+                wait_until(self._serving, timeout=timeout, what="runoperator serves /metrics")
+            except AssertionError as failed:
+                # Its log as it is now, not as it was when the wait began.
+                raise AssertionError(f"{failed}\n{self.log}") from None
         return self
 
     def _serving(self) -> bool:

@@ -8,6 +8,11 @@ A metric removed from the spec and a deleted analysis leave no stale series behi
 
 from __future__ import annotations
 
+import socket
+import struct
+
+import pytest
+
 from sentinel_cluster import kube
 from testkit.clusters import Cluster, kubectl_apply
 from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
@@ -94,3 +99,20 @@ def test_value_and_threshold_per_metric_and_no_stale_series(
     # The analysis deleted: nothing is left to scrape.
     kube_client.request("DELETE", kube.analysis_path(namespace, "checkout"))
     wait_until(lambda: _series(operator, namespace) == {}, timeout=15, what="no series")
+
+
+@pytest.mark.clusters("dev")
+def test_a_scraper_hanging_up_early_leaves_no_traceback(operator: OperatorProcess) -> None:
+    """A scrape abandoned mid-answer (the scraper's timeout ran out on a busy node) is not an
+    operator error: nothing like a crash in its log, and the next scrape is answered."""
+    for _ in range(30):
+        with socket.create_connection(("127.0.0.1", operator.metrics_port), timeout=10) as sock:
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            # Closed with a reset, not a FIN: what the server is still reading or writing fails.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    # Each abandoned scrape has ended once a later one on the same server has been answered
+    # in full; several, since the server answers each on its own thread.
+    for _ in range(5):
+        assert "sentinel_" in operator.metrics_text()
+    assert operator.running
+    assert "Traceback" not in operator.log, operator.log

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from datetime import datetime
 from typing import Any
 
 from sentinel_cluster import kube
@@ -24,6 +23,7 @@ from testkit.metrics_app import GaugeSetter
 from testkit.observe import (
     condition,
     deployment_paused,
+    due_lags,
     event_reasons,
     get_analysis,
     queries_for,
@@ -59,20 +59,6 @@ def _wait_failures(
         interval=0.1,
         what=f"{name} at {failures} failures",
     )
-
-
-def _lags(rows: list[dict[str, Any]]) -> list[float]:
-    """Seconds each attempt started after its due time: the previous attempt's end plus
-    ``INTERVAL`` (an attempt's own duration grows with the machine's load; the interval is
-    counted from its end, docs/operator.md#due-time-dispatch)."""
-    return [
-        (
-            datetime.fromisoformat(str(after["started_at"]))
-            - datetime.fromisoformat(str(before["finished_at"]))
-        ).total_seconds()
-        - INTERVAL
-        for before, after in itertools.pairwise(rows)
-    ]
 
 
 def test_target_deleted_then_recreated(
@@ -118,7 +104,7 @@ def test_target_deleted_then_recreated(
     assert fails[0]["metric_results"][0]["value_text"] == "0.9"
     # No crash loop: attempts at the interval, not hammering or backing off (the first backoff
     # of a 5 s interval is 5 s too: the row's backoff count below tells the two apart).
-    lags = _lags(rows[-3:])
+    lags = due_lags(rows[-3:], INTERVAL)
     print(f"attempts while the target is missing started {lags} s after their due time")
     assert all(-0.5 <= lag <= 1.5 for lag in lags), lags
     row = operator.mirror_row(namespace, "checkout")

@@ -56,6 +56,12 @@ LATENCY = [0.12, 0.13, 0.11, 0.14, 0.12, 0.13, 0.15, 0.14, 0.12, 0.16, 0.15, 0.1
 LATENCY += [0.2, 0.22, None, 0.19, 0.24, 0.31, 0.36, 0.41]
 
 
+# Playwright's assertions wait 5 s by default: a page load in a run beside another copy of the
+# suite (load 30-47 on two cores) took longer. The bound only decides how long a failing test
+# waits; actions already wait 30 s (docs/testkit.md#parallel-runs).
+expect.set_options(timeout=30_000)
+
+
 @contextmanager
 def _browser() -> Iterator[Browser]:
     """Start chromium. Playwright's sync API runs an event loop in this thread, during which
