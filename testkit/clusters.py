@@ -84,11 +84,21 @@ NewCluster = Callable[..., Cluster]
 
 
 def wait_crd_served(cluster: Cluster, timeout: float = 20) -> None:
-    """Wait until ``kubectl get rolloutanalyses`` answers, as a user would after applying."""
+    """Wait until ``kubectl get rolloutanalyses`` and ``kubectl explain`` answer.
+
+    The real API server publishes a CRD's OpenAPI (what ``explain`` and client-side
+    validation read) a few seconds after it serves the resource, after an apply and again
+    after every restart; a cluster handed to a test is one where both answer.
+    """
     wait_until(
         lambda: cluster.kubectl("get", PLURAL, "-A", check=False).returncode == 0,
         timeout=timeout,
         what="the CRD is served",
+    )
+    wait_until(
+        lambda: cluster.kubectl("explain", "rolloutanalysis.spec", check=False).returncode == 0,
+        timeout=timeout,
+        what="the CRD's OpenAPI is published (kubectl explain)",
     )
 
 

@@ -8,8 +8,7 @@ same way.
 
 from __future__ import annotations
 
-import subprocess
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 
 import kubernetes.client
 import pytest
@@ -18,20 +17,6 @@ from testkit.clusters import kube_client, running_with_crd
 from testkit.devcluster import DevCluster
 from testkit.manifests import namespace_manifest
 from testkit.namespaces import fresh_namespace, unique_name
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Show what kubectl printed when a checked kubectl call fails."""
-    report = yield
-    error = call.excinfo.value if call.excinfo is not None else None
-    if isinstance(error, subprocess.CalledProcessError):
-        report.sections.append(
-            ("kubectl output", f"stdout:\n{error.stdout}\nstderr:\n{error.stderr}")
-        )
-    return report
 
 
 @pytest.fixture(scope="session")

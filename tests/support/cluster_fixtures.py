@@ -21,13 +21,14 @@ through ``kube_client``, ``namespace``, ``start_operator``, ... runs once on eac
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import subprocess
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 
 from sentinel_cluster import kube
-from testkit.clusters import Cluster, NewCluster, apply_crd, running_with_crd
+from testkit.clusters import Cluster, NewCluster, apply_crd, running_with_crd, wait_crd_served
 from testkit.clusters import kube_client as admin_kube_client
 from testkit.devcluster import DevCluster
 from testkit.namespaces import fresh_namespace
@@ -188,3 +189,20 @@ def restartable_cluster(
     finally:
         if cluster.pid is None:
             cluster.start()
+        # Restarted, the server serves the CRD again before it republishes its OpenAPI; the
+        # next test on this session cluster gets it as the session began: both answering.
+        wait_crd_served(cluster)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Show what the command printed when a checked kubectl (or other) call fails."""
+    report = yield
+    error = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(error, subprocess.CalledProcessError):
+        report.sections.append(
+            ("command output", f"stdout:\n{error.stdout}\nstderr:\n{error.stderr}")
+        )
+    return report
