@@ -122,11 +122,11 @@ class OperatorProcess:
         )
         self._child.start()
         if wait:
-            try:
-                wait_until(self._serving, timeout=timeout, what="runoperator serves /metrics")
-            except AssertionError as failed:
-                # Its log as it is now, not as it was when the wait began.
-                raise AssertionError(f"{failed}\n{self.log}") from None
+            wait_until(
+                self._serving,
+                timeout=timeout,
+                what=lambda: f"runoperator serves /metrics\n{self.log}",
+            )
         return self
 
     def _serving(self) -> bool:

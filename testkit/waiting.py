@@ -14,14 +14,22 @@ T = TypeVar("T")
 
 
 def wait_until(
-    predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.05, what: str = ""
+    predicate: Callable[[], T],
+    timeout: float = 10.0,
+    interval: float = 0.05,
+    what: str | Callable[[], str] = "",
 ) -> T:
-    """Poll ``predicate`` until it returns something truthy and return that; else fail."""
+    """Poll ``predicate`` until it returns something truthy and return that; else fail.
+
+    ``what`` describes the wait in the failure; a callable is called only then, so that a
+    log it reads is the log as it is when the wait gives up, not as it was when it began.
+    """
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what or predicate}")
+            described = what() if callable(what) else what
+            raise AssertionError(f"not within {timeout} s: {described or predicate}")
         time.sleep(interval)

@@ -343,14 +343,12 @@ def wait_running(container: str, predicate: Any, what: str, timeout: float = 60)
     """Wait until ``predicate()`` holds, failing early with the log if the container died."""
 
     def check() -> Any:
-        assert running(container), f"{container} stopped"
+        assert running(container), f"{container} stopped\n{logs(container)}"
         return predicate()
 
-    try:
-        return wait_until(check, timeout=timeout, interval=0.5, what=what)
-    except AssertionError as failed:
-        # The log as it is when the container stopped or the wait gave up, not as it began.
-        raise AssertionError(f"{failed}\n{logs(container)}") from None
+    return wait_until(
+        check, timeout=timeout, interval=0.5, what=lambda: f"{what}\n{logs(container)}"
+    )
 
 
 def events(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:
