@@ -218,7 +218,8 @@ def _claim_timeout(raw: str, *, prometheus_timeout: float, dispatch_ahead: float
 
     A batch task's time limit is half the claim and it starts members only in the first half of
     that limit (docs/operator.md#claims): a quarter of the claim must hold one Prometheus query,
-    and half of it the look-ahead a member is claimed with.
+    and half of it the look-ahead a member is claimed with. The default is never too short:
+    above it the time limit stays 60 s, so a longer claim would give a query no more time.
     """
     name = "SENTINEL_CLAIM_TIMEOUT"
     value = raw.strip().removesuffix("s")
@@ -226,7 +227,8 @@ def _claim_timeout(raw: str, *, prometheus_timeout: float, dispatch_ahead: float
         raise ImproperlyConfigured(
             f"{name}={raw!r} is not a whole number of seconds from 1 to {_MAX_CLAIM_TIMEOUT}."
         )
-    minimum = max(2, math.ceil(4 * prometheus_timeout), math.ceil(2 * dispatch_ahead))
+    query = min(math.ceil(4 * prometheus_timeout), DEFAULT_CLAIM_TIMEOUT)
+    minimum = max(2, query, math.ceil(2 * dispatch_ahead))
     if int(value) < minimum:
         raise ImproperlyConfigured(
             f"{name}={raw!r} is too short: at least {minimum} s here (4 x "

@@ -78,6 +78,11 @@ def test_the_claim_bounds_the_task_time_limit(tmp_path: Path) -> None:
     assert config.load(quick, tmp_path).task_time_limit == 2
     with pytest.raises(ImproperlyConfigured, match="at least 10 s"):
         config.load({**quick, "SENTINEL_DISPATCH_AHEAD": "5"}, tmp_path)
+    # The default stands with any Prometheus timeout: a longer claim would not lift the limit.
+    slow = {**KEY, "SENTINEL_PROMETHEUS_TIMEOUT": "60"}
+    assert config.load(slow, tmp_path).task_time_limit == 60
+    with pytest.raises(ImproperlyConfigured, match="at least 120 s"):
+        config.load({**slow, "SENTINEL_CLAIM_TIMEOUT": "119"}, tmp_path)
 
 
 def test_django_q_follows_the_claim() -> None:
