@@ -233,7 +233,7 @@ def _claim_timeout(raw: str, *, prometheus_timeout: float, dispatch_ahead: float
         raise ImproperlyConfigured(
             f"{name}={raw!r} is too short: at least {minimum} s here (4 x "
             "SENTINEL_PROMETHEUS_TIMEOUT and 2 x SENTINEL_DISPATCH_AHEAD), because a batch task "
-            "may run for half the claim and starts analyses only in the claim's first quarter "
+            "may run for half the claim and starts analyses only in the first half of that time "
             "(docs/operator.md#claims)."
         )
     return int(value)
