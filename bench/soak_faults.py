@@ -16,7 +16,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import requests
@@ -31,12 +30,14 @@ from bench.soak_plan import (
 )
 from bench.soak_record import FaultRecord, History
 from bench.soak_stack import LEASE_SECONDS, ClusterApi, Replica, Stack
+from sentinel_site.config import DEFAULT_CLAIM_TIMEOUT
 from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric, to_yaml
-from testkit.processes import descendants
+from testkit.processes import descendants, holding_sockets
 
-# sentinel_operator.dispatcher.CLAIM_TIMEOUT: a queued reconcile lost with its process is
-# dispatched again when its claim runs out.
-CLAIM_SECONDS = 120.0
+# The operator's dispatch claim (SENTINEL_CLAIM_TIMEOUT: the shipped default, which soak_stack
+# gives the replicas): a queued reconcile lost with its process is dispatched again when its
+# claim runs out.
+CLAIM_SECONDS = float(DEFAULT_CLAIM_TIMEOUT)
 # Longer than the operator's Prometheus timeout (SENTINEL_PROMETHEUS_TIMEOUT, default 5 s).
 SLOW_SECONDS = 8.0
 
@@ -250,14 +251,10 @@ class FaultRunner:
         ports = self.stack.proxy.in_flight
         if not ports:
             return None
-        inodes = _socket_inodes(ports)
         candidates = []
         for replica in self.stack.replicas:
-            if not replica.process.running:
-                continue
-            for pid in descendants(replica.process.pid):
-                if _owns_socket(pid, inodes):
-                    candidates.append(pid)
+            if replica.process.running:
+                candidates += holding_sockets(descendants(replica.process.pid), ports)
         return self.rng.choice(sorted(candidates)) if candidates else None
 
     def _database_restart(self, fault: FaultPlan, record: FaultRecord) -> None:
@@ -382,33 +379,3 @@ class FaultRunner:
             if time.time() > deadline:
                 raise RuntimeError(f"kubectl {' '.join(args)}: {done.stderr.strip()}")
             time.sleep(1)
-
-
-def _socket_inodes(ports: set[int]) -> set[str]:
-    """Return the inodes of local TCP sockets whose local port is one of ``ports``."""
-    found = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            local_port = int(fields[1].rsplit(":", 1)[1], 16)
-            if local_port in ports:
-                found.add(fields[9])
-    return found
-
-
-def _owns_socket(pid: int, inodes: set[str]) -> bool:
-    try:
-        for fd in Path(f"/proc/{pid}/fd").iterdir():
-            try:
-                target = os.readlink(fd)
-            except OSError:
-                continue
-            if target.startswith("socket:[") and target[8:-1] in inodes:
-                return True
-    except OSError:
-        return False
-    return False

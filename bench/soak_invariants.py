@@ -28,13 +28,15 @@ from bench.soak_plan import (
     samples_case,
 )
 from bench.soak_record import Attempt, FaultRecord, History, MirrorRow
+from sentinel_site.config import DEFAULT_CLAIM_TIMEOUT
 
 # How long a value set on the metrics app takes to be what a query returns: Prometheus scrapes
 # every second; on a loaded machine a scrape can be late by several seconds.
 SCRAPE_LAG = 10.0
-# The dispatch claim of a queued reconcile (sentinel_operator.dispatcher.CLAIM_TIMEOUT): a task
-# lost with a killed worker is dispatched again when it runs out.
-CLAIM_TIMEOUT = 120.0
+# The dispatch claim of a queued reconcile (SENTINEL_CLAIM_TIMEOUT: the shipped default, which
+# soak_stack gives the replicas): a task lost with a killed worker is dispatched again when it
+# runs out.
+CLAIM_TIMEOUT = float(DEFAULT_CLAIM_TIMEOUT)
 # The backoff jitter (±10 %), and a second of clock granularity on top.
 JITTER = 1.1
 # The leader's Lease (testkit's OperatorProcess default): a SIGKILLed leader is replaced

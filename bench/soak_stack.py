@@ -32,6 +32,7 @@ from bench.soak_plan import (
     RECEIVER_HANG_SECONDS,
 )
 from sentinel_cluster import kube
+from sentinel_site.config import DEFAULT_CLAIM_TIMEOUT
 from testkit.clusters import Cluster, running_with_crd, wait_crd_served
 from testkit.databases import PostgresServer, RedisServer
 from testkit.devcluster import DevCluster
@@ -251,6 +252,9 @@ def soak_stack(kind: str, workdir: Path, namespace: str, *, workers: int) -> Ite
                         "DATABASE_URL": postgres.url,
                         "SENTINEL_BROKER_URL": redis.url,
                         "SENTINEL_Q_WORKERS": str(workers),
+                        # What soak_faults and soak_invariants expect, whatever the caller's
+                        # environment says.
+                        "SENTINEL_CLAIM_TIMEOUT": str(DEFAULT_CLAIM_TIMEOUT),
                         **notify,
                     },
                 )

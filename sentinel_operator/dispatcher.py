@@ -9,13 +9,15 @@ order, into at most ``workers`` (``SENTINEL_Q_WORKERS``) ``tasks.reconcile_batch
 broker round trip per worker per pass instead of one per analysis. The worker waits for each
 member's due time, so nothing starts early.
 
-Claiming: before queueing, a row's ``next_due_at`` is moved forward by ``claim_timeout`` with a
-compare-and-set on the due time it was read with. So a row is queued once even if two passes
-(or two replicas during a leader change) see it, and a worker that dies mid-task does not lose
-the analysis: it becomes due again when the claim runs out. The reconciler overwrites the claim
-with the real next due time when it finishes (``due.reschedule``); a batch past half its time
-limit gives its unstarted members back (``due.release``). Only the leader dispatches;
-``runtime`` runs ``Dispatcher.run`` in a thread.
+Claiming: before queueing, a row's ``next_due_at`` is moved forward by the claim
+(``SENTINEL_CLAIM_TIMEOUT``, 120 s) with a compare-and-set on the due time it was read with. So a
+row is queued once even if two passes (or two replicas during a leader change) see it, and a
+worker that dies mid-task does not lose the analysis: it becomes due again when the claim runs
+out. The reconciler overwrites the claim with the real next due time when it finishes
+(``due.reschedule``); a batch gives back the members it will not start (``due.release``):
+past half its time limit, or when their claims would run out before it could be killed
+(docs/operator.md#claims). Only the leader dispatches; ``runtime`` runs ``Dispatcher.run`` in a
+thread.
 
 Scope: with ``SENTINEL_NAMESPACES`` set, only rows in those namespaces are ever dispatched,
 whatever else the database holds; the reconcile task refuses the others too.
@@ -45,9 +47,6 @@ Enqueue = Callable[[Sequence[Member], datetime], None]
 # A due row as read: pk, namespace, name, next_due_at, uid.
 _Due = tuple[int, str, str, datetime, str]
 
-# Longer than a reconcile may take (django-q2 kills a task after Q_CLUSTER["timeout"] = 60 s)
-# plus the wait in a busy broker queue; only a lost task ever waits this long.
-CLAIM_TIMEOUT = timedelta(seconds=120)
 POLL_INTERVAL = 0.1
 BATCH = 200
 
@@ -85,7 +84,7 @@ class Dispatcher:
         poll_interval: float = POLL_INTERVAL,
         ahead: float | None = None,
         workers: int | None = None,
-        claim_timeout: timedelta = CLAIM_TIMEOUT,
+        claim_timeout: timedelta | None = None,
         batch: int = BATCH,
         namespaces: Sequence[str] = (),
         enqueue_in_transaction: bool | None = None,
@@ -97,6 +96,9 @@ class Dispatcher:
         self.ahead = timedelta(seconds=settings.SENTINEL.dispatch_ahead if ahead is None else ahead)
         # One task per worker per pass: every worker gets a share, none gets two.
         self.workers = settings.SENTINEL.q_workers if workers is None else workers
+        # SENTINEL_CLAIM_TIMEOUT: only an analysis lost with its task waits this long.
+        if claim_timeout is None:
+            claim_timeout = timedelta(seconds=settings.SENTINEL.claim_timeout)
         self.claim_timeout = claim_timeout
         self.batch = batch
         # Empty means every namespace, as SENTINEL_NAMESPACES does.

@@ -126,25 +126,35 @@ def reconcile_batch_task(members: Sequence[Sequence[str]], claimed_until: str) -
     backoff: one member's failure is logged and the next one runs. The batch shares django-q2's
     time limit, so once half of it is used the members not started yet are given back, due at
     once, for another worker, rather than risk being killed with the task and wait for their
-    claims to run out.
+    claims to run out. A member whose claim would run out before the task's time limit is given
+    back too, never started: the dispatcher may hand it to another task then, and two attempts
+    at once would be two outcomes for one due time (docs/operator.md#claims). That is every
+    member of a task that waited in the queue for half the claim, and of one the ORM broker
+    delivers again after its worker died.
     """
     started = time.monotonic()
-    budget = (settings.Q_CLUSTER.get("timeout") or 60) / 2
+    limit = settings.Q_CLUSTER.get("timeout") or 60
+    until = datetime.fromisoformat(claimed_until)
     results: list[str] = []
     for index, (namespace, name, uid, due_at) in enumerate(members):
-        if time.monotonic() - started > budget:
+        due_time = datetime.fromisoformat(due_at)
+        late = time.monotonic() - started > limit / 2
+        if late or (until - max(due_time, datetime.now(UTC))).total_seconds() < limit:
             left = members[index:]
             given_back = due.release(
-                [(member[2], datetime.fromisoformat(member[3])) for member in left],
-                datetime.fromisoformat(claimed_until),
+                [(member[2], datetime.fromisoformat(member[3])) for member in left], until
             )
+            # given_back < len(left): the rest moved on meanwhile (claimed again, rescheduled).
             log.warning(
-                "reconcile batch past half its time limit (%.0f s): %d analyses given back",
-                budget,
+                "reconcile batch %s: %d analyses not started, %d of them given back",
+                f"past half its time limit ({limit / 2:.0f} s)"
+                if late
+                else f"with claims running out within its time limit ({limit} s)",
+                len(left),
                 given_back,
             )
             return results + [RELEASED] * len(left)
-        _wait_for(datetime.fromisoformat(due_at))
+        _wait_for(due_time)
         try:
             results.append(reconcile_task(namespace, name, due_at, uid))
         except Exception:

@@ -7,6 +7,7 @@ but malformed raises ``ImproperlyConfigured`` with one sentence naming the varia
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -18,6 +19,12 @@ from django.core.exceptions import ImproperlyConfigured
 
 _DURATION = re.compile(r"^(?P<value>\d+)(?P<unit>s|m|h|d)$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# SENTINEL_CLAIM_TIMEOUT's default, in seconds (docs/operator.md#claims).
+DEFAULT_CLAIM_TIMEOUT = 120
+# django-q2's time limit of a task when the claim allows it (SentinelConfig.task_time_limit).
+_MAX_TASK_TIME_LIMIT = 60
+# An analysis lost with its worker waits at most this long (SENTINEL_CLAIM_TIMEOUT's maximum).
+_MAX_CLAIM_TIMEOUT = 3600
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,10 @@ class SentinelConfig:
     # Seconds ahead of their due time the dispatcher claims analyses, so that one pass hands a
     # worker several (docs/operator.md#due-time-dispatch); the worker still waits for each.
     dispatch_ahead: float = 0.5
+    # Seconds a dispatched analysis stays claimed (docs/operator.md#claims): one lost with its
+    # worker is due again when the claim runs out. django-q2's time limit and redelivery follow
+    # from it (``task_time_limit``, settings.Q_CLUSTER).
+    claim_timeout: int = DEFAULT_CLAIM_TIMEOUT
     # Seconds the operator waits for one Prometheus query before calling it unavailable.
     prometheus_timeout: float = 5.0
     # Largest Prometheus answer the operator reads, in bytes; a bigger one is MetricsUnavailable.
@@ -66,6 +77,15 @@ class SentinelConfig:
     # SENTINEL_PROVIDERS_FILE (docs/operations.md#metric-providers): "" means
     # SENTINEL_PROMETHEUS_URL is the only one.
     providers_file: str = ""
+
+    @property
+    def task_time_limit(self) -> int:
+        """Return django-q2's time limit of a task (``Q_CLUSTER["timeout"]``), in seconds.
+
+        Half the claim, at most 60 s: a batch task ends, or is killed, before the claims of the
+        members it started run out (docs/operator.md#claims).
+        """
+        return min(_MAX_TASK_TIME_LIMIT, self.claim_timeout // 2)
 
 
 def parse_duration(name: str, raw: str) -> int:
@@ -193,6 +213,32 @@ def _ahead(raw: str) -> float:
     return _seconds("SENTINEL_DISPATCH_AHEAD", raw, maximum=5)
 
 
+def _claim_timeout(raw: str, *, prometheus_timeout: float, dispatch_ahead: float) -> int:
+    """Return SENTINEL_CLAIM_TIMEOUT: whole seconds, long enough for the batch task it bounds.
+
+    A batch task's time limit is half the claim and it starts members only in the first half of
+    that limit (docs/operator.md#claims): a quarter of the claim must hold one Prometheus query,
+    and half of it the look-ahead a member is claimed with. The default is never too short:
+    above it the time limit stays 60 s, so a longer claim would give a query no more time.
+    """
+    name = "SENTINEL_CLAIM_TIMEOUT"
+    value = raw.strip().removesuffix("s")
+    if not value.isdigit() or not 1 <= int(value) <= _MAX_CLAIM_TIMEOUT:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not a whole number of seconds from 1 to {_MAX_CLAIM_TIMEOUT}."
+        )
+    query = min(math.ceil(4 * prometheus_timeout), DEFAULT_CLAIM_TIMEOUT)
+    minimum = max(2, query, math.ceil(2 * dispatch_ahead))
+    if int(value) < minimum:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is too short: at least {minimum} s here (4 x "
+            "SENTINEL_PROMETHEUS_TIMEOUT and 2 x SENTINEL_DISPATCH_AHEAD), because a batch task "
+            "may run for half the claim and starts analyses only in the first half of that time "
+            "(docs/operator.md#claims)."
+        )
+    return int(value)
+
+
 def _list(raw: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in raw.split(",") if item.strip())
 
@@ -203,6 +249,10 @@ def load(env: Mapping[str, str], base_dir: Path) -> SentinelConfig:
     broker_url = env.get("SENTINEL_BROKER_URL", "orm://default")
     if not broker_url.startswith("orm://"):
         broker_url = _url("SENTINEL_BROKER_URL", broker_url, {"redis", "rediss"})
+    dispatch_ahead = _ahead(env.get("SENTINEL_DISPATCH_AHEAD", "0.5"))
+    prometheus_timeout = _seconds(
+        "SENTINEL_PROMETHEUS_TIMEOUT", env.get("SENTINEL_PROMETHEUS_TIMEOUT", "5"), maximum=60
+    )
     config = SentinelConfig(
         database=parse_database_url(env.get("DATABASE_URL", ""), base_dir),
         broker_url=broker_url,
@@ -222,9 +272,12 @@ def load(env: Mapping[str, str], base_dir: Path) -> SentinelConfig:
         q_workers=_positive_int(
             "SENTINEL_Q_WORKERS", env.get("SENTINEL_Q_WORKERS", "2"), maximum=64
         ),
-        dispatch_ahead=_ahead(env.get("SENTINEL_DISPATCH_AHEAD", "0.5")),
-        prometheus_timeout=_seconds(
-            "SENTINEL_PROMETHEUS_TIMEOUT", env.get("SENTINEL_PROMETHEUS_TIMEOUT", "5"), maximum=60
+        dispatch_ahead=dispatch_ahead,
+        prometheus_timeout=prometheus_timeout,
+        claim_timeout=_claim_timeout(
+            env.get("SENTINEL_CLAIM_TIMEOUT", str(DEFAULT_CLAIM_TIMEOUT)),
+            prometheus_timeout=prometheus_timeout,
+            dispatch_ahead=dispatch_ahead,
         ),
         # A cap on each Prometheus answer, so one query matching every series cannot exhaust a
         # worker's memory (docs/status.md#ready-is-the-analysis-able-to-do-its-job); at most 1 GiB.

@@ -96,11 +96,14 @@ STATIC_ROOT = BASE_DIR / "var" / "static"
 WHITENOISE_USE_FINDERS = True
 
 # django-q2: the ORM broker by default (no extra service); Redis when SENTINEL_BROKER_URL says so.
+# The time limit and the redelivery follow the dispatch claim (docs/operator.md#claims): a task
+# is killed after half the claim (at most 60 s), and the ORM broker delivers a task again (its
+# worker died) only once the claim has run out, when the task starts none of its members.
 Q_CLUSTER = {
     "name": "sentinel",
     "workers": SENTINEL.q_workers,
-    "timeout": 60,
-    "retry": 120,
+    "timeout": SENTINEL.task_time_limit,
+    "retry": SENTINEL.claim_timeout,
     "max_attempts": 1,
     "catch_up": False,
     "ack_failures": True,

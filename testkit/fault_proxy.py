@@ -91,6 +91,8 @@ class FaultProxy(StartStop):
         self._stopping = threading.Event()
         # Set by let_go(): requests held in "held" mode are forwarded.
         self._let_go = threading.Event()
+        # hold(after=n): how many more requests "held" mode forwards before it holds.
+        self._pass_before_hold = 0
         self._server: RunningServer | None = None
         self.port = 0
 
@@ -138,13 +140,16 @@ class FaultProxy(StartStop):
         """Wait ``seconds`` before forwarding (a client with a shorter timeout gives up)."""
         self.set_fault(Fault("slow", delay=seconds))
 
-    def hold(self) -> None:
+    def hold(self, *, after: int = 0) -> None:
         """Keep every request waiting until ``let_go`` (or stop), then forward it.
 
         ``in_flight`` says when a request is being held, so a test can write in between an
-        evaluation's read and its write without guessing how long either takes.
+        evaluation's read and its write without guessing how long either takes. ``after``
+        requests are forwarded first (one member of a batch answered, the next one held).
         """
         self._let_go.clear()
+        with self._lock:
+            self._pass_before_hold = after
         self.set_fault(Fault("held"))
 
     def let_go(self) -> None:
@@ -211,6 +216,14 @@ class FaultProxy(StartStop):
     def _record(self, seen: SeenRequest) -> None:
         with self._lock:
             self._seen.append(seen)
+
+    def _passes_one(self) -> bool:
+        """Return whether "held" mode forwards this request at once (``hold(after=n)``)."""
+        with self._lock:
+            if self._pass_before_hold <= 0:
+                return False
+            self._pass_before_hold -= 1
+            return True
 
 
 class _Server(ThreadingHTTPServer):
@@ -282,7 +295,7 @@ class _Handler(BaseHTTPRequestHandler):
                 # The proxy is stopping: hang up instead of answering late.
                 self.close_connection = True
                 return
-            if fault.kind == "held":
+            if fault.kind == "held" and not proxy._passes_one():
                 proxy._let_go.wait()
                 if proxy._stopping.is_set():
                     self.close_connection = True

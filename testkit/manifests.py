@@ -3,7 +3,8 @@
 ``ra_manifest`` is the README's example analysis with any spec field replaced (the devcluster and
 REST API suites); ``analysis_manifest`` spells out the fields the operator suites vary
 (interval, failureLimit, dryRun) and reads the metrics app's gauge through ``gauge_metric``.
-``deployment_manifest`` and ``namespace_manifest`` build the rest; ``to_yaml`` renders objects
+``deployment_manifest`` and ``namespace_manifest`` build the rest (``analysed_deployments``: a
+Deployment and its analysis for each of several names); ``to_yaml`` renders objects
 for ``kubectl apply -f -``. The API group, version and plural are the product's own
 (``sentinel_cluster.kube``), never spelled out again here.
 """
@@ -154,6 +155,19 @@ def deployment_manifest(
     spec["selector"] = {"matchLabels": {"app": name}}
     spec["template"] = {"metadata": {"labels": {"app": name}}, "spec": {"containers": [pod]}}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata, "spec": spec}
+
+
+def analysed_deployments(
+    names: Sequence[str], namespace: str, *, metrics: Sequence[Mapping[str, Any]], interval: str
+) -> list[dict[str, Any]]:
+    """Return a Deployment and an analysis of it (same name, ``metrics``) for each of ``names``."""
+    manifests = []
+    for name in names:
+        manifests.append(deployment_manifest(name, namespace))
+        manifests.append(
+            analysis_manifest(name, namespace, target=name, metrics=metrics, interval=interval)
+        )
+    return manifests
 
 
 def workload_manifest(

@@ -5,7 +5,8 @@ children and the benchmarks' gunicorn run as a ``ChildProcess``: output appended
 the kernel asked to SIGTERM the child when its parent dies (``die_with_parent``), and ``stop``
 that signals, waits, kills on a timeout and, for a child in its own session, sweeps whatever its
 process group left behind. ``alive`` and ``descendants`` read ``/proc`` so tests can check that
-nothing outlived a stop.
+nothing outlived a stop; ``holding_sockets`` finds which of them is mid-request (a worker to
+kill).
 
 ``check_may_start`` is the suite's tier guard (``tests/support/tiers.py``): while a test runs, the
 environment says what it may not start (any server, or the real control plane), and every
@@ -205,6 +206,46 @@ def descendants(root: int) -> set[int]:
         frontier = children - found
         found |= children
     return found
+
+
+def holding_sockets(pids: set[int], ports: set[int]) -> list[int]:
+    """Return those of ``pids`` holding a local TCP socket on one of ``ports``, sorted.
+
+    With a server's view of its clients' ports (``FaultProxy.in_flight``) this names the
+    process that is mid-request: the django-q2 worker waiting for a held Prometheus answer.
+    """
+    inodes = _socket_inodes(ports)
+    return sorted(pid for pid in pids if inodes and _owns_socket(pid, inodes))
+
+
+def _socket_inodes(ports: set[int]) -> set[str]:
+    """Return the inodes of local TCP sockets whose local port is one of ``ports``."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local_port = int(fields[1].rsplit(":", 1)[1], 16)
+            if local_port in ports:
+                found.add(fields[9])
+    return found
+
+
+def _owns_socket(pid: int, inodes: set[str]) -> bool:
+    try:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:[") and target[8:-1] in inodes:
+                return True
+    except OSError:
+        return False
+    return False
 
 
 def _sweep_group(pgid: int) -> None:

@@ -115,6 +115,30 @@ def test_a_lost_claim_makes_the_analysis_due_again() -> None:
 
 
 @pytest.mark.django_db
+def test_a_batch_starts_no_member_whose_claim_runs_out_within_its_time_limit(
+    settings: Any,
+) -> None:
+    # A task that waited in the queue, or that the ORM broker delivers again after its worker
+    # died: a new dispatch may already be running these members (docs/operator.md#claims).
+    now = datetime.now(UTC)
+    limit = settings.Q_CLUSTER["timeout"]
+    claimed_until = now + timedelta(seconds=limit - 1)
+    held = [_row(f"held{index}", claimed_until) for index in range(2)]
+    # Claimed again by a later pass after its claim ran out: left as it is.
+    again = _row("again", claimed_until + timedelta(seconds=limit))
+    due = now - timedelta(seconds=1)
+    members = [("ns", row.name, row.uid, due.isoformat()) for row in [*held, again]]
+
+    results = tasks.reconcile_batch_task(members, claimed_until.isoformat())
+
+    assert results == [tasks.RELEASED] * 3
+    assert not Evaluation.objects.exists()
+    for row in held:
+        assert Analysis.objects.get(pk=row.pk).next_due_at == due  # due again at once
+    assert Analysis.objects.get(pk=again.pk).next_due_at == again.next_due_at
+
+
+@pytest.mark.django_db
 def test_a_broker_failure_leaves_the_analysis_due() -> None:
     due = NOW - timedelta(seconds=1)
     row = _row("unlucky", due)

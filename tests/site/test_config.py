@@ -45,6 +45,11 @@ def test_postgres_url_is_split_into_django_settings(tmp_path: Path) -> None:
         ("SENTINEL_METRICS_ADDR", "0.0.0.0:http", "is not an address"),
         ("SENTINEL_DISPATCH_AHEAD", "soon", "is not a number of seconds"),
         ("SENTINEL_DISPATCH_AHEAD", "6", "at most 5"),
+        ("SENTINEL_CLAIM_TIMEOUT", "2m", "is not a whole number of seconds"),
+        ("SENTINEL_CLAIM_TIMEOUT", "0", "from 1 to 3600"),
+        ("SENTINEL_CLAIM_TIMEOUT", "7200", "from 1 to 3600"),
+        # 4 x SENTINEL_PROMETHEUS_TIMEOUT (5 s): half the claim is the task's time limit.
+        ("SENTINEL_CLAIM_TIMEOUT", "19", "too short: at least 20 s"),
     ],
 )
 def test_malformed_setting_names_the_variable(
@@ -59,6 +64,48 @@ def test_dispatch_look_ahead_defaults_to_half_a_second(tmp_path: Path) -> None:
     assert config.load(KEY, tmp_path).dispatch_ahead == 0.5
     assert config.load({**KEY, "SENTINEL_DISPATCH_AHEAD": "0"}, tmp_path).dispatch_ahead == 0
     assert config.load({**KEY, "SENTINEL_DISPATCH_AHEAD": "2s"}, tmp_path).dispatch_ahead == 2
+
+
+def test_the_claim_bounds_the_task_time_limit(tmp_path: Path) -> None:
+    default = config.load(KEY, tmp_path)
+    assert (default.claim_timeout, default.task_time_limit) == (120, 60)
+    short = config.load({**KEY, "SENTINEL_CLAIM_TIMEOUT": "21s"}, tmp_path)
+    assert (short.claim_timeout, short.task_time_limit) == (21, 10)
+    long = config.load({**KEY, "SENTINEL_CLAIM_TIMEOUT": "3600"}, tmp_path)
+    assert long.task_time_limit == 60
+    # The minimum follows what one task has to hold: a query, and the look-ahead.
+    quick = {**KEY, "SENTINEL_PROMETHEUS_TIMEOUT": "1", "SENTINEL_CLAIM_TIMEOUT": "4"}
+    assert config.load(quick, tmp_path).task_time_limit == 2
+    with pytest.raises(ImproperlyConfigured, match="at least 10 s"):
+        config.load({**quick, "SENTINEL_DISPATCH_AHEAD": "5"}, tmp_path)
+    # The default stands with any Prometheus timeout: a longer claim would not lift the limit.
+    slow = {**KEY, "SENTINEL_PROMETHEUS_TIMEOUT": "60"}
+    assert config.load(slow, tmp_path).task_time_limit == 60
+    with pytest.raises(ImproperlyConfigured, match="at least 120 s"):
+        config.load({**slow, "SENTINEL_CLAIM_TIMEOUT": "119"}, tmp_path)
+
+
+def test_django_q_follows_the_claim() -> None:
+    # Derived in settings, in one place: the time limit half the claim, redelivery at its end.
+    code = (
+        "import django; django.setup(); from django.conf import settings; "
+        "print(settings.Q_CLUSTER['timeout'], settings.Q_CLUSTER['retry'])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={
+            **KEY,
+            "DJANGO_SETTINGS_MODULE": "sentinel_site.settings",
+            "SENTINEL_CLAIM_TIMEOUT": "30",
+            "PATH": "/usr/bin:/bin",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["15", "30"]
 
 
 def test_operator_metrics_listen_on_loopback_unless_told_otherwise(tmp_path: Path) -> None:
