@@ -23,10 +23,11 @@ The reconciler and dispatcher call ``operator_metrics()``; ``runtime`` serves ``
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -324,12 +325,37 @@ class _Extra(Collector):
         yield from self._collect()
 
 
+class _WrittenFiles(MultiProcessCollector):
+    """prometheus_client's multiprocess collector, skipping files a process is still creating.
+
+    A worker forked a moment ago has created its ``*.db`` file but not yet sized it (an empty
+    file for a few microseconds); the stock collector reads every file and fails on that one
+    with ``struct.error``, so the whole scrape went unanswered (seen in a quiet ``make test``:
+    the operator's ``/metrics`` closed the connection without an answer). An empty file holds
+    no samples yet, so skipping it loses nothing; it is read on the next scrape.
+    """
+
+    def __init__(self, registry: CollectorRegistry, path: str) -> None:
+        super().__init__(registry, path=path)
+        self._directory = path
+
+    def collect(self) -> Iterable[Metric]:
+        files = []
+        for file in glob.glob(os.path.join(self._directory, "*.db")):
+            try:
+                if os.path.getsize(file) > 0:
+                    files.append(file)
+            except FileNotFoundError:
+                continue  # its process died and the file was removed meanwhile
+        return self.merge(files, accumulate=True)
+
+
 def scrape_registry(extra: Callable[[], Iterator[Metric]] | None = None) -> CollectorRegistry:
     """Return a registry gathering every series this process can see."""
     registry = CollectorRegistry(auto_describe=False)
     directory = multiprocess_dir()
     if directory:
-        MultiProcessCollector(registry, path=directory)
+        _WrittenFiles(registry, path=directory)
     else:
         registry.register(_Local())
     registry.register(MirrorCollector())
