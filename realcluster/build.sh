@@ -157,9 +157,15 @@ build_group() {
 
 # kwok's standalone binary finds no stages unless given them as a config file ("no stages
 # found"): the node and pod lifecycles from the pinned module's own kustomize/stage/.
+# `go list -m` names no directory for a module not yet in the module cache (a fresh machine:
+# kwok's stages are read before kwok is built), so the module is downloaded first.
 kwok_stages() {
 	local dir stage
-	dir="$(cd "$here/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+	dir="$(cd "$here/kwok" && go mod download sigs.k8s.io/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+	if [[ -z "$dir" || ! -d "$dir/kustomize/stage" ]]; then
+		echo "realcluster: sigs.k8s.io/kwok $kwok_version has no kustomize/stage in the module cache (${dir:-no directory})" >&2
+		return 1
+	fi
 	for stage in node/fast/node-initialize node/heartbeat/node-heartbeat pod/fast/pod-ready \
 		pod/fast/pod-complete pod/fast/pod-delete; do
 		echo "---"
