@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from testkit.manifests import analysis_manifest, as_served
 from testkit.site_env import with_defaults
 
 _ROWS = 200
@@ -38,6 +39,20 @@ def _setup_django(database: Path) -> None:
 
     django.setup()
     call_command("migrate", verbosity=0)
+
+
+def _served(version: str, evaluated: str) -> dict[str, Any]:
+    """Return the watched analysis as the API server serves it after a status write."""
+    metric = {"name": "errors", "query": "sum(rate(errors[1m]))", "maxValue": 0.01}
+    manifest = analysis_manifest("watched", "bench-watch", metrics=[metric])
+    status = {"observedGeneration": 1, "lastVerdict": "Pass", "lastEvaluationTime": evaluated}
+    return as_served(
+        manifest,
+        uid="uid-watched",
+        resource_version=version,
+        created="2026-11-29T10:00:00Z",
+        status=status,
+    )
 
 
 def _per_call(call: Callable[[], Any], count: int) -> float:
@@ -58,7 +73,6 @@ def main(argv: list[str] | None = None) -> None:
         _setup_django(Path(workdir) / "claim.sqlite3")
         from analyses import claims, mirror
         from analyses.models import Analysis
-        from tests.analyses.resources import paused_status, resource
 
         start = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
         Analysis.objects.bulk_create(
@@ -79,10 +93,9 @@ def main(argv: list[str] | None = None) -> None:
             spent.append(time.thread_time() - started)
             assert len(claimed) == _ROWS, "a pass claimed less than every row"
 
-        mirrored = resource("watched", uid="uid-watched", status=paused_status())
+        mirrored = _served("100", "2026-11-29T10:05:00Z")
         mirror.upsert_from_resource(mirrored)
-        newer = resource("watched", uid="uid-watched", resource_version="101")
-        newer["status"] = {**paused_status(), "lastEvaluationTime": "2026-11-29T10:05:01Z"}
+        newer = _served("101", "2026-11-29T10:05:01Z")
         assert mirror.watch_can_skip(mirrored) and mirror.watch_can_skip(newer)
 
         spent: list[float] = []

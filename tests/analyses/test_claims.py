@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from tests.analyses import sql_cases
 from testkit.databases import PostgresServer
+from tests.analyses import sql_cases
 
 # A dispatcher pass (sentinel_operator.dispatcher.BATCH) fits one statement; 1,200 rows take
 # three on either database (SQLite's 999 parameters hold 499 rows, PostgreSQL's cap is 500).
