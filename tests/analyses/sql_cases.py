@@ -25,7 +25,7 @@ NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 UNTIL = NOW + timedelta(minutes=2)
 
 
-def _due_rows(count: int, prefix: str) -> list[claims.Due]:
+def due_rows(count: int, prefix: str) -> list[claims.Due]:
     """Create ``count`` live analyses due just before ``NOW``; return them as the poller reads."""
     # Whole seconds and fractions both: SQLite stores each as its own text.
     Analysis.objects.bulk_create(
@@ -48,7 +48,7 @@ def _live() -> Any:
 
 def claim_a_pass(count: int, prefix: str = "pass") -> dict[str, Any]:
     """Claim ``count`` due rows in one pass; return the statements it took and what moved."""
-    found = _due_rows(count, prefix)
+    found = due_rows(count, prefix)
     with CaptureQueriesContext(connection) as queries:
         claimed = claims.claim(_live(), "next_due_at", found, UNTIL)
     held = Analysis.objects.filter(name__startswith=prefix, next_due_at=UNTIL).count()
@@ -61,7 +61,7 @@ def claim_a_pass(count: int, prefix: str = "pass") -> dict[str, Any]:
 
 def claim_after_a_race() -> dict[str, Any]:
     """Claim six rows of which, since they were read, two moved and one was deleted."""
-    found = _due_rows(6, "race")
+    found = due_rows(6, "race")
     moved, deleted = [found[1][0], found[4][0]], found[2][0]
     # A reconcile (or another replica's claim) rescheduled two; the watch deleted one.
     elsewhere = NOW + timedelta(seconds=30)

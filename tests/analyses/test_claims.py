@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from analyses import claims
+from analyses.models import Analysis
 from testkit.databases import PostgresServer
 from tests.analyses import sql_cases
 
@@ -70,6 +72,19 @@ def test_rows_moved_or_deleted_since_the_read_are_neither_claimed_nor_changed() 
 
 
 @pytest.mark.django_db
+def test_a_narrowing_is_optional_but_cannot_join_another_table() -> None:
+    found = sql_cases.due_rows(2, "narrow")
+    # No narrowing at all (an empty WHERE): every found row is claimable.
+    assert claims.claim(Analysis.objects.all(), "next_due_at", found, sql_cases.UNTIL) == found
+    # A narrowing through the metrics' table is refused, not silently dropped or mis-compiled.
+    joined = Analysis.objects.filter(metrics__name="errors")
+    with pytest.raises(ValueError, match="joins another table"):
+        claims.claim(joined, "next_due_at", found, sql_cases.UNTIL)
+    # Nothing can match an empty queryset: no statement, nothing claimed.
+    assert claims.claim(Analysis.objects.none(), "next_due_at", found, sql_cases.UNTIL) == []
+
+
+@pytest.mark.django_db
 def test_the_watch_skips_only_its_own_evaluations_of_the_live_row() -> None:
     assert sql_cases.watch_skips() == SKIPS
 
@@ -77,7 +92,9 @@ def test_the_watch_skips_only_its_own_evaluations_of_the_live_row() -> None:
 SCRIPT = textwrap.dedent(
     f"""
     import json
-    from tests.analyses import sql_cases
+    from analyses import claims
+from analyses.models import Analysis
+from tests.analyses import sql_cases
     print(json.dumps({{
         "pass": sql_cases.claim_a_pass({PASS}),
         "large": sql_cases.claim_a_pass({LARGE}, prefix="large"),
