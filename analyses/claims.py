@@ -20,6 +20,7 @@ from typing import Any
 
 from django.core.exceptions import EmptyResultSet, FullResultSet
 from django.db import close_old_connections, connections, models, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 # (primary key, the due time as read)
 Due = tuple[int, datetime]
@@ -88,7 +89,7 @@ def _narrowing(rows: models.QuerySet[models.Model]) -> tuple[str, list[Any]]:
     return f"({sql}) AND ", list(params)
 
 
-def _rows_per_statement(connection: Any, fixed: int) -> int:
+def _rows_per_statement(connection: BaseDatabaseWrapper, fixed: int) -> int:
     """Return how many rows one UPDATE may hold: two parameters each, within the limit."""
     limit = connection.features.max_query_params
     if limit is None:
