@@ -28,6 +28,7 @@ from typing import Any
 
 from django.db import DataError, connection, models, transaction
 from django.db.models import Q
+from django.db.models.expressions import Col
 from django.utils import timezone
 
 from analyses.models import Analysis, AnalysisMetric, Evaluation
@@ -218,23 +219,55 @@ def watch_can_skip(obj: Mapping[str, Any]) -> bool:
     uid, version, generation = meta.get("uid"), meta.get("resourceVersion"), meta.get("generation")
     if not isinstance(uid, str) or not isinstance(version, str):
         return False
-    found = list(
-        Analysis.objects.filter(uid=uid)
-        .order_by()
-        .values_list("resource_version", "deleted_at", "generation", "last_evaluation_at")[:1]
-    )
-    if not found or found[0][1] is not None:
+    with connection.cursor() as cursor:
+        cursor.execute(_skip_sql(connection.vendor), [uid])
+        found = cursor.fetchone()
+    if found is None or found[1] is not None:
         return False
-    mirrored_version, _, mirrored_generation, last_evaluation = found[0]
+    mirrored_version, _, mirrored_generation, stored_evaluation = found
     if mirrored_version == version:
         return True
     evaluated = parse_time((obj.get("status") or {}).get("lastEvaluationTime"))
-    return (
-        isinstance(generation, int)
-        and generation == mirrored_generation
-        and evaluated is not None
-        and (last_evaluation is None or evaluated > last_evaluation)
-    )
+    if not (
+        isinstance(generation, int) and generation == mirrored_generation and evaluated is not None
+    ):
+        return False
+    last_evaluation = _from_db("last_evaluation_at", stored_evaluation)
+    return last_evaluation is None or evaluated > last_evaluation
+
+
+# What ``watch_can_skip`` reads, in this order.
+_SKIP_COLUMNS = ("resource_version", "deleted_at", "generation", "last_evaluation_at")
+
+
+@functools.cache
+def _skip_sql(vendor: str) -> str:
+    """Return the one SELECT of ``watch_can_skip`` (uid is unique: no ORDER BY, no LIMIT).
+
+    Plain SQL: the ORM's compilation of this read cost more than the read (docs/performance.md,
+    "Cuts 7 and 8"), once per watch event, and every status write comes back as one.
+    """
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(_field(column).column) for column in _SKIP_COLUMNS)
+    return f"SELECT {columns} FROM {quote(Analysis._meta.db_table)} WHERE {quote('uid')} = %s"
+
+
+def _from_db(column: str, value: Any) -> Any:
+    """Return ``value`` as read by a plain cursor, converted as the ORM converts it.
+
+    SQLite hands back a datetime column as a naive datetime (or text), PostgreSQL as an aware
+    one; the backend's converters make both the aware datetime the ORM returns.
+    """
+    col = _col(column)
+    converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+    for converter in converters:
+        value = converter(value, col, connection)
+    return value
+
+
+@functools.cache
+def _col(column: str) -> Col:
+    return _field(column).get_col(Analysis._meta.db_table)
 
 
 def mark_deleted(namespace: str, name: str, uid: str, *, now: datetime | None = None) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
 import os
 import pwd
 import shutil
@@ -23,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from testkit.lifecycle import StartStop
 from testkit.paths import MANAGE, REPO_ROOT
@@ -177,6 +179,19 @@ class PostgresServer(StartStop):
             text=True,
             timeout=180,
         )
+
+    def printed_by(self, script: str) -> Any:
+        """Migrate the database, run ``script`` in ``manage.py shell``, return its last line's JSON.
+
+        How a test runs product code on PostgreSQL: the test process's own database is SQLite.
+        """
+        migrated = self.manage("migrate", "--no-input", "-v0")
+        if migrated.returncode != 0:
+            raise ServerError(f"migrate failed on {self.database}: {migrated.stderr}")
+        ran = self.manage("shell", "-c", script)
+        if ran.returncode != 0:
+            raise ServerError(f"the script failed on {self.database}: {ran.stderr}")
+        return json.loads(ran.stdout.strip().splitlines()[-1])
 
     @property
     def url(self) -> str:

@@ -64,6 +64,10 @@ MODEL_INSTANCES = 0
 # one per analysis). Each costs three broker operations (enqueue, dequeue, acknowledge), so at
 # a pass of eight due analyses and two workers 0.75 per evaluation instead of 3.
 BROKER_TASKS_PER_PASS = 2
+# Every SQL statement of that pass: the due rows' SELECT, the claim of all of them in one
+# UPDATE … RETURNING, BEGIN IMMEDIATE and one INSERT per broker task. Was 13: BEGIN and one
+# UPDATE per analysis for the claim (docs/performance.md, "Cuts 7 and 8").
+DISPATCH_PASS_STATEMENTS = 5
 
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -253,6 +257,7 @@ def test_a_dispatch_pass_costs_two_write_transactions_however_many_are_due() -> 
 
     # The claims together, the enqueues together: not two per analysis.
     assert sql.write_transactions == 2, sql.summary()
+    assert len(sql.statements) <= DISPATCH_PASS_STATEMENTS, sql.summary()
     # A task per worker, not per analysis, and every analysis in one of them.
     queued = list(OrmQ.objects.all())
     assert len(queued) == BROKER_TASKS_PER_PASS
