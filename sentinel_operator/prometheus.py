@@ -171,9 +171,8 @@ class PrometheusClient:
                 allow_redirects=False,
                 stream=True,
                 # The session's CA file (a provider's tls.caFile) must win over
-                # REQUESTS_CA_BUNDLE, which requests prefers to a session's verify when it trusts
-                # the environment (a session given with trust_env still set; settle_environment
-                # keeps the same order).
+                # REQUESTS_CA_BUNDLE: settle_environment resolved that order once and turned
+                # trust_env off; given here, it holds even were trust_env set again.
                 verify=self._session.verify,
             ) as response:
                 self._code = str(response.status_code)
