@@ -13,12 +13,14 @@ ever seeing a urllib3 or client exception.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
 
 import urllib3
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
@@ -115,7 +117,37 @@ def load_api_client(kubeconfig: str | None = None) -> k8s.ApiClient:
         raise KubeError(f"cannot load Kubernetes configuration: {exc}") from exc
     # Connection errors surface at once; the operator's own backoff decides when to retry.
     configuration.retries = False
+    if kubeconfig and _cannot_expire(kubeconfig):
+        # The loader's hook re-applies the whole configuration before every request (host,
+        # certificates, the proxy environment: 2.3 % of the operator's CPU, docs/performance.md
+        # "Cuts 5 and 6") so that an expired exec or auth-provider credential is renewed. A
+        # static token, password or client certificate never expires: nothing to refresh. The
+        # in-cluster loader (no kubeconfig) keeps its hook: it re-reads the rotated
+        # ServiceAccount token.
+        configuration.refresh_api_key_hook = None
     return k8s.ApiClient(configuration)
+
+
+def _cannot_expire(kubeconfig: str) -> bool:
+    """Return whether the current context's user of ``kubeconfig`` has only static credentials.
+
+    The loader keeps what it read private, so the file is read again here, as the loader reads
+    it: the ``current-context``'s user, by name. Anything else (several files joined with
+    ``os.pathsep``, which the loader merges; an ``exec`` plugin; an ``auth-provider``; a file
+    that does not read) keeps the refresh.
+    """
+    if os.pathsep in kubeconfig:
+        return False
+    try:
+        with open(os.path.expanduser(kubeconfig), encoding="utf-8") as file:
+            config = yaml.safe_load(file)
+        contexts = {c["name"]: c["context"] for c in config.get("contexts") or ()}
+        name = contexts[config["current-context"]].get("user")
+        users = {u["name"]: u.get("user") or {} for u in config.get("users") or ()}
+        user = users.get(name) or {}
+    except (OSError, yaml.YAMLError, AttributeError, KeyError, TypeError):
+        return False
+    return isinstance(user, dict) and "exec" not in user and "auth-provider" not in user
 
 
 class KubeClient:

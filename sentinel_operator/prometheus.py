@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -82,7 +83,11 @@ class PrometheusClient:
         self.max_bytes = max_bytes
         self._clock = clock
         self._token = token
-        self._session = session if session is not None else requests.Session()
+        # The session is this client's own (one per provider): what requests would read from the
+        # environment on every request is read once, here.
+        self._session = settle_environment(
+            session if session is not None else requests.Session(), self.base_url
+        )
         self._on_request = on_request
         # Prometheus's own timeout makes it abandon an evaluation we no longer wait for;
         # whole milliseconds, the duration form every Prometheus-compatible API parses.
@@ -166,7 +171,8 @@ class PrometheusClient:
                 allow_redirects=False,
                 stream=True,
                 # The session's CA file (a provider's tls.caFile) must win over
-                # REQUESTS_CA_BUNDLE, which requests otherwise prefers to a session's verify.
+                # REQUESTS_CA_BUNDLE: settle_environment resolved that order once and turned
+                # trust_env off; given here, it holds even were trust_env set again.
                 verify=self._session.verify,
             ) as response:
                 self._code = str(response.status_code)
@@ -249,6 +255,38 @@ class PrometheusClient:
         for secret in self._secrets:
             line = line.replace(secret, "***")
         return line if len(line) <= _MAX_MESSAGE else line[: _MAX_MESSAGE - 1] + "…"
+
+
+def settle_environment(session: requests.Session, url: str) -> requests.Session:
+    """Resolve once what requests reads from the environment on every request to ``url``.
+
+    With ``trust_env`` set, every request runs ``Session.merge_environment_settings`` (the
+    proxies for the URL and the CA bundle) and ``prepare_request``'s netrc lookup, about 7 % of
+    the operator's CPU (docs/performance.md, "Cuts 5 and 6"). The client's URL is fixed, and
+    only its host and port decide any of it, so resolving for ``url`` once is exact; the
+    session then stops reading the environment. Return ``session``.
+    """
+    if not session.trust_env:
+        return session
+    # As merge_environment_settings: the environment's proxies unless NO_PROXY (or no_proxy)
+    # names the host; they take precedence over the session's own.
+    session.proxies = {**session.proxies, **requests.utils.get_environ_proxies(url)}
+    # A CA file of the session's own (tls.caFile) wins; REQUESTS_CA_BUNDLE, then
+    # CURL_CA_BUNDLE, only replace the default verification.
+    if session.verify is True or session.verify is None:
+        session.verify = (
+            os.environ.get("REQUESTS_CA_BUNDLE")
+            or os.environ.get("CURL_CA_BUNDLE")
+            or session.verify
+        )
+    # As prepare_request: netrc credentials only when the session has none (basicAuth). The
+    # netrc file is read now, not per request: docs/operations.md#metric-providers.
+    if not session.auth:
+        netrc = requests.utils.get_netrc_auth(url)
+        if netrc:
+            session.auth = netrc
+    session.trust_env = False
+    return session
 
 
 def parse_answer(

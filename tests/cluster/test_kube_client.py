@@ -6,15 +6,17 @@ injected 503/409, a devcluster-only fault hook.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from sentinel_cluster import kube
-from testkit.clusters import Cluster
+from testkit.clusters import Cluster, kubeconfig_for_token
 from testkit.devcluster import DevCluster
 from testkit.manifests import analysis_manifest, gauge_metric
 from testkit.namespaces import create_namespace, delete_namespace, unique_name
@@ -161,6 +163,68 @@ def test_a_token_rotated_by_the_refresh_hook_is_sent_with_the_next_request(
         client.request("GET", kube.analyses_path())
     current["token"] = admin
     assert client.request("GET", kube.analyses_path())["items"] is not None
+
+
+# A real exec credential plugin: prints an ExecCredential with the token in argv[1]'s file and
+# counts its runs in argv[2]'s. Its credential expires now, inside the client's 5-minute skew,
+# so the official loader runs it again before every request.
+_EXEC_PLUGIN = """
+import datetime, json, sys
+token, runs = sys.argv[1:]
+with open(runs, "a") as counted:
+    counted.write("run\\n")
+now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+print(json.dumps({
+    "apiVersion": "client.authentication.k8s.io/v1beta1",
+    "kind": "ExecCredential",
+    "status": {"token": open(token).read().strip(), "expirationTimestamp": now},
+}))
+"""
+
+
+def _admin_token(cluster: Cluster) -> str:
+    return str(cluster.api_client().configuration.api_key["authorization"])
+
+
+def test_a_static_token_kubeconfig_is_not_refreshed_before_each_request(
+    kube_cluster: Cluster, tmp_path: Path
+) -> None:
+    # docs/performance.md "Cuts 5 and 6": the loader's hook re-applied the whole configuration
+    # before every request; a static token cannot expire, so nothing runs per request.
+    path = kubeconfig_for_token(kube_cluster, _admin_token(kube_cluster), tmp_path / "kubeconfig")
+    api_client = kube.load_api_client(str(path))
+    assert api_client.configuration.refresh_api_key_hook is None
+    assert kube.KubeClient(api_client).request("GET", kube.analyses_path())["items"] is not None
+
+
+def test_an_exec_credential_is_renewed_when_it_expires(
+    kube_cluster: Cluster, tmp_path: Path
+) -> None:
+    token, runs, plugin = tmp_path / "token", tmp_path / "runs", tmp_path / "plugin.py"
+    token.write_text(_admin_token(kube_cluster))
+    plugin.write_text(_EXEC_PLUGIN)
+    path = kubeconfig_for_token(kube_cluster, "unused", tmp_path / "kubeconfig")
+    config = yaml.safe_load(path.read_text())
+    config["users"][0]["user"] = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": sys.executable,
+            "args": [str(plugin), str(token), str(runs)],
+        }
+    }
+    path.write_text(yaml.safe_dump(config))
+
+    def run_count() -> int:
+        return len(runs.read_text().splitlines())
+
+    client = kube.KubeClient(kube.load_api_client(str(path)))
+    assert run_count() == 1
+    assert client.request("GET", kube.analyses_path())["items"] is not None
+    assert run_count() == 2
+    token.write_text("not-a-token")
+    with pytest.raises(kube.Forbidden):
+        client.request("GET", kube.analyses_path())
+    assert run_count() == 3
 
 
 def test_unloadable_kubeconfig_is_a_kube_error(tmp_path: Path) -> None:
