@@ -43,7 +43,7 @@ lint: venv
 	$(BIN)/lint-imports
 
 # The suite runs the Kubernetes-facing tests on devcluster and on the real control plane
-# (docs/testkit.md), so it needs the binaries: a no-op once built, ~10 min cold; without Go, one
+# (docs/testkit.md), so it needs the binaries: a no-op once built, ~15 min cold; without Go, one
 # line says which Go to install. In parallel (pytest-xdist): each worker starts its own servers
 # on free ports and has its own directories. Four workers on two cores fill the time the tests
 # wait on servers; beyond that the run is CPU-bound, and tests/support/schedule.py starts the
@@ -89,7 +89,7 @@ demo: venv demo-debs $(if $(filter real,$(CLUSTER)),realcluster)
 # The real control plane (docs/realcluster.md): kube-apiserver, kube-controller-manager,
 # kube-scheduler and etcd, kwok (simulated nodes) and Prometheus 3.x (Kubernetes discovery), built
 # with `go build` from the versions pinned in realcluster/{,kwok/,prometheus/}go.mod into a cache
-# outside the tree keyed by version (~35 min cold on 2 cores; a no-op once built).
+# outside the tree keyed by version (~15 min cold on 2 quiet cores; a no-op once built).
 # `python -m realcluster` runs them.
 .PHONY: realcluster
 realcluster:
