@@ -145,8 +145,12 @@ def seed(path: Path, *, analyses: int, evaluations: int, hot_share: float, now: 
                 ),
             )
             db.executemany(
+                # The columns a plain threshold metric leaves at the model's defaults are named
+                # too: a NOT NULL column added later must fail tests/site/test_seed_history.py,
+                # not the benchmark.
                 "INSERT INTO analyses_analysismetric (analysis_id, position, name, query, "
-                "max_value) VALUES (?, ?, ?, ?, ?)",
+                "max_value, baseline_before_rollout, baseline_offset, min_samples_query, "
+                "compare, sequential) VALUES (?, ?, ?, ?, ?, 0, '', '', '{}', '{}')",
                 (
                     (pk, position, metric, query, max_value)
                     for pk, (_, name) in enumerate(names, start=1)
@@ -200,7 +204,8 @@ def seed(path: Path, *, analyses: int, evaluations: int, hot_share: float, now: 
             with db:
                 db.executemany(
                     "INSERT INTO analyses_metricresult (evaluation_id, name, value, value_text, "
-                    "max_value, verdict, message) VALUES (?, ?, ?, ?, ?, ?, '')",
+                    "max_value, verdict, message, baseline_text, samples_text, series, "
+                    "comparison, counted) VALUES (?, ?, ?, ?, ?, ?, '', '', '', '{}', '{}', '{}')",
                     batch,
                 )
         # No ANALYZE: the product never runs it, so the planner sees what production sees.
