@@ -6,7 +6,8 @@ moves a row's due time forward to ``until`` only if it still holds the time the 
 a row is queued once even when two passes (or two replicas during a leader change) see it, and a
 task lost with its worker is queued again when the claim runs out. When the queue refuses a
 claimed row, ``release`` makes it due again at once, unless something else moved it meanwhile.
-``poll`` is the loop both run on the leader.
+``poll`` is the loop both run on the leader, and ``DueRead`` the read each of their passes
+starts with.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core.exceptions import EmptyResultSet, FullResultSet
 from django.db import close_old_connections, connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models.sql.compiler import SQLCompiler
 
 # (primary key, the due time as read)
 Due = tuple[int, datetime]
@@ -28,6 +30,57 @@ Due = tuple[int, datetime]
 # Rows per statement where the database sets no parameter limit (PostgreSQL): a pass is the
 # dispatcher's batch (200), so this only bounds a caller's unusually large one.
 _MOST_ROWS = 500
+
+
+# Stands for the poll's time while a read is compiled; found again among its parameters.
+_MARKER = datetime(1999, 12, 31, 23, 59, 58, 654321, tzinfo=UTC)
+
+
+class DueRead:
+    """A poller's read of its due rows: compiled by Django once, sent as plain SQL each pass.
+
+    ``DueRead(read)(until)`` returns the rows of the queryset ``read(until)`` (a
+    ``values_list``), converted as the ORM converts them, without building and compiling that
+    queryset again on every pass: the dispatcher polls ten times a second, and the compilation
+    cost more than the read (docs/performance.md, "Cut 9"). ``read`` is called once, with a
+    marker time that must appear once among the compiled parameters; only that parameter changes
+    between passes. A compiler belongs to its thread's database connection, so the SQL is
+    compiled again if another thread's connection calls.
+    """
+
+    def __init__(self, read: Callable[[datetime], models.QuerySet[Any]]) -> None:
+        self._read = read(_MARKER)
+        self._compiled: tuple[SQLCompiler, str, list[Any], int] | None = None
+
+    def __call__(self, until: datetime) -> list[tuple[Any, ...]]:
+        compiler, sql, params, at = self._compile()
+        params = list(params)
+        params[at] = _at_db(until, compiler.connection)
+        with compiler.connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            found = cursor.fetchall()
+        return list(compiler.results_iter(results=[found], tuple_expected=True))
+
+    def _compile(self) -> tuple[SQLCompiler, str, list[Any], int]:
+        connection = connections[self._read.db]
+        if self._compiled is not None and self._compiled[0].connection is connection:
+            return self._compiled
+        compiler = self._read.query.get_compiler(using=self._read.db)
+        sql, params = compiler.as_sql()
+        marker = _at_db(_MARKER, connection)
+        places = [index for index, param in enumerate(params) if param == marker]
+        if len(places) != 1:
+            raise RuntimeError(f"DueRead: the poll's time is not one parameter of {sql!r}")
+        self._compiled = (compiler, sql, list(params), places[0])
+        return self._compiled
+
+
+def _at_db(at: datetime, connection: BaseDatabaseWrapper) -> Any:
+    # As a DateTimeField lookup prepares its value (SQLite: UTC text; PostgreSQL: as is).
+    return _DUE_FIELD.get_db_prep_value(at, connection=connection)
+
+
+_DUE_FIELD = models.DateTimeField()
 
 
 def claim(

@@ -1,13 +1,16 @@
-"""Thread CPU of the dispatcher's claim of one pass and of the watch's check of one event.
+"""Thread CPU of the dispatcher's read and claim of one pass and of the watch's check of one event.
 
 Issue 28's cuts 7 and 8 (docs/performance.md, "Cuts 7 and 8"): ``analyses.claims.claim`` of a
 200-row pass (the dispatcher's batch) and ``analyses.mirror.watch_can_skip`` of one event, both
 against a migrated SQLite file with the shipped settings (WAL, a persistent connection). The
 event is a status write the worker has already mirrored (the same ``resourceVersion``, the
 common case) and one it has not (a newer ``lastEvaluationTime``: the read, then the time
-compared). Both entry points have the same signature before and after the cuts, so the script
-runs unchanged on either code: ``cd <checkout> && <venv>/bin/python -m bench.claim_cost``.
-CPU is the calling thread's (``time.thread_time``); no server is started.
+compared). Cut 9 (docs/performance.md, "Cut 9"): a dispatcher pass that finds nothing due
+(``Dispatcher.dispatch_due``, ten a second on an idle operator) and one whose rows fall due
+just after the next poll (16 read, none claimed: the read alone). The entry points have the
+same signature before and after the cuts, so the script runs unchanged on either code:
+``cd <checkout> && <venv>/bin/python -m bench.claim_cost``. CPU is the calling thread's
+(``time.thread_time``); no server is started.
 
     .venv/bin/python -m bench.claim_cost [--passes 50] [--checks 2000] [--rounds 3]
 """
@@ -93,6 +96,35 @@ def main(argv: list[str] | None = None) -> None:
             spent.append(time.thread_time() - started)
             assert len(claimed) == _ROWS, "a pass claimed less than every row"
 
+        from sentinel_operator.dispatcher import Dispatcher
+
+        clock = [start]
+        dispatcher = Dispatcher(
+            now=lambda: clock[0], is_leader=lambda: True, enqueue=lambda *_: None
+        )
+        soon = Analysis.objects.filter(pk__in=list(rows.values_list("pk", flat=True)[:16]))
+
+        def idle_pass() -> None:
+            # Nothing due within the look-ahead (every row is due in a minute).
+            clock[0] = next(moments)
+            rows.update(next_due_at=clock[0] + timedelta(minutes=1))
+            _timed(lambda: dispatcher.dispatch_due() == 0, idle_spent)
+
+        def read_pass() -> None:
+            # 16 rows due in 0.3 s: read (within the look-ahead), not claimed (after the poll).
+            clock[0] = next(moments)
+            rows.update(next_due_at=clock[0] + timedelta(minutes=1))
+            soon.update(next_due_at=clock[0] + timedelta(seconds=0.3))
+            _timed(lambda: dispatcher.dispatch_due() == 0, read_spent)
+
+        def _timed(call: Callable[[], bool], into: list[float]) -> None:
+            started = time.thread_time()
+            ok = call()
+            into.append(time.thread_time() - started)
+            assert ok, "a pass queued something it should not have"
+
+        idle_spent: list[float] = []
+        read_spent: list[float] = []
         mirrored = _served("100", "2026-11-29T10:05:00Z")
         mirror.upsert_from_resource(mirrored)
         newer = _served("101", "2026-11-29T10:05:01Z")
@@ -101,15 +133,23 @@ def main(argv: list[str] | None = None) -> None:
         spent: list[float] = []
         for _ in range(5):  # warm the connection and the SQL texts
             one_pass()
+            idle_pass()
+            read_pass()
         _per_call(lambda: mirror.watch_can_skip(newer), 200)
         results = []
         for round_ in range(1, args.rounds + 1):
             spent.clear()
+            idle_spent.clear()
+            read_spent.clear()
             for _ in range(args.passes):
                 one_pass()
+                idle_pass()
+                read_pass()
             row = {
                 "round": round_,
                 "claim_200_ms": round(sum(spent) * 1000 / len(spent), 3),
+                "dispatch_idle_pass_ms": round(sum(idle_spent) * 1000 / len(idle_spent), 4),
+                "dispatch_read_16_ms": round(sum(read_spent) * 1000 / len(read_spent), 4),
                 "watch_same_version_ms": round(
                     _per_call(lambda: mirror.watch_can_skip(mirrored), args.checks), 4
                 ),

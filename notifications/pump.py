@@ -58,15 +58,18 @@ class DeliveryPump:
         self._is_leader = is_leader
         self._enqueue = enqueue
         self.poll_interval = poll_interval
+        self._due = claims.DueRead(
+            lambda at: (
+                Delivery.objects.filter(state=State.PENDING, next_attempt_at__lte=at)
+                .order_by("next_attempt_at")
+                .values_list("pk", "next_attempt_at")[:BATCH]
+            )
+        )
 
     def pump_due(self) -> int:
         """Claim and queue every delivery due now (one pass); return how many were queued."""
         now = self._now()
-        due = list(
-            Delivery.objects.filter(state=State.PENDING, next_attempt_at__lte=now)
-            .order_by("next_attempt_at")
-            .values_list("pk", "next_attempt_at")[:BATCH]
-        )
+        due = self._due(now)
         if not due:
             return 0
         queued = 0

@@ -108,6 +108,16 @@ class Dispatcher:
         if enqueue_in_transaction is None:
             enqueue_in_transaction = "orm" in getattr(settings, "Q_CLUSTER", {})
         self.enqueue_in_transaction = enqueue_in_transaction
+        # Filtered in the query, so rows out of scope never fill a batch either.
+        scope = {"namespace__in": self.namespaces} if self.namespaces else {}
+        # The pass's read, the most overdue first: one statement, compiled once.
+        self._due = claims.DueRead(
+            lambda at: (
+                Analysis.objects.due(at)
+                .filter(**scope)
+                .values_list("pk", "namespace", "name", "next_due_at", "uid")[: self.batch]
+            )
+        )
 
     def dispatch_due(self) -> int:
         """Claim and queue what is due within ``ahead`` (one pass); return how many were queued.
@@ -116,11 +126,7 @@ class Dispatcher:
         ``ahead`` gather, so that a pass hands each worker several instead of one.
         """
         now = self._now()
-        rows = Analysis.objects.due(now + self.ahead)
-        if self.namespaces:
-            # Filtered in the query, so rows out of scope never fill a batch either.
-            rows = rows.filter(namespace__in=self.namespaces)
-        due = list(rows.values_list("pk", "namespace", "name", "next_due_at", "uid")[: self.batch])
+        due = self._due(now + self.ahead)
         if not due or due[0][3] > now + timedelta(seconds=self.poll_interval):
             return 0
         claimed_until = now + self.claim_timeout

@@ -1,10 +1,11 @@
 """Scenarios for the plain-SQL paths of the analyses app, run on SQLite and on PostgreSQL.
 
 ``analyses.claims.claim`` and ``analyses.mirror.watch_can_skip`` write their SQL by hand
-(docs/performance.md, "Cuts 7 and 8"), so what the ORM did for them (adapt a datetime to what
-the database stores, convert it back) is theirs to get right on each database. Each scenario
-runs on whatever database Django is configured with and returns plain data:
-``tests/analyses/test_claims.py`` runs them on the test SQLite database and, through
+(docs/performance.md, "Cuts 7 and 8") and ``analyses.claims.DueRead`` sends Django's SQL
+without the ORM (docs/performance.md, "Cut 9"), so what the ORM did for them (adapt a
+datetime to what the database stores, convert it back) is theirs to get right on each
+database. Each scenario runs on whatever database Django is configured with and returns plain
+data: ``tests/analyses/test_claims.py`` runs them on the test SQLite database and, through
 ``manage.py shell``, on a throwaway PostgreSQL server, and checks both answers alike.
 """
 
@@ -105,4 +106,52 @@ def watch_skips() -> dict[str, bool]:
     }
     mirror.mark_deleted("shop", "skip", "uid-skip", now=NOW)
     answers["deleted"] = mirror.watch_can_skip(event(version="100"))
+    return answers
+
+
+def due_reads() -> dict[str, Any]:
+    """Read due rows with ``claims.DueRead`` as the dispatcher does; compare with the ORM's read.
+
+    Rows in two namespaces, one deleted, due times with and without fractions of a second, two
+    due at the same time (the primary key breaks the tie), one never due (NULL).
+    """
+    offsets = [-7.5, -3, -3, -0.000001, 0, 0.25, 2, 60]
+    for index, seconds in enumerate(offsets):
+        Analysis.objects.create(
+            namespace="ns-read" if index % 3 else "ns-other",
+            name=f"read{index}",
+            uid=f"read-{index}",
+            created_at=NOW,
+            next_due_at=NOW + timedelta(seconds=seconds),
+            deleted_at=NOW if index == 5 else None,
+        )
+    Analysis.objects.create(namespace="ns-read", name="never", uid="read-never", created_at=NOW)
+
+    def read(at: datetime, namespaces: tuple[str, ...] = (), limit: int = 200) -> Any:
+        rows = Analysis.objects.due(at).filter(name__startswith="read")
+        if namespaces:
+            rows = rows.filter(namespace__in=namespaces)
+        return rows.values_list("pk", "namespace", "name", "next_due_at", "uid")[:limit]
+
+    cases = {
+        "now": (NOW, (), 200),
+        "ahead": (NOW + timedelta(seconds=0.5), (), 200),
+        "later": (NOW + timedelta(minutes=5), (), 200),
+        "before": (NOW - timedelta(minutes=5), (), 200),
+        "scoped": (NOW + timedelta(seconds=3), ("ns-read",), 200),
+        "limited": (NOW + timedelta(seconds=3), (), 3),
+    }
+    answers: dict[str, Any] = {}
+    for label, (at, namespaces, limit) in cases.items():
+        due = claims.DueRead(lambda until: read(until, namespaces, limit))  # noqa: B023
+        with CaptureQueriesContext(connection) as queries:
+            first, again = due(at), due(at + timedelta(microseconds=1))
+        expected = [tuple(row) for row in read(at, namespaces, limit)]
+        answers[label] = {
+            "names": [row[2] for row in first],
+            "as_the_orm_reads": first == expected,
+            "aware": all(row[3].tzinfo is not None for row in first),
+            "statements": len(queries),
+            "stable": again == first,
+        }
     return answers

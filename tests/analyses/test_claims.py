@@ -1,7 +1,8 @@
-"""The claim of a dispatch pass and the watch's skip check, in plain SQL, on SQLite and PostgreSQL.
+"""A dispatch pass's read and claim, the watch's skip check: plain SQL on SQLite and PostgreSQL.
 
 ``analyses.claims.claim`` is one ``UPDATE … RETURNING`` per pass and ``mirror.watch_can_skip``
-one ``SELECT`` per event (docs/performance.md, "Cuts 7 and 8"). The scenarios are in
+one ``SELECT`` per event (docs/performance.md, "Cuts 7 and 8"); ``claims.DueRead`` is the pass's
+read, compiled by Django once (docs/performance.md, "Cut 9"). The scenarios are in
 ``tests.analyses.sql_cases``; here they run on the test SQLite database and on a real PostgreSQL
 server (``testkit.databases.PostgresServer``, migrated, the scenarios run in ``manage.py shell``),
 which must answer alike.
@@ -30,6 +31,26 @@ RACE = {
     "moved_kept": [True, True],
     "deleted_kept": True,
     "again": [],
+}
+
+DUE_READS = {
+    label: {
+        "names": names,
+        "as_the_orm_reads": True,
+        "aware": True,
+        # Two passes, one statement each: the read is never compiled into a second query.
+        "statements": 2,
+        "stable": True,
+    }
+    for label, names in {
+        # read5 is deleted, read7 not due for a minute; read1 and read2 share a due time.
+        "now": ["read0", "read1", "read2", "read3", "read4"],
+        "ahead": ["read0", "read1", "read2", "read3", "read4"],
+        "later": ["read0", "read1", "read2", "read3", "read4", "read6", "read7"],
+        "before": [],
+        "scoped": ["read1", "read2", "read4"],
+        "limited": ["read0", "read1", "read2"],
+    }.items()
 }
 
 SKIPS = {
@@ -84,6 +105,22 @@ def test_a_narrowing_is_optional_but_cannot_join_another_table() -> None:
 
 
 @pytest.mark.django_db
+def test_the_due_read_answers_as_the_orm_in_one_statement_a_pass() -> None:
+    assert sql_cases.due_reads() == DUE_READS
+
+
+@pytest.mark.django_db
+def test_a_due_read_must_hold_the_poll_time_once() -> None:
+    # Ignoring the time, or using it twice, would read the wrong rows after the first pass.
+    for read in (
+        lambda at: Analysis.objects.live().values_list("pk"),
+        lambda at: Analysis.objects.filter(next_due_at__lte=at, created_at__lte=at).values_list(),
+    ):
+        with pytest.raises(RuntimeError, match="not one parameter"):
+            claims.DueRead(read)(sql_cases.NOW)
+
+
+@pytest.mark.django_db
 def test_the_watch_skips_only_its_own_evaluations_of_the_live_row() -> None:
     assert sql_cases.watch_skips() == SKIPS
 
@@ -97,6 +134,7 @@ SCRIPT = textwrap.dedent(
         "large": sql_cases.claim_a_pass({LARGE}, prefix="large"),
         "race": sql_cases.claim_after_a_race(),
         "skips": sql_cases.watch_skips(),
+        "reads": sql_cases.due_reads(),
     }}))
     """
 )
@@ -111,4 +149,5 @@ def test_the_same_scenarios_answer_alike_on_postgres() -> None:
         "large": {"statements": LARGE_STATEMENTS, "claimed_in_order": True, "now_claimed": LARGE},
         "race": RACE,
         "skips": SKIPS,
+        "reads": DUE_READS,
     }
