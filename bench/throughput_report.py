@@ -102,6 +102,8 @@ def _window_json(setup: Setup, window: Window) -> dict[str, Any]:
         "evaluations": stats.evaluations_in_window,
         "operator_cpu_ms_per_eval": _round(operator_ms(window.cpu, stats.evaluations_in_window), 2),
         "cpu_ms_per_eval": per_process_ms(window.cpu, stats.evaluations_in_window),
+        # Every measured process together, in cores: near 2 means the machine is the limit.
+        "cores_busy": _round(sum(window.cpu.by_component.values()) / window.cpu.seconds, 2),
         "operator_rss_mb": round(window.rss_mb, 1),
         "operator_pss_mb": round(window.pss_mb, 1),
         "load_avg": [round(value, 2) for value in window.load],
@@ -137,6 +139,13 @@ def as_json(setup: Setup, r: Results) -> str:
         ),
         "saturated_cpu_ms_per_eval": per_process_ms(r.capacity_cpu, r.capacity.evaluations),
         "bare_loop_evals_per_s": _round(bare, 1),
+        # What the same HTTP calls cost each server without the operator (the loop's own
+        # processes excluded): the floor of the cluster's and Prometheus's share.
+        "bare_loop_cpu_ms_per_cycle": (
+            per_process_ms(r.bare_cpu, r.bare.cycles)
+            if r.bare is not None and r.bare_cpu is not None
+            else None
+        ),
         "operator_saturated_evals_per_s": _round(saturated, 1),
         "ratio": _round(saturated / bare if bare else float("nan"), 3),
         "operator_rss_mb": max(run["operator_rss_mb"] for run in runs),
