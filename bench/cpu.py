@@ -47,6 +47,25 @@ def tree_cpu(pid: int) -> float:
     return total
 
 
+def named_descendants(pid: int, names: tuple[str, ...]) -> dict[str, int]:
+    """Return the pid of each live descendant of ``pid`` whose program is one of ``names``.
+
+    The program is the base name of ``argv[0]`` (``/proc/PID/comm`` cuts names at 15
+    characters: ``kube-controller``). Used for the real control plane's launcher, whose
+    components (etcd, kube-apiserver, ...) are its children (docs/realcluster.md).
+    """
+    found: dict[str, int] = {}
+    for member in _descendants(pid):
+        try:
+            argv0 = Path(f"/proc/{member}/cmdline").read_bytes().split(b"\0")[0]
+        except OSError:
+            continue
+        name = Path(argv0.decode(errors="replace")).name
+        if name in names:
+            found[name] = member
+    return found
+
+
 def _descendants(pid: int) -> list[int]:
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():

@@ -1,12 +1,12 @@
 """The real stack the operator benchmarks run against, started and stopped in one place.
 
 ``bench.operator_throughput`` and ``bench.apply_to_status`` call ``stack()``: a devcluster
-with the CRD applied by kubectl, the metrics app and the real Prometheus scraping it, and a
-migrated SQLite file, all from the test kit (``testkit``); ``BenchOperator`` runs
-``manage.py runoperator`` against them, on a copy of that file or on a shared server
-database. ``ApiSession`` is a plain ``requests`` client of the devcluster, used to create
-resources in bulk and by the bare-loop baseline. Nothing here is imported by product code or
-tests.
+(or, with ``cluster="real"``, the real control plane of docs/realcluster.md) with the CRD
+applied by kubectl, the metrics app and the real Prometheus scraping it, and a migrated SQLite
+file, all from the test kit (``testkit``); ``BenchOperator`` runs ``manage.py runoperator``
+against them, on a copy of that file or on a shared server database. ``ApiSession`` is a plain
+``requests`` client of the cluster, used to create resources in bulk and by the bare-loop
+baseline. Nothing here is imported by product code or tests.
 """
 
 from __future__ import annotations
@@ -29,13 +29,15 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from bench.bench_db import migrate
-from testkit.clusters import running_with_crd
+from bench.cpu import named_descendants
+from testkit.clusters import Cluster, running_with_crd
 from testkit.databases import PostgresServer, RedisServer
 from testkit.devcluster import DevCluster
 from testkit.manifests import API_VERSION, namespace_manifest
 from testkit.metrics_app import MetricsApp
 from testkit.operator import OperatorProcess, migrate_database
 from testkit.prometheus import PrometheusServer
+from testkit.realcluster import RealCluster
 from testkit.waiting import wait_until
 
 
@@ -49,9 +51,9 @@ def percentile(values: Sequence[float], fraction: float) -> float:
 
 
 class ApiSession:
-    """JSON over HTTPS to the devcluster with ``requests`` (admin token, its CA)."""
+    """JSON over HTTPS to the cluster with ``requests`` (admin token, its CA)."""
 
-    def __init__(self, cluster: DevCluster) -> None:
+    def __init__(self, cluster: Cluster) -> None:
         self.base = cluster.url
         self.session = requests.Session()
         # Else REQUESTS_CA_BUNDLE from the environment overrides the session's CA file.
@@ -69,24 +71,47 @@ class ApiSession:
         return dict(response.json())
 
 
+# The real control plane's processes, by program name, for CPU accounting (docs/realcluster.md).
+REAL_COMPONENTS = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok")
+# kube-controller-manager's client rate on the real control plane: upstream's 20 requests per
+# second (per controller) makes the Deployment controller take ~3.3 min per 1,000 new
+# Deployments (docs/performance.md); a large cluster raises it, as this does.
+REAL_CONTROLLER_QPS = 200.0
+
+
 @dataclass(frozen=True)
 class Stack:
     workdir: Path
-    cluster: DevCluster
+    cluster: DevCluster | RealCluster
     app: MetricsApp
     prometheus: PrometheusServer
     # A migrated SQLite file; copy it for every operator run.
     database_template: Path
 
+    @property
+    def kind(self) -> str:
+        """``devcluster`` or ``realcluster``: what the reports call the API server."""
+        return self.cluster.name
+
 
 @contextlib.contextmanager
-def stack(workdir: Path | None = None) -> Iterator[Stack]:
-    """Start devcluster (CRD applied), the metrics app and Prometheus; stop them afterwards."""
+def stack(workdir: Path | None = None, cluster: str = "dev") -> Iterator[Stack]:
+    """Start the cluster (``dev`` or ``real``, CRD applied), the metrics app and Prometheus;
+    stop them afterwards.
+
+    ``real`` runs the controllers and one kwok node, as a cluster has them; the benchmark's
+    Deployments have no pods there (``operator_throughput``), so the node stays empty.
+    """
     with contextlib.ExitStack() as exits:
         if workdir is None:
             workdir = Path(exits.enter_context(tempfile.TemporaryDirectory(prefix="bench-")))
-        cluster = DevCluster(workdir / "devcluster")
-        exits.enter_context(running_with_crd(cluster, timeout=30))
+        server: DevCluster | RealCluster
+        if cluster == "real":
+            server = RealCluster(workdir / "realcluster", controller_qps=REAL_CONTROLLER_QPS)
+            exits.enter_context(running_with_crd(server, timeout=RealCluster.default_start_timeout))
+        else:
+            server = DevCluster(workdir / "devcluster")
+            exits.enter_context(running_with_crd(server, timeout=30))
         app = exits.enter_context(MetricsApp())
         prometheus = PrometheusServer(workdir / "prometheus", [app.target])
         prometheus.start()
@@ -94,12 +119,21 @@ def stack(workdir: Path | None = None) -> Iterator[Stack]:
         database = migrate_database(workdir / "template.sqlite3")
         # Prometheus applies new scrape targets on a 5 s tick: wait for the first scrape.
         prometheus.wait_for('up{job="metrics-app"}', lambda values: values == [1.0], 30)
-        yield Stack(workdir, cluster, app, prometheus, database)
+        yield Stack(workdir, server, app, prometheus, database)
 
 
 def server_pids(stack: Stack) -> dict[str, int]:
-    """Return the process ids of devcluster and Prometheus (for CPU accounting)."""
-    return {"devcluster": stack.cluster.pid, "prometheus": stack.prometheus.pid}
+    """Return the process ids of the API server's processes and Prometheus (CPU accounting).
+
+    devcluster is one process; the real control plane is its launcher's children, each counted
+    on its own (the launcher itself only waits).
+    """
+    if isinstance(stack.cluster, RealCluster):
+        found = named_descendants(stack.cluster.pid, REAL_COMPONENTS)
+        servers = {name: found[name] for name in REAL_COMPONENTS if name in found}
+    else:
+        servers = {"devcluster": stack.cluster.pid}
+    return {**servers, "prometheus": stack.prometheus.pid}
 
 
 def create_namespace(api: ApiSession, name: str) -> None:

@@ -15,6 +15,8 @@ from pathlib import Path
 class Options:
     """One run's settings, from the command line."""
 
+    # "dev" (devcluster) or "real" (the real control plane, docs/realcluster.md).
+    cluster: str
     analyses: int
     interval: int
     workers: int
@@ -40,6 +42,12 @@ class Options:
 def parse_options(argv: list[str] | None, description: str) -> Options:
     """Return the options of ``argv`` (None: the command line); ``description`` heads --help."""
     parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(
+        "--cluster",
+        choices=("dev", "real"),
+        default="dev",
+        help="devcluster (default) or the real control plane built by `make realcluster`",
+    )
     parser.add_argument("--analyses", type=int, default=1000)
     parser.add_argument("--interval", type=int, default=30, help="seconds (default 30)")
     parser.add_argument(
@@ -79,6 +87,7 @@ def parse_options(argv: list[str] | None, description: str) -> Options:
     parser.add_argument("--no-capacity", action="store_true", help="skip the saturated phase")
     args = parser.parse_args(argv)
     return Options(
+        cluster=args.cluster,
         analyses=args.analyses,
         interval=args.interval,
         workers=args.workers,

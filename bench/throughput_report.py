@@ -45,6 +45,8 @@ class Window:
 
 @dataclass(frozen=True)
 class Setup:
+    # "devcluster" or "realcluster" (docs/realcluster.md): the API server the run measured.
+    cluster: str
     analyses: int
     metrics_per_analysis: int
     interval: int
@@ -78,6 +80,11 @@ def _round(value: float, digits: int = 3) -> float | None:
     return None if math.isnan(value) else round(value, digits)
 
 
+def per_process_ms(cpu: CpuUse, work: float) -> dict[str, float | None]:
+    """CPU milliseconds of each measured process (tree) per unit of ``work``."""
+    return {name: _round(1000 * used / max(work, 1), 2) for name, used in cpu.by_component.items()}
+
+
 def _window_json(setup: Setup, window: Window) -> dict[str, Any]:
     stats = window.stats
     return {
@@ -94,10 +101,9 @@ def _window_json(setup: Setup, window: Window) -> dict[str, Any]:
         "errors": stats.errors,
         "evaluations": stats.evaluations_in_window,
         "operator_cpu_ms_per_eval": _round(operator_ms(window.cpu, stats.evaluations_in_window), 2),
-        "cpu_ms_per_eval": {
-            name: _round(1000 * used / max(stats.evaluations_in_window, 1), 2)
-            for name, used in window.cpu.by_component.items()
-        },
+        "cpu_ms_per_eval": per_process_ms(window.cpu, stats.evaluations_in_window),
+        # Every measured process together, in cores: near 2 means the machine is the limit.
+        "cores_busy": _round(sum(window.cpu.by_component.values()) / window.cpu.seconds, 2),
         "operator_rss_mb": round(window.rss_mb, 1),
         "operator_pss_mb": round(window.pss_mb, 1),
         "load_avg": [round(value, 2) for value in window.load],
@@ -114,6 +120,7 @@ def as_json(setup: Setup, r: Results) -> str:
         operator_ms(window.cpu, 1.0) / 1000 for window in r.windows
     )  # operator CPU seconds over every window
     body: dict[str, Any] = {
+        "cluster": setup.cluster,
         "analyses": setup.analyses,
         "metrics_per_analysis": setup.metrics_per_analysis,
         "interval_s": setup.interval,
@@ -130,7 +137,15 @@ def as_json(setup: Setup, r: Results) -> str:
         "operator_saturated_cpu_ms_per_eval": _round(
             operator_ms(r.capacity_cpu, r.capacity.evaluations), 2
         ),
+        "saturated_cpu_ms_per_eval": per_process_ms(r.capacity_cpu, r.capacity.evaluations),
         "bare_loop_evals_per_s": _round(bare, 1),
+        # What the same HTTP calls cost each server without the operator (the loop's own
+        # processes excluded): the floor of the cluster's and Prometheus's share.
+        "bare_loop_cpu_ms_per_cycle": (
+            per_process_ms(r.bare_cpu, r.bare.cycles)
+            if r.bare is not None and r.bare_cpu is not None
+            else None
+        ),
         "operator_saturated_evals_per_s": _round(saturated, 1),
         "ratio": _round(saturated / bare if bare else float("nan"), 3),
         "operator_rss_mb": max(run["operator_rss_mb"] for run in runs),
@@ -147,7 +162,8 @@ def as_text(setup: Setup, r: Results) -> str:
     offered = setup.analyses / setup.interval
     lines = [
         "",
-        f"operator throughput: {setup.analyses} analyses x {setup.metrics_per_analysis} metrics "
+        f"operator throughput on {setup.cluster}: {setup.analyses} analyses x "
+        f"{setup.metrics_per_analysis} metrics "
         f"every {setup.interval} s, {setup.operators} operator(s) x SENTINEL_Q_WORKERS="
         f"{setup.workers}, database {setup.database}, broker {setup.broker}; load average "
         f"before the run {r.load_before:.2f} (2 cores, shared)",

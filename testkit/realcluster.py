@@ -37,10 +37,14 @@ class RealCluster(ClusterLauncher):
         controllers: bool = True,
         nodes: int = 1,
         new_session: bool = False,
+        controller_qps: float | None = None,
     ) -> None:
         super().__init__(workdir, data_dir=data_dir, port=port, new_session=new_session)
         self.controllers = controllers
         self.nodes = nodes if controllers else 0
+        # kube-controller-manager's client rate (None: upstream's 20/s); bench.operator_throughput
+        # raises it to create thousands of Deployments.
+        self.controller_qps = controller_qps
         # The launcher itself gives up, and says why in its log, after this many seconds.
         self.ready_timeout = self.default_start_timeout
 
@@ -60,4 +64,6 @@ class RealCluster(ClusterLauncher):
             command.append("--no-controllers")
         else:
             command += ["--nodes", str(self.nodes)]
+            if self.controller_qps is not None:
+                command += ["--controller-qps", f"{self.controller_qps:g}"]
         return command
