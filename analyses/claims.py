@@ -75,12 +75,12 @@ class DueRead:
         return self._compiled
 
 
+_DUE_FIELD = models.DateTimeField()
+
+
 def _at_db(at: datetime, connection: BaseDatabaseWrapper) -> Any:
     # As a DateTimeField lookup prepares its value (SQLite: UTC text; PostgreSQL: as is).
     return _DUE_FIELD.get_db_prep_value(at, connection=connection)
-
-
-_DUE_FIELD = models.DateTimeField()
 
 
 def claim(

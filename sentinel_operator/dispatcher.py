@@ -108,14 +108,15 @@ class Dispatcher:
         if enqueue_in_transaction is None:
             enqueue_in_transaction = "orm" in getattr(settings, "Q_CLUSTER", {})
         self.enqueue_in_transaction = enqueue_in_transaction
-        # Filtered in the query, so rows out of scope never fill a batch either.
+        # The pass's read, the most overdue first: one statement, compiled once, so the scope
+        # and the batch are fixed here. Filtered in the query, so rows out of scope never fill
+        # a batch either.
         scope = {"namespace__in": self.namespaces} if self.namespaces else {}
-        # The pass's read, the most overdue first: one statement, compiled once.
         self._due = claims.DueRead(
             lambda at: (
                 Analysis.objects.due(at)
                 .filter(**scope)
-                .values_list("pk", "namespace", "name", "next_due_at", "uid")[: self.batch]
+                .values_list("pk", "namespace", "name", "next_due_at", "uid")[:batch]
             )
         )
 
