@@ -290,6 +290,30 @@ def _sequential_state(needed: float, evidence: float) -> dict[str, Any]:
     }
 
 
+def every_kind_analysis(name: str = "checkout", namespace: str = "demo") -> Analysis:
+    """Mirror an analysis of ``EVERY_KIND`` paused mid-rollout, with its history."""
+    row = analysis(name, namespace=namespace, metrics=EVERY_KIND, status_=every_kind_status())
+    every_kind_history(row)
+    return row
+
+
+def histogram_analysis(
+    name: str = "ledger", namespace: str = "web", target: str = "db"
+) -> Analysis:
+    """Mirror a StatefulSet's analysis with a threshold and ``SLOW``, paused, with its history."""
+    metrics = (LATENCY, SLOW)
+    row = analysis(
+        name,
+        namespace=namespace,
+        target=target,
+        kind="StatefulSet",
+        metrics=metrics,
+        status_=every_kind_status(metrics),
+    )
+    every_kind_history(row)
+    return row
+
+
 def every_kind_status(
     metrics: Sequence[Mapping[str, Any]] = EVERY_KIND, *, paused: bool = True
 ) -> dict[str, Any]:
@@ -370,11 +394,12 @@ def every_kind_history(row: Analysis, evaluations: int = 16, *, start: datetime 
             failures_after=index - (evaluations - 4) if late else 0,
             paused=index == evaluations - 1,
         )
-        results = []
         # Float noise in the values (0.13049999999999998), as sums of rates have.
         latency = (0.31, 0.36, 0.41)[index - evaluations + 3] if late else 0.12 + 0.0035 * index
         relative = latency * 0.4 if late else RAW_BASELINE * 1.1 + 0.0007 * index
+        results = []
         for metric in metrics:
+            fields: dict[str, Any]
             if metric.is_sequential:
                 counts = {
                     "newBad": NEW_BAD,
@@ -384,56 +409,29 @@ def every_kind_history(row: Analysis, evaluations: int = 16, *, start: datetime 
                     "steps": 1,
                     "through": (at - timedelta(seconds=5)).isoformat().replace("+00:00", "Z"),
                 }
-                evidence = RAW_EVIDENCE * (1 + index / 7)
-                results.append(
-                    MetricResult(
-                        evaluation=evaluation,
-                        name=metric.name,
-                        value=evidence,
-                        value_text=repr(evidence),
-                        limit=20.0,
-                        counted=counts if index else {},
-                        verdict="Pass",
-                        message=SEQUENTIAL_SENTENCE,
-                    )
-                )
+                value = RAW_EVIDENCE * (1 + index / 7)
+                fields = {"limit": 20.0, "counted": counts if index else {}, "verdict": "Pass"}
+                fields["message"] = SEQUENTIAL_SENTENCE
             elif metric.compare:
-                new = 0.0800000000000001 if late else 0.05200000000000001
-                results.append(
-                    MetricResult(
-                        evaluation=evaluation,
-                        name=metric.name,
-                        value=new,
-                        value_text=repr(new),
-                        comparison={"newMedian": new, "oldMedian": 0.05000000000000004},
-                        verdict="Fail" if late else "Pass",
-                    )
-                )
+                value = 0.0800000000000001 if late else 0.05200000000000001
+                fields = {"comparison": {"newMedian": value, "oldMedian": 0.05000000000000004}}
+                fields["verdict"] = "Fail" if late else "Pass"
             elif metric.max_increase_percent is not None:
-                limit = RAW_BASELINE * 1.2
-                results.append(
-                    MetricResult(
-                        evaluation=evaluation,
-                        name=metric.name,
-                        value=relative,
-                        value_text=repr(relative),
-                        baseline=RAW_BASELINE,
-                        baseline_text=repr(RAW_BASELINE),
-                        limit=limit,
-                        samples_text="1843",
-                        verdict="Fail" if relative > limit else "Pass",
-                    )
-                )
+                value, limit = relative, RAW_BASELINE * 1.2
+                fields = {"baseline": RAW_BASELINE, "baseline_text": repr(RAW_BASELINE)}
+                fields |= {"limit": limit, "samples_text": "1843"}
+                fields["verdict"] = "Fail" if relative > limit else "Pass"
             else:
-                results.append(
-                    MetricResult(
-                        evaluation=evaluation,
-                        name=metric.name,
-                        value=latency,
-                        value_text=repr(latency),
-                        max_value=metric.max_value,
-                        limit=metric.max_value,
-                        verdict="Fail" if late else "Pass",
-                    )
+                value = latency
+                fields = {"max_value": metric.max_value, "limit": metric.max_value}
+                fields["verdict"] = "Fail" if late else "Pass"
+            results.append(
+                MetricResult(
+                    evaluation=evaluation,
+                    name=metric.name,
+                    value=value,
+                    value_text=repr(value),
+                    **fields,
                 )
+            )
         MetricResult.objects.bulk_create(results)

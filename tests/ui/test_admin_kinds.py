@@ -35,30 +35,6 @@ SVG = "{http://www.w3.org/2000/svg}"
 NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
 
 
-def _every_kind() -> Analysis:
-    row = factories.analysis(
-        "checkout",
-        namespace="demo",
-        metrics=factories.EVERY_KIND,
-        status_=factories.every_kind_status(),
-    )
-    factories.every_kind_history(row)
-    return row
-
-
-def _histogram() -> Analysis:
-    metrics = (factories.LATENCY, factories.SLOW)
-    row = factories.analysis(
-        "ledger",
-        namespace="web",
-        kind="StatefulSet",
-        metrics=metrics,
-        status_=factories.every_kind_status(metrics),
-    )
-    factories.every_kind_history(row)
-    return row
-
-
 def _page(client: Client, row: Analysis) -> str:
     response = client.get(reverse("admin:analyses_analysis_change", args=[row.pk]))
     assert response.status_code == 200
@@ -88,7 +64,7 @@ def _significant(number: str) -> int:
 def test_every_kind_s_card_has_the_same_parts_and_says_what_it_shows(
     staff_client: Client,
 ) -> None:
-    cards = _cards(_page(staff_client, _every_kind()))
+    cards = _cards(_page(staff_client, factories.every_kind_analysis()))
 
     assert list(cards) == ["p99-latency", "p99-vs-before", "latency-vs-old", "errors-vs-old"]
     kinds = {name: re.search(r'data-kind="([^"]+)"', card) for name, card in cards.items()}
@@ -118,7 +94,7 @@ def test_every_kind_s_card_has_the_same_parts_and_says_what_it_shows(
 def test_the_sequential_card_shows_its_selectors_its_rule_and_its_sentence(
     staff_client: Client,
 ) -> None:
-    card = _cards(_page(staff_client, _every_kind()))["errors-vs-old"]
+    card = _cards(_page(staff_client, factories.every_kind_analysis()))["errors-vs-old"]
     spec = factories.SEQUENTIAL["sequential"]
 
     text = _text(card)
@@ -134,7 +110,7 @@ def test_the_sequential_card_shows_its_selectors_its_rule_and_its_sentence(
     # The badge: the last evidence out of the evidence needed, rounded.
     assert f"Pass: evidence {readable(factories.RAW_EVIDENCE)} of 20" in text
 
-    histogram = _cards(_page(staff_client, _histogram()))["slow-vs-old"]
+    histogram = _cards(_page(staff_client, factories.histogram_analysis()))["slow-vs-old"]
     shown = _text(histogram)
     assert f"Histogram {factories.SLOW['sequential']['histogram']}" in shown
     assert "share of requests slower than 0.25 is over 1.1 \u00d7 the old pods'" in shown
@@ -142,7 +118,7 @@ def test_the_sequential_card_shows_its_selectors_its_rule_and_its_sentence(
 
 
 def test_graph_labels_are_rounded_as_the_tables_are(staff_client: Client) -> None:
-    page = _page(staff_client, _every_kind())
+    page = _page(staff_client, factories.every_kind_analysis())
     drawn = re.findall(
         r'<svg xmlns="http://www.w3.org/2000/svg" class="metric-chart.*?</svg>', page, re.S
     )
@@ -167,7 +143,7 @@ def test_graph_labels_are_rounded_as_the_tables_are(staff_client: Client) -> Non
 
 
 def test_two_graphs_of_one_card_are_drawn_at_the_same_scale(staff_client: Client) -> None:
-    card = _cards(_page(staff_client, _every_kind()))["errors-vs-old"]
+    card = _cards(_page(staff_client, factories.every_kind_analysis()))["errors-vs-old"]
     boxes = re.findall(r'<svg [^>]*viewBox="0 0 (\d+) (\d+)"', card)
     # Shown at the card's width, the same viewBox width means the same text size in both.
     assert len(boxes) == 2 and boxes[0][0] == boxes[1][0], boxes
@@ -176,7 +152,7 @@ def test_two_graphs_of_one_card_are_drawn_at_the_same_scale(staff_client: Client
 
 
 def test_the_history_says_what_each_kind_s_value_is(staff_client: Client) -> None:
-    page = _page(staff_client, _every_kind())
+    page = _page(staff_client, factories.every_kind_analysis())
     history = re.search(r'<section[^>]*id="history".*?</section>', page, re.S)
     assert history is not None
     rows = re.findall(r'<td class="sentinel-values">(.*?)</td>', history.group(0), re.S)
