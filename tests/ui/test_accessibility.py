@@ -109,6 +109,17 @@ def _refuse_compare(page: Page) -> None:
     page.click("input[name=_save]")
 
 
+def _open_the_api_docs(page: Page) -> None:
+    """Open every operation and the schemas on the API docs page, and one operation's form."""
+    expect(page.locator(API_DOCS_READY).first).to_be_visible()
+    toggles = page.locator(".opblock-summary-control")
+    for index in range(toggles.count()):
+        toggles.nth(index).click()
+    page.click("section.models h4 button")
+    page.locator(".opblock .try-out__btn").first.click()
+    expect(page.locator(".opblock .btn.execute").first).to_be_visible()
+
+
 def _fail_to_sign_in(page: Page) -> None:
     page.fill("#id_username", "platform")
     page.fill("#id_password", "not the password")
@@ -170,6 +181,12 @@ PAGES: tuple[AxePage, ...] = (
     AxePage("notification delivery", "/admin/notifications/delivery/{delivery}/change/"),
     AxePage("notification channels", "/admin/notifications/delivery/channels/"),
     AxePage("API docs", "/api/v1/schema/docs/", ready=API_DOCS_READY),
+    AxePage(
+        "API docs, every operation opened, one tried out",
+        "/api/v1/schema/docs/",
+        ready=".opblock .btn.execute",
+        then=_open_the_api_docs,
+    ),
 )
 
 
