@@ -409,7 +409,8 @@ def every_kind_history(row: Analysis, evaluations: int = 16, *, start: datetime 
                     "steps": 1,
                     "through": (at - timedelta(seconds=5)).isoformat().replace("+00:00", "Z"),
                 }
-                value = RAW_EVIDENCE * (1 + index / 7)
+                # Growing to the status's evidence at the last evaluation.
+                value = RAW_EVIDENCE * (7 + index) / (6 + evaluations)
                 fields = {"limit": 20.0, "counted": counts if index else {}, "verdict": "Pass"}
                 fields["message"] = SEQUENTIAL_SENTENCE
             elif metric.compare:

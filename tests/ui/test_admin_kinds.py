@@ -159,7 +159,7 @@ def test_the_history_says_what_each_kind_s_value_is(staff_client: Client) -> Non
     # One cell per metric, each opening with its span.
     opening = '<span class="sentinel-value verdict-'
     newest = [_text(opening + cell) for cell in rows[0].split(opening)[1:]]
-    evidence = readable(factories.RAW_EVIDENCE * (1 + 15 / 7))
+    evidence = readable(factories.RAW_EVIDENCE)
     assert newest == [
         "p99-latency 0.41 max 0.25 (fail)",
         f"p99-vs-before {readable(0.41 * 0.4)} baseline 0.0914461 (fail)",
