@@ -97,16 +97,12 @@ class MetricChart:
     # From status.metricResults: the last evaluation that got answers.
     latest_value: str | None = None
     latest_verdict: str = ""
-    # The spec's relative limit in words ("+20 % over the value before the rollout"), or "".
-    increase: SafeString | str = ""
     # status.metricResults[]: the baseline, the guard's count and the worst series' labels.
     baseline: str | None = None
     samples: str | None = None
     # minSamples.min.
     samples_min: float | None = None
     series: tuple[tuple[str, str], ...] = ()
-    # With compare (docs/analysis.md): the spec in words.
-    compare: SafeString | str = ""
     # With sequential: the graph of both sides' bad-event rates, drawn under the evidence.
     rates_svg: SafeString | str = ""
     # How the metric is judged, as the card's tag says it: one of ``KIND_WORDS``' keys.
@@ -303,7 +299,6 @@ def metric_charts(
                 ),
                 latest_value=result.value if result is not None else None,
                 latest_verdict=str(result.verdict) if result is not None else "",
-                increase=_increase_text(metric),
                 baseline=result.baseline if result is not None else None,
                 samples=result.samples if result is not None else None,
                 samples_min=(
@@ -312,7 +307,6 @@ def metric_charts(
                     else None
                 ),
                 series=result.series if result is not None else (),
-                compare=_compare_text(metric.compare),
                 kind=kind,
                 reads=_reads(metric),
                 rule=_rule(metric, needed),
