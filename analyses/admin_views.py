@@ -46,6 +46,13 @@ HISTORY_ROWS = 25
 CHART_EVALUATIONS = 240
 # Not-ready analyses listed by name on the overview; the count links to all of them.
 OVERVIEW_LIST_LIMIT = 20
+# The metric card's tag for each way a metric is judged (docs/analysis.md).
+KIND_WORDS = {
+    "threshold": "threshold",
+    "baseline": "against its baseline",
+    "compare": "new pods against old",
+    "sequential": "sequential, new pods against old",
+}
 # The condition types in the order the page shows them (docs/status.md's conditions).
 _CONDITION_ORDER = (ConditionType.READY, ConditionType.HEALTHY, ConditionType.ROLLOUT_PAUSED)
 
@@ -90,19 +97,29 @@ class MetricChart:
     # From status.metricResults: the last evaluation that got answers.
     latest_value: str | None = None
     latest_verdict: str = ""
-    # The spec's relative limit in words ("+20 % over the value before the rollout"), or "".
-    increase: SafeString | str = ""
     # status.metricResults[]: the baseline, the guard's count and the worst series' labels.
     baseline: str | None = None
     samples: str | None = None
     # minSamples.min.
     samples_min: float | None = None
     series: tuple[tuple[str, str], ...] = ()
-    # With compare (docs/analysis.md): the spec in words, the last evaluation's one sentence.
-    compare: SafeString | str = ""
-    comparison: str = ""
     # With sequential: the graph of both sides' bad-event rates, drawn under the evidence.
     rates_svg: SafeString | str = ""
+    # How the metric is judged, as the card's tag says it: one of ``KIND_WORDS``' keys.
+    kind: str = "threshold"
+    # What it reads: (label, PromQL) pairs, its query or a sequential metric's selectors.
+    reads: tuple[tuple[str, str], ...] = ()
+    # When it fails, in words: max, increase, compare's or sequential's rule.
+    rule: SafeString | str = ""
+    # The last evaluation's verdict in one sentence (status.metricResults[].message).
+    sentence: str = ""
+    # With sequential: the evidence needed to fail (m/falsePauseRate).
+    needed: float | None = None
+
+    @property
+    def kind_words(self) -> str:
+        """Return how the metric is judged, in the card's words."""
+        return KIND_WORDS[self.kind]
 
 
 def changelist_url(**filters: str) -> str:
@@ -205,13 +222,19 @@ def detail_context(
         .order_by("-started_at", "-id")
         .prefetch_related("metric_results")[:HISTORY_ROWS]
     )
+    charts = metric_charts(analysis, latest=status)
+    # The history's cells say what each value is, as the metric's card does.
+    kinds = {chart.name: chart.kind for chart in charts}
+    for evaluation in history:
+        for result in evaluation.metric_results.all():
+            result.kind = kinds.get(result.name) or _result_kind(result)
     return {
         "analysis": analysis,
         "status": status,
         "conditions": _conditions(status),
         "metric_results": status.metric_results,
         "history": history,
-        "charts": metric_charts(analysis, latest=status),
+        "charts": charts,
         "can_resume": can_act and analysis.paused,
         "can_evaluate": can_act,
         "resume_url": reverse("admin:analyses_analysis_resume", args=[analysis.pk]),
@@ -245,7 +268,10 @@ def metric_charts(
         # (docs/analysis.md#sequential-judgment-a-false-pause-budget-per-rollout).
         evidence = metric.is_sequential
         needed = next((p.limit for p in reversed(points) if p.limit is not None), None)
+        if evidence and result is not None and result.sequential is not None:
+            needed = result.sequential.needed or needed
         bound = needed if evidence else metric.max_value
+        kind = _kind(metric)
         charts.append(
             MetricChart(
                 name=metric.name,
@@ -273,7 +299,6 @@ def metric_charts(
                 ),
                 latest_value=result.value if result is not None else None,
                 latest_verdict=str(result.verdict) if result is not None else "",
-                increase=_increase_text(metric),
                 baseline=result.baseline if result is not None else None,
                 samples=result.samples if result is not None else None,
                 samples_min=(
@@ -282,11 +307,86 @@ def metric_charts(
                     else None
                 ),
                 series=result.series if result is not None else (),
-                compare=_compare_text(metric.compare),
-                comparison=result.message if result is not None and metric.compare else "",
+                kind=kind,
+                reads=_reads(metric),
+                rule=_rule(metric, needed),
+                sentence=result.message if result is not None else "",
+                needed=needed if evidence else None,
             )
         )
     return charts
+
+
+def _kind(metric: AnalysisMetric) -> str:
+    if metric.is_sequential:
+        return "sequential"
+    if metric.compare:
+        return "compare"
+    if metric.max_increase_percent is not None or metric.max_increase_absolute is not None:
+        return "baseline"
+    return "threshold"
+
+
+def _result_kind(result: MetricResult) -> str:
+    """Return the kind of a history row whose metric has left the spec, from what it kept."""
+    if result.counted:
+        return "sequential"
+    if result.comparison:
+        return "compare"
+    return "baseline" if result.baseline is not None else "threshold"
+
+
+def _reads(metric: AnalysisMetric) -> tuple[tuple[str, str], ...]:
+    """Return what the metric reads from Prometheus: its query, or its sequential selectors."""
+    sequential = metric.sequential if isinstance(metric.sequential, dict) else {}
+    if not sequential:
+        return (("Query", metric.query),)
+    if sequential.get("histogram"):
+        return (("Histogram", str(sequential["histogram"])),)
+    return (
+        ("Bad events", str(sequential.get("bad", ""))),
+        ("All events", str(sequential.get("total", ""))),
+    )
+
+
+def _rule(metric: AnalysisMetric, needed: float | None) -> SafeString | str:
+    """Return when the metric fails, in words (the card's "Fails when")."""
+    if metric.is_sequential:
+        return _sequential_text(metric.sequential, needed)
+    if metric.compare:
+        return _compare_text(metric.compare)
+    parts = []
+    if metric.max_value is not None:
+        parts.append(format_html("above max {}", number_html(metric.max_value)))
+    increase = _increase_text(metric)
+    if increase:
+        parts.append(format_html("above {}", increase))
+    return mark_safe(" or ".join(parts))  # each part escaped by format_html
+
+
+def _sequential_text(sequential: object, needed: float | None) -> SafeString | str:
+    """Return a metric's ``sequential`` (the mirror's dict, defaults written out) in words."""
+    if not isinstance(sequential, dict) or not sequential:
+        return ""
+    increase = (sequential.get("maxIncrease") or {}).get("percent") or 0
+    if sequential.get("histogram"):
+        rate = format_html(
+            "share of requests slower than {}", number_html(sequential.get("slowerThan"))
+        )
+    else:
+        rate = "share of bad events"
+    text = format_html(
+        "new pods vs old by {}: fails when the evidence that the new pods' {} is over "
+        "{} \u00d7 the old pods' reaches {}",
+        sequential.get("by", DEFAULT_BY),
+        rate,
+        number_html(1 + float(increase) / 100),
+        number_html(needed) if needed is not None else "the evidence needed",
+    )
+    if sequential.get("minEvents") is not None:
+        events = number_html(sequential["minEvents"])
+        text = format_html("{}; a Pass needs {} events on the new pods", text, events)
+    return text
 
 
 def chart_points(

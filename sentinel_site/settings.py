@@ -170,8 +170,15 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    # No badge fetched from validator.swagger.io: the page talks to this server only.
-    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
+    # No badge fetched from validator.swagger.io: the page talks to this server only. No deep
+    # links: Swagger UI puts each one inside its operation's toggle button, a link in a button
+    # that keyboards and screen readers cannot tell apart; no syntax colours, whose dark theme
+    # writes numbers at 3.45:1 (docs/api.md, the docs page).
+    "SWAGGER_UI_SETTINGS": {
+        "deepLinking": False,
+        "syntaxHighlight": False,
+        "validatorUrl": None,
+    },
     # One name for the outcome choices shared by evaluations and metric results.
     "ENUM_NAME_OVERRIDES": {"OutcomeEnum": "analyses.models.OUTCOME_CHOICES"},
 }
