@@ -29,7 +29,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounts import scope
-from analyses import mirror, signals
+from analyses import due, mirror, signals
 from analyses.models import Analysis
 from sentinel_cluster import clients, kube, writes
 from sentinel_cluster.events import record_events
@@ -283,8 +283,7 @@ def evaluate_now(analysis: Analysis, *, now: datetime | None = None) -> datetime
     """
     _require_scope(analysis.namespace)
     moment = now or timezone.now()
-    updated = Analysis.objects.live().filter(pk=analysis.pk).update(next_due_at=moment)
-    if not updated:
+    if not due.evaluate_now(analysis.pk, moment):
         raise ResourceConflict(
             f"The analysis {analysis.namespace}/{analysis.name} was deleted in the cluster."
         )

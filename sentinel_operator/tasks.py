@@ -21,11 +21,10 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from analyses import mirror
+from analyses import due, mirror
 from notifications import store as notifications
 from sentinel_cluster import kube
 from sentinel_core.measurement import Measurement
-from sentinel_operator import due
 from sentinel_operator.metrics import operator_metrics, provider_metrics
 from sentinel_operator.outcome import Result, result
 from sentinel_operator.providers import Providers
