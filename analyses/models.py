@@ -286,9 +286,3 @@ class MetricResult(models.Model):
         shown = self.value_text or "no data"
         bound = f" (max {self.max_value:g})" if self.max_value is not None else ""
         return f"{self.name}={shown}{bound}: {self.verdict}"
-
-
-# REST API tokens and namespace grants live in their own modules; imported here so Django
-# registers the models.
-from analyses.grant_models import NamespaceGrant  # noqa: E402, F401
-from analyses.token_models import ApiToken  # noqa: E402, F401

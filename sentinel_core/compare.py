@@ -177,8 +177,8 @@ def judge_comparison(compare: Compare, sides: Sides, *, kind: str = DEPLOYMENT) 
     assert sides.new_hash is not None
     new, old = sides.new_values, sides.old_values
     alternative = "greater" if compare.worse == "increase" else "less"
-    # Imported on the first comparison, not with the module: scipy.stats is about 45 MB of
-    # private memory in every operator replica (docs/operations.md, "Memory"), and only
+    # Imported on the first comparison, not with the module: scipy.stats is a large share of
+    # an operator replica's private memory (docs/operations.md, "Memory"), and only
     # analyses that use ``compare`` need it.
     from scipy.stats import mannwhitneyu
 

@@ -161,12 +161,12 @@ class Reconciler:
         measurements: tuple[Measurement, ...] = ()
         rollout = resource.status.rollout
         try:
-            target, deployment = TargetState(exists=False), None
+            target, workload = TargetState(exists=False), None
             if spec is not None:
-                target, deployment = self._target(namespace, spec)
-                read = self._revisions(spec.target.kind, deployment)
-                rollout = self._rollout(spec.target.kind, rollout, deployment, read, started)
-                measurements = self._measure(resource, spec, deployment, read, rollout, started)
+                target, workload = self._target(namespace, spec)
+                read = self._revisions(spec.target.kind, workload)
+                rollout = self._rollout(spec.target.kind, rollout, workload, read, started)
+                measurements = self._measure(resource, spec, workload, read, rollout, started)
             decision = decide(
                 Observation(
                     namespace=namespace,
@@ -183,11 +183,12 @@ class Reconciler:
             )
             # Pause first: a status claiming RolloutPaused over an unpaused target would later
             # read as a person's resume.
-            if decision.pause is not None and deployment is not None:
-                writes.pause(self.client, decision.pause, deployment)
+            if decision.pause is not None and workload is not None:
+                writes.pause(self.client, decision.pause, workload)
                 operator_metrics().pauses.inc()
                 log.warning(
-                    "paused Deployment %s/%s: %s",
+                    "paused %s %s/%s: %s",
+                    decision.pause.kind,
                     decision.pause.namespace,
                     decision.pause.name,
                     decision.pause.reason,
@@ -260,7 +261,7 @@ class Reconciler:
         self,
         resource: AnalysisResource,
         spec: AnalysisSpec,
-        deployment: Mapping[str, Any] | None,
+        workload: Mapping[str, Any] | None,
         read: ControllerRevisions | None,
         rollout: Rollout | None,
         now: datetime,
@@ -275,8 +276,8 @@ class Reconciler:
         hashes = NO_HASHES
         if compares and read is not None:
             hashes = read.hashes
-        elif compares and deployment is not None:
-            hashes = compared_hashes(self.client, deployment)
+        elif compares and workload is not None:
+            hashes = compared_hashes(self.client, workload)
         return tuple(
             measure_from(
                 self.providers,

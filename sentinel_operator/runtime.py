@@ -288,10 +288,10 @@ def preload_worker_modules() -> None:
     """Import what the workers send notifications with, once, before they are forked.
 
     Apprise, matplotlib and its font cache imported in each worker on its first message are a
-    private copy per worker (about 60 MB each); imported here they are pages every forked worker
-    shares, which keeps both replicas within the 600 MB of docs/operations.md#memory (found by the
-    soak, docs/reliability.md). Without a channel configured the workers never send, so neither is
-    imported at all (about 35 MB less per replica).
+    private copy per worker; imported here they are pages every forked worker shares, which keeps
+    both replicas within the budget of docs/operations.md#memory (found by the soak,
+    docs/reliability.md; the figures are in docs/performance.md). Without a channel configured
+    the workers never send, so neither is imported at all.
     """
     if not settings.SENTINEL_NOTIFY.channels:
         return

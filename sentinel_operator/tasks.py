@@ -1,11 +1,11 @@
 """django-q2 task functions: the batched reconcile and the coarse periodic jobs.
 
 The dispatcher queues ``reconcile_batch_task`` with the analyses a worker is to reconcile, each
-at its due time (``reconcile_task`` is one of them, kept for a task queued by an older
-operator); the schedules created by ``ensure_schedules`` (at operator start) run ``resync_task`` and
-``prune_task``. Tasks run in django-q2 worker processes, so each process builds its own
-Kubernetes and Prometheus clients on first use (never inherited across a fork): Kubernetes from
-``KUBECONFIG`` or the in-cluster config, Prometheus from ``settings.SENTINEL`` only.
+at its due time (``reconcile_one`` each); the schedules created by ``ensure_schedules`` (at
+operator start) run ``resync_task`` and ``prune_task``. Tasks run in django-q2 worker
+processes, so each process builds its own Kubernetes and Prometheus clients on first use (never
+inherited across a fork): Kubernetes from ``KUBECONFIG`` or the in-cluster config, Prometheus
+from ``settings.SENTINEL`` only.
 """
 
 from __future__ import annotations
@@ -21,11 +21,10 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from analyses import mirror
+from analyses import due, mirror
 from notifications import store as notifications
 from sentinel_cluster import kube
 from sentinel_core.measurement import Measurement
-from sentinel_operator import due
 from sentinel_operator.metrics import operator_metrics, provider_metrics
 from sentinel_operator.outcome import Result, result
 from sentinel_operator.providers import Providers
@@ -39,7 +38,7 @@ PRUNE_SCHEDULE = "sentinel-prune-history"
 # A full resync repairs anything the watch missed; the watch itself keeps the mirror current.
 RESYNC_MINUTES = 5
 PRUNE_MINUTES = 60
-# What reconcile_task returns for a namespace outside SENTINEL_NAMESPACES.
+# What reconcile_one returns for a namespace outside SENTINEL_NAMESPACES.
 OUT_OF_SCOPE = "out_of_scope"
 # What reconcile_batch_task returns for a member it gave back unstarted.
 RELEASED = "released"
@@ -89,17 +88,18 @@ def reconciler() -> Reconciler:
         return _reconciler[1]
 
 
-def reconcile_task(
+def reconcile_one(
     namespace: str, name: str, due_at: str | None = None, uid: str | None = None
 ) -> str:
-    """Reconcile one analysis; ``due_at`` (ISO 8601) is when the dispatcher found it due.
+    """Reconcile one member of a batch; ``due_at`` (ISO 8601) is when the dispatcher found it due.
 
-    ``uid`` is the incarnation the dispatcher found due (None in a task queued without it).
+    ``uid`` is the incarnation the dispatcher found due (None: whichever the API server holds).
     """
     scope = settings.SENTINEL.namespaces
     if scope and namespace not in scope:
-        # The dispatcher never queues these; a task that arrives all the same (an old queue
-        # entry, a row written by hand) must not read, measure or pause anything there.
+        # The dispatcher never queues these; a member that arrives all the same (a queue entry
+        # from before a scope change, a row written by hand) must not read, measure or pause
+        # anything there.
         log.warning("reconcile %s/%s refused: outside SENTINEL_NAMESPACES", namespace, name)
         return OUT_OF_SCOPE
     due = datetime.fromisoformat(due_at) if due_at else None
@@ -156,7 +156,7 @@ def reconcile_batch_task(members: Sequence[Sequence[str]], claimed_until: str) -
             return results + [RELEASED] * len(left)
         _wait_for(due_time)
         try:
-            results.append(reconcile_task(namespace, name, due_at, uid))
+            results.append(reconcile_one(namespace, name, due_at, uid))
         except Exception:
             # The reconciler turns every failure it knows into an outcome; this one is a bug,
             # logged with its traceback. The analysis keeps its claim; its neighbours still run.

@@ -18,7 +18,7 @@ ALLOWED_HOSTS = list(SENTINEL.allowed_hosts)
 
 INSTALLED_APPS = [
     # Django's admin with the product's site: overview first, product before framework.
-    "analyses.admin_config.SentinelAdminConfig",
+    "sentinel_site.apps.SentinelAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -28,6 +28,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_q",
     "analyses",
+    "accounts",
     "notifications",
     "sentinel_operator",
 ]
@@ -44,7 +45,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Single sign-on from a trusted proxy's header; does nothing unless that header is named.
-    "analyses.sso.ProxyUserMiddleware",
+    "accounts.sso.ProxyUserMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -184,7 +185,7 @@ SPECTACULAR_SETTINGS = {
 }
 # --- end REST API ---------------------------------------------------------------------------
 
-# --- Who may do what, where (docs/security.md; analyses/access.py, analyses/sso.py) ---------
+# --- Who may do what, where (docs/security.md; accounts/access.py, accounts/sso.py) ---------
 # Only these namespaces exist for the API, the admin and the services; () means all.
 SENTINEL_NAMESPACES: tuple[str, ...] = SENTINEL.namespaces
 # "django": NamespaceGrant rows; "kubernetes": a SubjectAccessReview per question.
@@ -197,7 +198,7 @@ SENTINEL_METRICS_TOKEN = SENTINEL.metrics_token
 AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
 if SENTINEL_REMOTE_USER_HEADER:
     # Users named by the proxy are created on first sight, without a usable password.
-    AUTHENTICATION_BACKENDS.insert(0, "analyses.sso.ProxyUserBackend")
+    AUTHENTICATION_BACKENDS.insert(0, "accounts.sso.ProxyUserBackend")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": f"django.contrib.auth.password_validation.{name}"}

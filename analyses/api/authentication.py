@@ -16,9 +16,9 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
-from analyses import tokens
+from accounts import tokens
+from accounts.models import ApiToken
 from analyses.api.throttles import TokenFailureThrottle
-from analyses.token_models import ApiToken
 
 
 class TooManyFailures(AuthenticationFailed):

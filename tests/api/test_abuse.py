@@ -21,9 +21,9 @@ from django.core.cache import cache
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from analyses import tokens
+from accounts import tokens
+from accounts.models import ApiToken
 from analyses.api.parsers import BoundedJSONParser, PayloadTooLarge
-from analyses.token_models import ApiToken
 from testkit.manifests import analysis_spec as spec
 from tests.api.client import ALL_PERMISSIONS, Api, MakeApi, make_user
 

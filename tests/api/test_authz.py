@@ -16,7 +16,8 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
-from analyses import mirror, tokens
+from accounts import tokens
+from analyses import mirror
 from analyses.models import Analysis
 from sentinel_cluster import kube
 from testkit.manifests import analysis_spec as spec

@@ -36,7 +36,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from analyses import mirror, tokens
+from accounts import tokens
+from analyses import mirror
 from sentinel_cluster import kube
 from testkit.clusters import kubectl_apply
 from testkit.manifests import analysis_manifest, workload_manifest

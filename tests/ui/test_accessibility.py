@@ -42,9 +42,9 @@ from playwright.sync_api import BrowserContext, Page, expect
 from pytest_django.fixtures import Settings
 from pytest_django.live_server_helper import LiveServer
 
-from analyses import tokens
+from accounts import tokens
+from accounts.models import NamespaceGrant
 from analyses.charts import ChartPoint, render_metric_chart
-from analyses.grant_models import NamespaceGrant
 from analyses.models import Analysis
 from testkit.devcluster import DevCluster
 from testkit.paths import REPO_ROOT
@@ -127,7 +127,7 @@ def _fail_to_sign_in(page: Page) -> None:
 
 
 PAGES: tuple[AxePage, ...] = (
-    # The login form is the project's (analyses.login_limits.ThrottledLoginForm).
+    # The login form is the project's (accounts.login_limits.ThrottledLoginForm).
     AxePage("login", "/admin/login/", ready="#login-form", signed_in=False),
     AxePage(
         "login, refused",
@@ -173,10 +173,10 @@ PAGES: tuple[AxePage, ...] = (
         ready=".field-compare_confidence .errorlist",
         then=_refuse_compare,
     ),
-    AxePage("API token list", "/admin/analyses/apitoken/", ready="#result_list"),
-    AxePage("API token change", "/admin/analyses/apitoken/{token}/change/"),
-    AxePage("namespace grant list", "/admin/analyses/namespacegrant/", ready="#result_list"),
-    AxePage("namespace grant add", "/admin/analyses/namespacegrant/add/"),
+    AxePage("API token list", "/admin/accounts/apitoken/", ready="#result_list"),
+    AxePage("API token change", "/admin/accounts/apitoken/{token}/change/"),
+    AxePage("namespace grant list", "/admin/accounts/namespacegrant/", ready="#result_list"),
+    AxePage("namespace grant add", "/admin/accounts/namespacegrant/add/"),
     AxePage("notification deliveries", "/admin/notifications/delivery/", ready="#result_list"),
     AxePage("notification delivery", "/admin/notifications/delivery/{delivery}/change/"),
     AxePage("notification channels", "/admin/notifications/delivery/channels/"),

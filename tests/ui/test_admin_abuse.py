@@ -19,8 +19,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from analyses import tokens
-from analyses.token_models import ApiToken
+from accounts import tokens
+from accounts.models import ApiToken
 from tests.ui import factories
 
 pytestmark = pytest.mark.django_db
@@ -96,7 +96,7 @@ def test_a_revoked_token_cannot_be_unrevoked_in_the_admin(
 ) -> None:
     issued = tokens.issue(superuser, now=timezone.now(), name="ci")
     ApiToken.objects.filter(pk=issued.token.pk).update(revoked=True)
-    url = reverse("admin:analyses_apitoken_change", args=[issued.token.pk])
+    url = reverse("admin:accounts_apitoken_change", args=[issued.token.pk])
     page = staff_client.get(url).content.decode()
     assert 'name="revoked"' not in page
     staff_client.post(url, {"name": "ci"})
@@ -111,7 +111,7 @@ def test_sso_header_logs_in_and_syncs_groups_only_when_configured(settings: Any)
     settings.SENTINEL_REMOTE_USER_HEADER = "X-Forwarded-User"
     settings.SENTINEL_REMOTE_GROUPS_HEADER = "X-Forwarded-Groups"
     settings.AUTHENTICATION_BACKENDS = [
-        "analyses.sso.ProxyUserBackend",
+        "accounts.sso.ProxyUserBackend",
         "django.contrib.auth.backends.ModelBackend",
     ]
     client = Client()

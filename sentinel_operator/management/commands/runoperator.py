@@ -88,11 +88,11 @@ class Command(BaseCommand):
 def share_with_workers() -> None:
     """Make what the forked django-q2 processes need pages they share with this one.
 
-    Measured per worker after 100 messages (docs/reliability.md): Apprise loading its plugins on
-    the first message cost about 24 MB of private memory per worker; and Python's collector,
-    walking every object inherited from this process, wrote to (and so copied) the pages they
-    sit on. ``gc.freeze`` moves them out of the collector's reach. ``runtime.run`` imports
-    matplotlib and the rest before it forks (``preload_worker_modules``).
+    Apprise loading its plugins on a worker's first message makes them that worker's private
+    memory (docs/reliability.md); and Python's collector, walking every object inherited from
+    this process, writes to (and so copies) the pages they sit on. ``gc.freeze`` moves them out
+    of the collector's reach. ``runtime.run`` imports matplotlib and the rest before it forks
+    (``preload_worker_modules``).
     """
     runtime.preload_worker_modules()
     if settings.SENTINEL_NOTIFY.channels:

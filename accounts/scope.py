@@ -1,17 +1,20 @@
 """``SENTINEL_NAMESPACES`` as the web app's boundary (docs/security.md#who-can-do-what).
 
 The API serializer, the admin form and ``analyses.services`` ask ``in_scope`` before a write;
-``analyses.access`` filters every queryset the API, the admin and the overview show through
+``accounts.access`` filters every queryset the API, the admin and the overview show through
 ``scoped``. An analysis outside the scope may sit in the database (created with kubectl, or
 left from an earlier configuration); to the web app it does not exist.
 """
 
 from __future__ import annotations
 
-from django.conf import settings
-from django.db.models import QuerySet
+from typing import TypeVar
 
-from analyses.models import Analysis
+from django.conf import settings
+from django.db.models import Model, QuerySet
+
+# A queryset of rows with a ``namespace`` column.
+_Rows = TypeVar("_Rows", bound=Model)
 
 
 def namespaces() -> tuple[str, ...]:
@@ -33,7 +36,7 @@ def outside_message(namespace: str) -> str:
     )
 
 
-def scoped(queryset: QuerySet[Analysis]) -> QuerySet[Analysis]:
+def scoped(queryset: QuerySet[_Rows]) -> QuerySet[_Rows]:
     """Return ``queryset`` without the analyses outside the scope."""
     allowed = namespaces()
     return queryset.filter(namespace__in=allowed) if allowed else queryset

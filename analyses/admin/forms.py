@@ -8,7 +8,7 @@ one source of them); the field checks here only give earlier, per-field messages
 spec or the cluster refuses a save, ``place`` puts each reason on the form field that answers
 for its path (``spec.metrics[1].compare.confidence`` is the second metric's Confidence), and the
 forms show them there on the second rendering. A metric's optional objects (``compare``) are
-edited as groups of labelled fields (``analyses.admin_metric_groups``).
+edited as groups of labelled fields (``analyses.admin.metric_groups``).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 from django import forms
 from django.core.validators import MinValueValidator, RegexValidator
 
-from analyses import access, provider_access, scope
-from analyses.admin_metric_groups import METRIC_GROUPS
+from accounts import access, provider_access, scope
+from analyses.admin.metric_groups import METRIC_GROUPS
 from analyses.models import Analysis, AnalysisMetric
 from sentinel_core.kinds import KINDS
 from sentinel_core.provider import DEFAULT_PROVIDER

@@ -4,7 +4,7 @@ A value computed in floating point (``0.1 + 0.2``) prints as ``0.300000000000000
 and the status keep that text, and the REST API hands it on unchanged. The admin's pages show
 ``0.3`` instead, with the exact text in the element's ``title``. The templates use the
 ``number`` filter (``analyses/templatetags/sentinel_numbers.py``); the admin's Python code
-(``analyses.admin_views``, ``notifications.admin``) calls ``readable`` and ``number_html``.
+(``analyses.admin.views``, ``notifications.admin``) calls ``readable`` and ``number_html``.
 Locale-independent: a dot for the decimals, no grouping, as in the queries next to them.
 """
 

@@ -21,17 +21,19 @@ import threading
 import time
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db.models import Model, Q, QuerySet
 
-from analyses import scope, services
-from analyses.grant_models import ALL_NAMESPACES, NamespaceGrant
-from analyses.models import Analysis
-from sentinel_cluster import kube
+from accounts import scope
+from accounts.models import ALL_NAMESPACES, NamespaceGrant
+from sentinel_cluster import clients, kube
 
 log = logging.getLogger(__name__)
+
+# A queryset of rows with a ``namespace`` column: analyses, deliveries.
+_Rows = TypeVar("_Rows", bound=Model)
 
 _REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 # Answers kept at most; past this the cache starts again (a handful of users is the norm).
@@ -76,7 +78,7 @@ def allows(user: Any, verb: Verb, namespace: str) -> bool:
     return _grants(user, verb).filter(namespace__in=[namespace, ALL_NAMESPACES]).exists()
 
 
-def visible(user: Any, queryset: QuerySet[Analysis]) -> QuerySet[Analysis]:
+def visible(user: Any, queryset: QuerySet[_Rows]) -> QuerySet[_Rows]:
     """Return the analyses of ``queryset`` that ``user`` may see (list), inside the scope."""
     queryset = scope.scoped(queryset)
     if not user or not user.is_authenticated or not user.is_active:
@@ -171,8 +173,9 @@ def _review(username: str, groups: tuple[str, ...], verb: Verb, namespace: str) 
         "spec": {"user": username, "groups": list(groups), "resourceAttributes": attributes},
     }
     try:
-        answer = services.kube_client().request("POST", _REVIEWS, body=body)
-    except (kube.KubeError, services.ServiceError) as exc:
+        client = clients.for_kubeconfig(getattr(settings, "SENTINEL_KUBECONFIG", None) or None)
+        answer = client.request("POST", _REVIEWS, body=body)
+    except kube.KubeError as exc:
         log.warning("SubjectAccessReview for %s failed; denying: %s", username, exc)
         return False
     return bool((answer.get("status") or {}).get("allowed"))

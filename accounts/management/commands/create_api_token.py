@@ -1,6 +1,6 @@
 """``manage.py create_api_token USERNAME [--name NAME] [--expires-in 90d]``: print a new token.
 
-The plaintext is printed once and never stored (``analyses.tokens``); revoke the token in the
+The plaintext is printed once and never stored (``accounts.tokens``); revoke the token in the
 admin. An unknown user is one clear line on stderr and exit status 1.
 """
 
@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from analyses import tokens
+from accounts import tokens
 
 _LIFETIME = re.compile(r"^(?P<value>\d{1,6})(?P<unit>[mhd])$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days"}

@@ -6,7 +6,7 @@ forms but never lets it write the mirror: every save and delete goes to the clus
 refuses or cannot be reached, nothing has been written (the services touch the mirror only after
 the cluster accepted, and the admin's own save hooks write nothing) and the form is shown again
 with the user's input and the reason. The extra pages and actions live in
-``analyses.admin_views``; the forms in ``analyses.admin_forms``; the graphs in
+``analyses.admin.views``; the forms in ``analyses.admin.forms``; the graphs in
 ``analyses.charts``.
 """
 
@@ -27,18 +27,10 @@ from django.utils.timesince import timesince
 from django.views.decorators.http import require_POST
 from django.views.generic import RedirectView
 
-# Imported for their side effect: they register the REST API tokens and the namespace grants
-# with the same admin site.
-from analyses import (  # noqa: F401
-    access,
-    admin_compat,
-    admin_views,
-    grant_admin,
-    provider_access,
-    services,
-    token_admin,
-)
-from analyses.admin_forms import (
+from accounts import access, provider_access
+from analyses import services
+from analyses.admin import compat, views
+from analyses.admin.forms import (
     METRIC_FIELDSETS,
     AnalysisForm,
     MetricForm,
@@ -49,8 +41,8 @@ from analyses.admin_forms import (
     place_all,
     spec_from_forms,
 )
-from analyses.admin_metric_groups import METRIC_GROUPS, MetricGroup
-from analyses.admin_numbers import number_html
+from analyses.admin.metric_groups import METRIC_GROUPS, MetricGroup
+from analyses.admin.numbers import number_html
 from analyses.models import Analysis, AnalysisMetric
 from sentinel_core.spec import InvalidSpecError
 
@@ -136,7 +128,7 @@ class AnalysisMetricInline(admin.StackedInline):
         return type(formset.__name__, (formset,), {"cluster_refusal": refusal})
 
 
-# The metric's number columns, shown readable (analyses.admin_numbers) on a read-only page.
+# The metric's number columns, shown readable (analyses.admin.numbers) on a read-only page.
 _NUMBER_COLUMNS = ("max_value", "max_increase_percent", "max_increase_absolute", "min_samples_min")
 
 
@@ -239,10 +231,10 @@ class AnalysisAdmin(admin.ModelAdmin):
 
     def object_title(self, request: HttpRequest, obj: Analysis, editable: bool) -> str:
         # The page is the analysis's status first and its spec form after: one title for both
-        # (see analyses.admin_site.PlainTitles).
+        # (see sentinel_site.admin_site.PlainTitles).
         return f"Analysis {obj}"
 
-    # -- permissions: model permissions say what, analyses.access says where ---------------
+    # -- permissions: model permissions say what, accounts.access says where ---------------
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Analysis]:
         # Outside SENTINEL_NAMESPACES or the user's namespaces, an analysis does not exist.
@@ -344,10 +336,10 @@ class AnalysisAdmin(admin.ModelAdmin):
         ]
 
     def _resume(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        return admin_views.resume(self, request, object_id)
+        return views.resume(self, request, object_id)
 
     def _evaluate(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        return admin_views.evaluate(self, request, object_id)
+        return views.evaluate(self, request, object_id)
 
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
@@ -367,17 +359,17 @@ class AnalysisAdmin(admin.ModelAdmin):
         if object_id is not None:
             obj = self.get_object(request, object_id)
             if obj is not None and self.has_view_or_change_permission(request, obj):
-                context.update(admin_views.detail_context(self, request, obj))
-        # Outside Django's wrapping transaction: see analyses.admin_compat for why.
+                context.update(views.detail_context(self, request, obj))
+        # Outside Django's wrapping transaction: see analyses.admin.compat for why.
         try:
-            return admin_compat.changeform_without_transaction(
+            return compat.changeform_without_transaction(
                 self, request, object_id, form_url, context
             )
         except _ClusterRefusedSave as refused:
             # Render the user's input again with the cluster's answer as the form's error
             # (see AnalysisForm.clean).
             setattr(request, _REFUSAL, refused.problems)
-            return admin_compat.changeform_without_transaction(
+            return compat.changeform_without_transaction(
                 self, request, object_id, form_url, context
             )
 
@@ -418,8 +410,8 @@ class AnalysisAdmin(admin.ModelAdmin):
             problems = (Problem(None, None, exc.message), *place_all(pairs, metric_forms))
             raise _ClusterRefusedSave(problems) from exc
         except services.ServiceError as exc:
-            raise _ClusterRefusedSave.saying(admin_views.describe_failure(exc)) from exc
-        admin_compat.adopt_row(obj, row)
+            raise _ClusterRefusedSave.saying(views.describe_failure(exc)) from exc
+        compat.adopt_row(obj, row)
 
     def construct_change_message(
         self, request: HttpRequest, form: forms.ModelForm, formsets: Any, add: bool = False
@@ -451,7 +443,7 @@ class AnalysisAdmin(admin.ModelAdmin):
         try:
             services.delete_analysis(obj)
         except services.ServiceError as exc:
-            raise _ClusterRefusedSave.saying(admin_views.describe_failure(exc)) from exc
+            raise _ClusterRefusedSave.saying(views.describe_failure(exc)) from exc
         super().log_deletions(request, [obj])
 
     @csrf_protect_m
@@ -460,7 +452,7 @@ class AnalysisAdmin(admin.ModelAdmin):
     ) -> HttpResponse:
         # Outside a transaction for the same reason as changeform_view.
         try:
-            return admin_compat.delete_without_transaction(self, request, object_id, extra_context)
+            return compat.delete_without_transaction(self, request, object_id, extra_context)
         except _ClusterRefusedSave as refused:
             for problem in refused.problems:
                 messages.error(request, f"Not deleted. {problem.message}")

@@ -1,9 +1,9 @@
 """Throttled admin logins (docs/security.md#abuse-limits).
 
-``analyses.admin`` installs ``ThrottledLoginForm`` as the admin site's login form. After
-``SENTINEL_LOGIN_ATTEMPTS`` failures within ``SENTINEL_LOGIN_WINDOW_SECONDS`` for one username,
-or from one client address, further attempts are refused without checking the password, until
-the window has passed. Counts live in Django's cache (per web process).
+``sentinel_site.admin_site`` installs ``ThrottledLoginForm`` as the admin site's login form.
+After ``SENTINEL_LOGIN_ATTEMPTS`` failures within ``SENTINEL_LOGIN_WINDOW_SECONDS`` for one
+username, or from one client address, further attempts are refused without checking the
+password, until the window has passed. Counts live in Django's cache (per web process).
 """
 
 from __future__ import annotations

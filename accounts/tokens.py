@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from django.contrib.auth.base_user import AbstractBaseUser
 
-from analyses.token_models import ApiToken
+from accounts.models import ApiToken
 
 # Marks the string as ours (secret scanners and people recognise it); not part of the secret.
 TOKEN_PREFIX = "rs_"

@@ -1,17 +1,17 @@
 """The admin pages around an analysis that Django's ModelAdmin does not make: data and actions.
 
-``analyses.admin_site.SentinelAdminSite`` shows ``overview_context`` on the admin's index;
-``analyses.admin.AnalysisAdmin`` wires in ``detail_context`` (status, conditions, history and
-graphs added to the change page), and ``resume`` / ``evaluate`` (the detail page's POST
-actions). Everything shown is read from the mirror and the history tables; the actions go
-through ``analyses.services``, which write to the cluster first.
+``sentinel_site.admin_site.SentinelAdminSite`` shows ``overview_context`` on the admin's
+index; ``analyses.admin.analysis.AnalysisAdmin`` wires in ``detail_context`` (status,
+conditions, history and graphs added to the change page), and ``resume`` / ``evaluate`` (the
+detail page's POST actions). Everything shown is read from the mirror and the history tables;
+the actions go through ``analyses.services``, which write to the cluster first.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -22,8 +22,9 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from analyses import access, services
-from analyses.admin_numbers import number_html
+from accounts import access
+from analyses import services
+from analyses.admin.numbers import number_html
 from analyses.charts import ChartPoint, render_metric_chart, render_rates_chart
 from analyses.models import Analysis, AnalysisMetric, Evaluation, MetricResult
 from sentinel_core.compare import (
@@ -37,8 +38,20 @@ from sentinel_core.sequential import Counted
 from sentinel_core.spec import DEFAULT_TARGET_KIND
 from sentinel_core.status import AnalysisStatus, Condition
 
-if TYPE_CHECKING:
-    from analyses.admin import AnalysisAdmin
+
+class ModelAdminActions(Protocol):
+    """What the detail page and its actions need from the model admin that shows them.
+
+    ``analysis.AnalysisAdmin`` is one; the views receive it rather than import it, so the admin
+    imports the views and never the other way round.
+    """
+
+    def has_perm_to_act(self, request: HttpRequest) -> bool: ...
+
+    def get_object(self, request: HttpRequest, object_id: str) -> Analysis | None: ...
+
+    def log_change(self, request: HttpRequest, obj: Any, message: Any) -> Any: ...
+
 
 # Rows in the history table: the newest evaluations; the REST API pages through the rest.
 HISTORY_ROWS = 25
@@ -208,7 +221,7 @@ def paused_targets(live: QuerySet[Analysis]) -> list[PausedTarget]:
 
 
 def detail_context(
-    admin: AnalysisAdmin, request: HttpRequest, analysis: Analysis
+    admin: ModelAdminActions, request: HttpRequest, analysis: Analysis
 ) -> dict[str, Any]:
     """Return what the change page shows besides the form: status, history, graphs, actions."""
     status = AnalysisStatus.from_dict(analysis.status)
@@ -463,7 +476,7 @@ def _compare_text(compare: object) -> SafeString | str:
     )
 
 
-def resume(admin: AnalysisAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
+def resume(admin: ModelAdminActions, request: HttpRequest, object_id: str) -> HttpResponse:
     """Resume the rollout the analysis paused (POST, change permission)."""
     analysis = _actionable(admin, request, object_id)
     actor = request.user.get_username() if request.user.is_authenticated else None
@@ -494,7 +507,7 @@ def resume(admin: AnalysisAdmin, request: HttpRequest, object_id: str) -> HttpRe
     return _back(analysis)
 
 
-def evaluate(admin: AnalysisAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
+def evaluate(admin: ModelAdminActions, request: HttpRequest, object_id: str) -> HttpResponse:
     """Ask the operator to evaluate the analysis at once (POST, change permission)."""
     analysis = _actionable(admin, request, object_id)
     try:
@@ -518,7 +531,7 @@ def describe_failure(exc: services.ServiceError) -> str:
     return exc.message
 
 
-def _actionable(admin: AnalysisAdmin, request: HttpRequest, object_id: str) -> Analysis:
+def _actionable(admin: ModelAdminActions, request: HttpRequest, object_id: str) -> Analysis:
     # Change permission (what) and the resume right in the namespace (where); an analysis the
     # user may not see is 404, one they see but may not act on is 403.
     analysis = admin.get_object(request, object_id)

@@ -5,7 +5,7 @@ A ``MetricGroup`` is one optional object of a ``spec.metrics[]`` entry: a tick b
 on, one labelled form field per key (nested keys dotted, ``maxEffect.percent``), the fieldset
 the metrics inline shows it in, how its fields are filled from the mirror's dict, the object it
 writes into the spec, and which of its fields answers for a ``parse_spec`` error under it.
-``analyses.admin_forms`` builds ``MetricForm``'s fields, the inline's fieldsets, the spec and
+``analyses.admin.forms`` builds ``MetricForm``'s fields, the inline's fieldsets, the spec and
 the error mapping from ``METRIC_GROUPS``; another judgment of a metric is one more group there.
 
 The form checks only what a field's type needs (a number is a number); the rules and their
