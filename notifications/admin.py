@@ -24,8 +24,8 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from accounts import access
-from analyses.admin.numbers import number_html
 from analyses.models import Analysis
+from analyses.numbers import number_html
 from notifications import channels
 from notifications.config import NotifyConfig
 from notifications.models import Delivery, DeliveryAttempt
@@ -47,7 +47,7 @@ class AttemptInline(admin.TabularInline):
 
     @admin.display(description="duration")
     def duration(self, attempt: DeliveryAttempt) -> str:
-        # Readable, the exact seconds on hover (analyses.admin.numbers).
+        # Readable, the exact seconds on hover (analyses.numbers).
         return format_html("{} s", number_html(attempt.duration_seconds))
 
 

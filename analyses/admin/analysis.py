@@ -42,8 +42,8 @@ from analyses.admin.forms import (
     spec_from_forms,
 )
 from analyses.admin.metric_groups import METRIC_GROUPS, MetricGroup
-from analyses.admin.numbers import number_html
 from analyses.models import Analysis, AnalysisMetric
+from analyses.numbers import number_html
 from sentinel_core.spec import InvalidSpecError
 
 # Where a refusal from the cluster is kept between the failed save and the second rendering.
@@ -128,7 +128,7 @@ class AnalysisMetricInline(admin.StackedInline):
         return type(formset.__name__, (formset,), {"cluster_refusal": refusal})
 
 
-# The metric's number columns, shown readable (analyses.admin.numbers) on a read-only page.
+# The metric's number columns, shown readable (analyses.numbers) on a read-only page.
 _NUMBER_COLUMNS = ("max_value", "max_increase_percent", "max_increase_absolute", "min_samples_min")
 
 

@@ -24,9 +24,9 @@ from django.utils.safestring import SafeString, mark_safe
 
 from accounts import access
 from analyses import services
-from analyses.admin.numbers import number_html
 from analyses.charts import ChartPoint, render_metric_chart, render_rates_chart
 from analyses.models import Analysis, AnalysisMetric, Evaluation, MetricResult
+from analyses.numbers import number_html
 from sentinel_core.compare import (
     DEFAULT_BY,
     DEFAULT_CONFIDENCE,

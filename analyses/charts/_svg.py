@@ -2,7 +2,7 @@
 
 Shared by ``_render``, ``_rates``, ``_compare`` and ``_layers`` so that every label looks and
 reads the same. A number a person reads (a label, the description) is ``readable``: six
-significant digits, as the page's tables show it (analyses/admin_numbers.py); a tooltip or a
+significant digits, as the page's tables show it (analyses/numbers.py); a tooltip or a
 ``data-`` attribute keeps Prometheus's exact text.
 """
 
@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from html import escape
 
 # Re-exported: the layers write every number through this module.
-from analyses.admin_numbers import readable as readable
+from analyses.numbers import readable as readable
 
 # Text in these colours (max and pause labels, ticks) is at least 4.5:1 on the white card and on
 # the shaded zone (WCAG AA; tests/ui/test_accessibility.py checks it).

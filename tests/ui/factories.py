@@ -259,7 +259,7 @@ SLOW = {
     },
 }
 EVERY_KIND = (LATENCY, RELATIVE, COMPARE, SEQUENTIAL)
-# Values as floating point leaves them: the pages must round them (analyses/admin_numbers.py).
+# Values as floating point leaves them: the pages must round them (analyses/numbers.py).
 RAW_BASELINE = 0.09144607843137259
 RAW_EVIDENCE = 0.021118904734573
 # 2.4299064691064727 % of the new pods' requests failed in each step.

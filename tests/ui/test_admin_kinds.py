@@ -24,8 +24,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from analyses.admin_numbers import readable
 from analyses.models import Analysis
+from analyses.numbers import readable
 from tests.ui import factories
 
 pytestmark = pytest.mark.django_db
