@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from sentinel_core.compare import Sides
-from sentinel_core.sequential_read import Reading
+from sentinel_core.metric_kinds.compare import Sides
+from sentinel_core.metric_kinds.sequential import Reading
 
 
 class MeasurementError(StrEnum):

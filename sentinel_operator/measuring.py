@@ -21,9 +21,9 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from sentinel_core.compare import Sides, split_sides
 from sentinel_core.measurement import Measurement, MeasurementError
-from sentinel_core.sequential_read import (
+from sentinel_core.metric_kinds.compare import Sides, split_sides
+from sentinel_core.metric_kinds.sequential import (
     Reading,
     boundaries_query,
     lacks_boundary,

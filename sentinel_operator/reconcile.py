@@ -50,6 +50,7 @@ from sentinel_cluster.replicasets import compared_hashes, newest_replicaset_crea
 from sentinel_core.decision import Decision, Observation, after_conflict, decide
 from sentinel_core.kinds import DEPLOYMENT
 from sentinel_core.measurement import Measurement
+from sentinel_core.metric_kinds.sequential import basis_of
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.rollout import (
     ControllerRevisions,
@@ -58,7 +59,6 @@ from sentinel_core.rollout import (
     next_rollout,
     template_hash,
 )
-from sentinel_core.sequential_read import basis_of
 from sentinel_core.spec import AnalysisSpec, MetricSpec
 from sentinel_core.status import AnalysisStatus, Rollout
 from sentinel_core.target import TargetState

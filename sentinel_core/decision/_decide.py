@@ -47,8 +47,8 @@ from sentinel_core.decision._rules import (
 from sentinel_core.decision._window import count, describe
 from sentinel_core.kinds import DEPLOYMENT
 from sentinel_core.measurement import PROVIDER_ERRORS, Measurement, MeasurementError
+from sentinel_core.metric_kinds.sequential import basis_of
 from sentinel_core.rollout import is_new
-from sentinel_core.sequential_read import basis_of
 from sentinel_core.spec import (
     DEFAULT_INTERVAL_SECONDS,
     AnalysisSpec,

@@ -13,15 +13,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from sentinel_core.compare import judge_comparison
 from sentinel_core.conditions import Reason, Verdict
 from sentinel_core.kinds import DEPLOYMENT, no_new_side
 from sentinel_core.measurement import Measurement
-from sentinel_core.sequential import Settings, advance, counted, judge_sequential
-from sentinel_core.sequential_read import Basis
+from sentinel_core.metric_kinds.compare import judge_comparison
+from sentinel_core.metric_kinds.sequential import (
+    Basis,
+    Settings,
+    advance,
+    counted,
+    judge_sequential,
+)
+from sentinel_core.metric_kinds.threshold import Increase
 from sentinel_core.spec import MetricSpec
 from sentinel_core.status import MetricResult, Rollout
-from sentinel_core.thresholds import Increase
 from sentinel_core.values import format_value, parse_time
 
 # status.metricResults[].series: at most this many labels, each value cut to this length.

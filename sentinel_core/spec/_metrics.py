@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sentinel_core.compare import check_exclusive, parse_compare
+from sentinel_core.metric_kinds.compare import check_exclusive, parse_compare
+from sentinel_core.metric_kinds.sequential import check_sequential_exclusive, parse_sequential
+from sentinel_core.metric_kinds.threshold import max_value_required, parse_thresholds
 from sentinel_core.provider import parse_provider
-from sentinel_core.sequential_spec import check_sequential_exclusive, parse_sequential
 from sentinel_core.spec._durations import parse_duration
 from sentinel_core.spec._errors import FieldError, report_unknown_fields
 from sentinel_core.spec._names import DNS1123_LABEL
 from sentinel_core.spec._types import MetricSpec
-from sentinel_core.thresholds import max_value_required, parse_thresholds
 from sentinel_core.values import number
 
 # Size limits against abuse (docs/resource.md), the CRD's maxItems / maxLength: one analysis must

@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from sentinel_core.kinds import KINDS, default_by
-from sentinel_core.sequential_spec import parse_false_pause_rate
+from sentinel_core.metric_kinds.sequential import parse_false_pause_rate
 from sentinel_core.spec._durations import check_interval, parse_duration
 from sentinel_core.spec._errors import (
     FieldError,

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sentinel_core.compare import Compare, Effect, Sides, judge_comparison, split_sides
 from sentinel_core.conditions import ConditionType, Reason, Verdict
 from sentinel_core.decision import judge
 from sentinel_core.measurement import Measurement
+from sentinel_core.metric_kinds.compare import Compare, Effect, Sides, judge_comparison, split_sides
 from sentinel_core.spec import InvalidSpecError, MetricSpec, parse_spec
 from sentinel_core.status import AnalysisStatus
 from tests.core.test_decision import World

@@ -1,11 +1,11 @@
 """What a ``sequential`` metric reads from Prometheus, and where its evidence starts (pure).
 
-The operator's adapter (``sentinel_operator.measuring``) and the decision core share these, so
-both derive the same answers from the same status: ``begin`` says which state the evidence
+The kind's measuring and its judge (the operator and the decision core) share these, so both
+derive the same answers from the same status: ``begin`` says which state the evidence
 continues from (or where a fresh one starts), ``plan`` which whole steps of ``interval`` lie
 between its ``through`` and now, ``range_query`` the one PromQL query that reads them (both
 sides, per pod, bad and all events) and ``steps_of`` turns the answer into
-``sequential.Step``s. docs/analysis.md ("Sequential judgment") describes the arithmetic.
+``_evidence.Step``s. docs/analysis.md ("Sequential judgment") describes the arithmetic.
 
 Steps tile time exactly: step ``i`` is the window ``(through + (i-1)·interval, through +
 i·interval]``, Prometheus's ``increase`` over it evaluated at its end (range selectors are
@@ -21,11 +21,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from sentinel_core.conditions import ConditionType, Reason
-from sentinel_core.sequential import Side, State, Step, fresh
-from sentinel_core.sequential_spec import POD_LABEL, Sequential
-from sentinel_core.status import AnalysisStatus, Rollout
+from sentinel_core.metric_kinds.sequential._evidence import Side, State, Step, fresh
+from sentinel_core.metric_kinds.sequential._spec import POD_LABEL, Sequential
 from sentinel_core.values import parse_time, utc_seconds
 
 # The label the query adds to tell its parts apart (bad, total, or a histogram's good events).
@@ -36,6 +36,34 @@ MAX_STEPS = 1000
 # Steps ending within this long before now are left to the next evaluation: a scrape in flight
 # would otherwise be missed by a step already counted.
 MAX_SETTLE_SECONDS = 10.0
+
+
+class _Condition(Protocol):
+    @property
+    def reason(self) -> str: ...
+    @property
+    def last_transition_time(self) -> datetime | None: ...
+
+
+class _Result(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def sequential(self) -> State | None: ...
+
+
+class _Status(Protocol):
+    """What ``basis_of`` reads of a status: ``status.AnalysisStatus`` (which imports this kind)."""
+
+    @property
+    def metric_results(self) -> Sequence[_Result]: ...
+    def condition(self, type_: ConditionType) -> _Condition | None: ...
+
+
+class _Rollout(Protocol):
+    @property
+    def started_at(self) -> datetime | None: ...
+
 
 # One series of a range answer: its labels and its (timestamp, value) points.
 TimedSeries = tuple[Mapping[str, str], Sequence[tuple[float, float]]]
@@ -91,11 +119,11 @@ class Basis:
 
 
 def basis_of(
-    status: AnalysisStatus,
+    status: _Status,
     metric: str,
     *,
     generation: int,
-    rollout: Rollout | None,
+    rollout: _Rollout | None,
     now: datetime,
     resumed_now: bool = False,
 ) -> Basis:
