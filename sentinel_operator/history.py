@@ -20,6 +20,7 @@ from analyses.models import Evaluation, MetricResult
 from sentinel_core.conditions import Outcome
 from sentinel_core.decision import HistoryEntry
 from sentinel_core.measurement import Measurement
+from sentinel_core.metric_kinds import Recorded, kind_of
 from sentinel_core.spec import AnalysisSpec
 
 
@@ -61,6 +62,8 @@ def record_attempt(
             # Measured with an error, or not measured because an earlier step failed.
             verdict = Outcome.ERROR
             message = (m.message or str(m.error)) if m is not None else "not measured"
+        # What the metric's kind read besides the value (a baseline, a guard's answer).
+        kept = kind_of(metric).recorded(m) if ok and m is not None else Recorded()
         value = m.value if m is not None and m.error is None else None
         value_text = (m.text or "") if m is not None and m.error is None else ""
         if result is not None and result.sequential is not None:
@@ -72,10 +75,10 @@ def record_attempt(
                 "value": value,
                 "value_text": value_text,
                 "max_value": metric.max_value,
-                "baseline": m.baseline if ok and m is not None else None,
-                "baseline_text": (m.baseline_text or "") if ok and m is not None else "",
+                "baseline": kept.baseline,
+                "baseline_text": kept.baseline_text,
                 "limit": limit,
-                "samples_text": (m.samples_text or "") if ok and m is not None else "",
+                "samples_text": kept.samples_text,
                 "series": series,
                 "comparison": comparison,
                 "counted": counted,

@@ -50,16 +50,15 @@ from sentinel_cluster.replicasets import compared_hashes, newest_replicaset_crea
 from sentinel_core.decision import Decision, Observation, after_conflict, decide
 from sentinel_core.kinds import DEPLOYMENT
 from sentinel_core.measurement import Measurement
-from sentinel_core.metric_kinds.sequential import basis_of
+from sentinel_core.metric_kinds import Situation, kind_of
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.rollout import (
     ControllerRevisions,
-    baseline_instant,
     next_revision_rollout,
     next_rollout,
     template_hash,
 )
-from sentinel_core.spec import AnalysisSpec, MetricSpec
+from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus, Rollout
 from sentinel_core.target import TargetState
 from sentinel_operator.history import Attempt
@@ -267,26 +266,33 @@ class Reconciler:
     ) -> tuple[Measurement, ...]:
         """Measure every metric of ``spec`` at its provider, each query at most once."""
         self.providers.refresh()
-        # New pods against old pods (docs/resource.md): one list of a Deployment's ReplicaSets;
-        # the other kinds' sides were read with their rollout (``read``).
-        compares = any(
-            metric.compare is not None or metric.sequential is not None for metric in spec.metrics
-        )
+        # New pods against old pods (docs/resource.md), for the metric kinds that compare the
+        # two sides: one list of a Deployment's ReplicaSets; the other target kinds' sides were
+        # read with their rollout (``read``).
+        compares = any(kind_of(metric).sides for metric in spec.metrics)
         hashes = NO_HASHES
         if compares and read is not None:
             hashes = read.hashes
         elif compares and deployment is not None:
             hashes = compared_hashes(self.client, deployment)
+        # The kinds read what they measure from (a baseline's instant, where evidence
+        # continues) from the status as the core will see it.
+        situation = Situation(
+            status=resource.status,
+            spec=spec,
+            generation=resource.generation,
+            rollout=rollout,
+            now=now,
+            target_kind=spec.target.kind,
+            new_hash=hashes[0],
+            old_hashes=hashes[1],
+        )
         return tuple(
             measure_from(
                 self.providers,
                 resource.namespace,
                 metric,
-                baseline_at=baseline_instant(metric, rollout, now),
-                now=now,
-                step=spec.interval_seconds,
-                hashes=hashes,
-                through=_through(resource, metric, rollout, hashes[0], now),
+                kind_of(metric).facts(metric, situation),
             )
             for metric in spec.metrics
         )
@@ -307,22 +313,6 @@ class Reconciler:
             generation=resource.generation,
             failures_after=resource.status.failures if failures is None else failures,
         )
-
-
-def _through(
-    resource: AnalysisResource,
-    metric: MetricSpec,
-    rollout: Rollout | None,
-    new_hash: str | None,
-    now: datetime,
-) -> str | None:
-    """Return where a sequential metric's evidence continues from, as the core will see it."""
-    if metric.sequential is None or new_hash is None:
-        return None
-    basis = basis_of(
-        resource.status, metric.name, generation=resource.generation, rollout=rollout, now=now
-    )
-    return basis.state(new_hash).through
 
 
 class _StatusWrite:

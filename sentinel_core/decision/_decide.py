@@ -31,7 +31,7 @@ from sentinel_core.conditions import (
     Reason,
     Verdict,
 )
-from sentinel_core.decision._judge import SequentialContext, judge
+from sentinel_core.decision._judge import judge
 from sentinel_core.decision._rules import (
     FALSE,
     TRUE,
@@ -47,7 +47,7 @@ from sentinel_core.decision._rules import (
 from sentinel_core.decision._window import count, describe
 from sentinel_core.kinds import DEPLOYMENT
 from sentinel_core.measurement import PROVIDER_ERRORS, Measurement, MeasurementError
-from sentinel_core.metric_kinds.sequential import basis_of
+from sentinel_core.metric_kinds import Situation
 from sentinel_core.rollout import is_new
 from sentinel_core.spec import (
     DEFAULT_INTERVAL_SECONDS,
@@ -162,12 +162,21 @@ def decide(obs: Observation) -> Decision:
     # A person resumed the target (kubectl rollout resume): acknowledge it, count afresh (the
     # sequential evidence too, from now on).
     resumed = prev.is_true(ConditionType.ROLLOUT_PAUSED) and target.exists and not target.paused
+    situation = Situation(
+        status=prev,
+        spec=spec,
+        generation=obs.generation,
+        rollout=rollout,
+        now=obs.now,
+        resumed_now=resumed,
+        target_kind=spec.target.kind,
+    )
     judgements = tuple(
         judge(
             metric,
             m,
             rollout,
-            sequential=_sequential_context(obs, spec, metric, resumed),
+            situation=situation,
             kind=spec.target.kind,
         )
         for metric, m in pairs
@@ -345,23 +354,6 @@ def _decide_invalid_spec(error: InvalidSpecError, conds: Conditions, failures: i
         transient=False,
         interval_seconds=DEFAULT_INTERVAL_SECONDS,
     )
-
-
-def _sequential_context(
-    obs: Observation, spec: AnalysisSpec, metric: MetricSpec, resumed: bool
-) -> SequentialContext | None:
-    """Return what a sequential metric's evidence continues from (docs/analysis.md)."""
-    if metric.sequential is None:
-        return None
-    basis = basis_of(
-        obs.previous,
-        metric.name,
-        generation=obs.generation,
-        rollout=obs.rollout if obs.rollout is not None else obs.previous.rollout,
-        now=obs.now,
-        resumed_now=resumed,
-    )
-    return SequentialContext(basis, metrics=spec.sequential_metrics, budget=spec.budget)
 
 
 def _pair(

@@ -50,7 +50,7 @@ def test_the_baseline_is_the_query_at_an_earlier_instant(
 
     got = measure_metric(PrometheusClient(fault_proxy.url), metric, baseline_at=before)
 
-    assert (got.value, got.baseline, got.baseline_text) == (0.16, 0.1, "0.1")
+    assert (got.value, got.reading.baseline, got.reading.baseline_text) == (0.16, 0.1, "0.1")
     sent = [r.params for r in fault_proxy.requests]
     assert len(sent) == 2 and "time" not in sent[0]
     assert float(sent[1]["time"][0]) == round(before.timestamp(), 3)
@@ -64,7 +64,7 @@ def test_no_baseline_instant_means_no_baseline_query(
     metric = _metric(case, maxIncrease={"percent": 20}, baseline={"beforeRollout": True})
     fault_proxy.reset()
     got = measure_metric(PrometheusClient(fault_proxy.url), metric, baseline_at=None)
-    assert (got.value, got.baseline) == (0.2, None) and fault_proxy.query_count == 1
+    assert (got.value, got.reading.baseline) == (0.2, None) and fault_proxy.query_count == 1
 
 
 def test_the_guard_is_one_more_query_and_an_outage_costs_one(
@@ -83,7 +83,7 @@ def test_the_guard_is_one_more_query_and_an_outage_costs_one(
     client = PrometheusClient(fault_proxy.url)
     fault_proxy.reset()
     got = measure_metric(client, metric, baseline_at=datetime.now(UTC))
-    assert (got.samples, got.samples_text, got.error) == (12.0, "12", None)
+    assert (got.reading.samples, got.reading.samples_text, got.error) == (12.0, "12", None)
     assert fault_proxy.query_count == 3
 
     # Prometheus down: the metric's own query fails, nothing else is asked.

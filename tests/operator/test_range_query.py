@@ -52,10 +52,12 @@ def test_a_compare_metric_splits_the_range_by_the_real_labels(
         step=1.0,
         hashes=("newhash", ("oldhash", "gonehash")),
     )
-    assert got.error is None and got.sides is not None
-    assert set(got.sides.new_values) == {0.3}
-    assert set(got.sides.old_values) <= {0.1, 0.11} and len(got.sides.old_values) >= 2
-    assert got.sides.old_hashes == ("oldhash", "gonehash")
+    assert got.error is None and got.reading.sides is not None
+    assert set(got.reading.sides.new_values) == {0.3}
+    assert (
+        set(got.reading.sides.old_values) <= {0.1, 0.11} and len(got.reading.sides.old_values) >= 2
+    )
+    assert got.reading.sides.old_hashes == ("oldhash", "gonehash")
     paths = [r.path for r in fault_proxy.requests]
     assert paths == ["/api/v1/query", "/api/v1/query_range"]
     sent = fault_proxy.requests[1].params
@@ -75,7 +77,11 @@ def test_no_old_pods_means_no_range_query(
         now=datetime.now(UTC),
         hashes=("newhash", ()),
     )
-    assert got.sides is not None and got.sides.old_hashes == () and fault_proxy.query_count == 1
+    assert (
+        got.reading.sides is not None
+        and got.reading.sides.old_hashes == ()
+        and fault_proxy.query_count == 1
+    )
 
 
 def test_range_errors_keep_the_instant_querys_taxonomy(

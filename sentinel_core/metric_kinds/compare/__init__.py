@@ -1,15 +1,27 @@
 """The compare kind: new pods against old pods at the same moment (docs/analysis.md).
 
-The parts are private: ``_spec`` (the ``compare`` field, its defaults and parsing), ``_judge``
-(the two sides' samples and the Mann-Whitney U judgment).
+The kind is ``KIND``; its parts are private: ``_spec`` (the ``compare`` field, its defaults and
+parsing), ``_read`` (the queries and the reading: the guard's answer and the two sides' samples),
+``_judge`` (the Mann-Whitney U judgment and its sentence).
 """
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sentinel_core.metric_kinds._kind import AddError, MetricKind
 from sentinel_core.metric_kinds.compare._judge import (
     Comparison,
     Outcome,
-    Sides,
+    judge,
     judge_comparison,
     sentence,
+)
+from sentinel_core.metric_kinds.compare._read import (
+    Reading,
+    Sides,
+    facts,
+    measure,
+    recorded,
     split_sides,
 )
 from sentinel_core.metric_kinds.compare._spec import (
@@ -27,6 +39,42 @@ from sentinel_core.metric_kinds.compare._spec import (
     parse_compare,
 )
 
+
+def _parse(
+    item: Mapping[str, object],
+    path: str,
+    *,
+    strict: bool,
+    parse_duration: Callable[[str], float],
+    add: AddError,
+) -> dict[str, object]:
+    compare = parse_compare(
+        item.get("compare"),
+        f"{path}.compare",
+        strict=strict,
+        parse_duration=parse_duration,
+        add=add,
+    )
+    check_exclusive(item, path, add)
+    return {"compare": compare}
+
+
+def _applies(metric: Any) -> bool:
+    return metric.compare is not None
+
+
+KIND = MetricKind(
+    name="compare",
+    applies=_applies,
+    bounded=lambda item: "compare" in item,
+    parse=_parse,
+    sides=True,
+    facts=facts,
+    measure=measure,
+    judge=judge,
+    recorded=recorded,
+)
+
 __all__ = [
     "DEFAULT_BY",
     "DEFAULT_CONFIDENCE",
@@ -34,12 +82,14 @@ __all__ = [
     "DEFAULT_MIN_SAMPLES",
     "DEFAULT_WORSE",
     "EXCLUSIVE_MESSAGE",
+    "KIND",
     "LEAST_MIN_SAMPLES",
     "MAX_POINTS",
     "Compare",
     "Comparison",
     "Effect",
     "Outcome",
+    "Reading",
     "Sides",
     "check_exclusive",
     "judge_comparison",

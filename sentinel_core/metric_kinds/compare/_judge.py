@@ -1,8 +1,8 @@
 """New pods against old pods (docs/analysis.md): the statistical judgment of ``compare``.
 
-The kind's ``judge`` calls ``judge_comparison``
-with the samples the operator fetched (``Sides``: one ``query_range`` over ``lookback``, split by
-the ``by`` label into the newest ReplicaSet's hash and the old ones'). Pure: no I/O, no clock.
+The kind's ``judge`` calls ``judge_comparison`` with the samples the operator fetched (``Sides``,
+``_read``: one ``query_range`` over ``lookback``, split by the ``by`` label into the newest
+ReplicaSet's hash and the old ones'). Pure: no I/O, no clock.
 
 The test is SciPy's one-sided Mann-Whitney U (``scipy.stats.mannwhitneyu``): it asks whether the
 new pods' samples tend to be larger (``worse: increase``) or smaller (``decrease``) than the old
@@ -14,29 +14,19 @@ fails only when that is significant (p < 1 - confidence) *and* the medians diffe
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from statistics import median
 from typing import Any
 
+from sentinel_core.conditions import Reason, Verdict
 from sentinel_core.kinds import DEPLOYMENT, no_new_side, no_old_side
+from sentinel_core.measurement import Measurement
+from sentinel_core.metric_kinds import threshold
+from sentinel_core.metric_kinds._kind import Context, Judgement, inconclusive
+from sentinel_core.metric_kinds.compare._read import Reading, Sides
 from sentinel_core.metric_kinds.compare._spec import Compare
 from sentinel_core.values import integer, number
-
-
-@dataclass(frozen=True)
-class Sides:
-    """What the operator fetched for one comparison: the two sides' samples and hashes.
-
-    ``new_hash`` is None when the target has no ReplicaSet; ``old_hashes`` is empty when no old
-    ReplicaSet has replicas (the rollout finished or has not begun). The values are every
-    non-NaN sample of every series whose ``by`` label is that side's hash.
-    """
-
-    new_hash: str | None
-    old_hashes: tuple[str, ...]
-    new_values: tuple[float, ...] = ()
-    old_values: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -158,26 +148,6 @@ def sentence(compare: Compare, c: Comparison) -> str:
     )
 
 
-def split_sides(
-    compare: Compare,
-    series: Sequence[tuple[Mapping[str, str], Sequence[float]]],
-    new_hash: str | None,
-    old_hashes: Sequence[str],
-) -> Sides:
-    """Return the two sides of range-query ``series`` (labels, values) by their ``by`` label."""
-    old = set(old_hashes)
-    new_values: list[float] = []
-    old_values: list[float] = []
-    for labels, values in series:
-        side = labels.get(compare.by)
-        kept = [v for v in values if not math.isnan(v)]
-        if new_hash is not None and side == new_hash:
-            new_values.extend(kept)
-        elif side in old:
-            old_values.extend(kept)
-    return Sides(new_hash, tuple(old_hashes), tuple(new_values), tuple(old_values))
-
-
 def _missing(compare: Compare, sides: Sides, kind: str) -> str:
     if sides.new_hash is None:
         return no_new_side(kind)
@@ -212,3 +182,31 @@ def _short(value: float) -> str:
 
 def _p(value: float) -> str:
     return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+
+
+def judge(metric: Any, m: Measurement, base: Any, context: Context) -> Judgement:
+    """Judge the new pods against the old ones (docs/analysis.md) from the samples fetched.
+
+    The guard applies as to a threshold; the instant value is only shown. Which side is missing
+    says more than "no data" (no ReplicaSet, no old pods, too few samples).
+    """
+    base = threshold.shown(metric, m, base)
+    stopped = threshold.guard(metric, m, base)
+    if stopped is not None:
+        return stopped
+    # The worst series of the instant query says nothing about which side is worse.
+    base = replace(threshold.with_value(base, m), series=())
+    sides = m.reading.sides if isinstance(m.reading, Reading) else None
+    if sides is None:
+        why = "no comparison: the samples of the two sides were not fetched"
+        return inconclusive(base, Reason.NO_COMPARISON, why)
+    outcome = judge_comparison(metric.compare, sides, kind=context.target_kind)
+    if outcome.comparison is None:
+        return inconclusive(base, Reason.NO_COMPARISON, outcome.message)
+    judged = replace(
+        base,
+        verdict=Verdict.FAIL if outcome.failed else Verdict.PASS,
+        message=outcome.message,
+        comparison=outcome.comparison,
+    )
+    return Judgement(judged, why=f"{metric.name}: {outcome.message}" if outcome.failed else "")

@@ -1,10 +1,15 @@
 """The sequential kind: new pods against old pods on counts, an e-process (docs/analysis.md).
 
-The parts are private: ``_spec`` (the ``sequential`` field and ``spec.falsePauseRate``),
-``_read`` (which steps to read, the one range query, its answer as steps, where the evidence
-starts), ``_evidence`` (the arithmetic of the evidence, its state in the status and the verdict).
+The kind is ``KIND``; its parts are private: ``_spec`` (the ``sequential`` field and
+``spec.falsePauseRate``), ``_read`` (where the evidence starts, which steps to read, the one range
+query, its answer as steps), ``_evidence`` (the arithmetic of the evidence, its state in the
+status, the verdict and its sentence), ``_judge`` (the evidence continued and judged).
 """
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sentinel_core.metric_kinds._kind import AddError, MetricKind, nothing_recorded
 from sentinel_core.metric_kinds.sequential._evidence import (
     GRID,
     Counted,
@@ -22,6 +27,7 @@ from sentinel_core.metric_kinds.sequential._evidence import (
     log_ratios,
     reached,
 )
+from sentinel_core.metric_kinds.sequential._judge import judge
 from sentinel_core.metric_kinds.sequential._read import (
     MAX_STEPS,
     PART_LABEL,
@@ -32,9 +38,11 @@ from sentinel_core.metric_kinds.sequential._read import (
     begin,
     boundaries_query,
     boundary_pattern,
+    facts,
     instant,
     key_of,
     lacks_boundary,
+    measure,
     plan,
     range_query,
     steps_of,
@@ -49,10 +57,45 @@ from sentinel_core.metric_kinds.sequential._spec import (
     parse_sequential,
 )
 
+
+def _parse(
+    item: Mapping[str, object],
+    path: str,
+    *,
+    strict: bool,
+    parse_duration: Callable[[str], float],
+    add: AddError,
+) -> dict[str, object]:
+    sequential = parse_sequential(
+        item.get("sequential"), f"{path}.sequential", strict=strict, add=add
+    )
+    check_sequential_exclusive(item, path, add)
+    return {"sequential": sequential}
+
+
+def _applies(metric: Any) -> bool:
+    return metric.sequential is not None
+
+
+KIND = MetricKind(
+    name="sequential",
+    applies=_applies,
+    # null is absent, as the API server prunes it.
+    bounded=lambda item: item.get("sequential") is not None,
+    parse=_parse,
+    sides=True,
+    facts=facts,
+    measure=measure,
+    judge=judge,
+    # The history row keeps the evidence as its value and the counts in its own column.
+    recorded=nothing_recorded,
+)
+
 __all__ = [
     "DEFAULT_FALSE_PAUSE_RATE",
     "DEFAULT_MIN_EVENTS",
     "GRID",
+    "KIND",
     "MAX_SELECTOR_LENGTH",
     "MAX_STEPS",
     "PART_LABEL",

@@ -1,25 +1,79 @@
 """The threshold kind: ``maxValue``, ``maxIncrease`` against a ``baseline``, ``minSamples``.
 
-docs/resource.md describes the fields. The parts are private: ``_spec`` (the fields' types and
-their parsing).
+docs/resource.md describes the fields. The kind is ``KIND``; its parts are private: ``_spec`` (the
+fields' types and their parsing), ``_read`` (the queries and the reading: the guard's and the
+baseline's answers), ``_judge`` (the verdict and its sentence). ``compare`` shows the same fields
+and applies the same guard (``ask_guard``, ``shown``, ``guard``, ``with_value``).
 """
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sentinel_core.metric_kinds._kind import AddError, MetricKind
+from sentinel_core.metric_kinds.threshold._judge import guard, judge, shown, with_value
+from sentinel_core.metric_kinds.threshold._read import (
+    Reading,
+    ask_guard,
+    baseline_at,
+    facts,
+    measure,
+    recorded,
+)
 from sentinel_core.metric_kinds.threshold._spec import (
     MAX_QUERY_LENGTH,
     Baseline,
     Increase,
     MinSamples,
     Thresholds,
-    max_value_required,
     parse_thresholds,
 )
 
+
+def _parse(
+    item: Mapping[str, object],
+    path: str,
+    *,
+    strict: bool,
+    parse_duration: Callable[[str], float],
+    add: AddError,
+) -> dict[str, object]:
+    parsed = parse_thresholds(item, path, strict=strict, parse_duration=parse_duration, add=add)
+    return {
+        "max_increase": parsed.max_increase,
+        "baseline": parsed.baseline,
+        "min_samples": parsed.min_samples,
+    }
+
+
+def _applies(metric: Any) -> bool:
+    # The kind of every metric no other kind claims (the registry asks it last).
+    return True
+
+
+KIND = MetricKind(
+    name="threshold",
+    applies=_applies,
+    bounded=lambda item: "maxIncrease" in item,
+    parse=_parse,
+    sides=False,
+    facts=facts,
+    measure=measure,
+    judge=judge,
+    recorded=recorded,
+)
+
 __all__ = [
+    "KIND",
     "MAX_QUERY_LENGTH",
     "Baseline",
     "Increase",
     "MinSamples",
+    "Reading",
     "Thresholds",
-    "max_value_required",
+    "ask_guard",
+    "baseline_at",
+    "guard",
     "parse_thresholds",
+    "shown",
+    "with_value",
 ]

@@ -98,7 +98,7 @@ def parse_thresholds(
     """Return the ``maxIncrease``, ``baseline`` and ``minSamples`` of one metric item.
 
     Report each broken rule through ``add`` under the CRD's field path; the caller checks
-    ``maxValue`` itself (``maxValue_required`` tells it when the CRD's CEL rule requires it).
+    ``maxValue`` itself (the registry's ``bounded`` tells it when the CRD's CEL rule requires it).
     """
     increase = Increase.parse(item.get("maxIncrease"), f"{path}.maxIncrease", strict, add)
     baseline = _parse_baseline(
@@ -110,11 +110,6 @@ def parse_thresholds(
         add(f"{path}.baseline", "is only used with maxIncrease")
     guard = _parse_min_samples(item.get("minSamples"), f"{path}.minSamples", strict, add)
     return Thresholds(max_increase=increase, baseline=baseline, min_samples=guard)
-
-
-def max_value_required(item: Mapping[str, object]) -> bool:
-    """Return whether ``maxValue`` must be given (the CRD's CEL rule: no other bound is given)."""
-    return "maxIncrease" not in item and "compare" not in item
 
 
 def _parse_baseline(
