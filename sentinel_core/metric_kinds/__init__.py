@@ -23,6 +23,7 @@ from sentinel_core.metric_kinds._kind import (
     Instant,
     Judgement,
     MetricKind,
+    Parsing,
     Range,
     Recorded,
     Situation,
@@ -63,9 +64,10 @@ def parse_fields(
 
     Each broken rule is reported through ``add`` under the CRD's field path.
     """
+    parsing = Parsing(path, strict, parse_duration, add)
     fields: dict[str, object] = {}
     for kind in KINDS:
-        fields |= kind.parse(item, path, strict=strict, parse_duration=parse_duration, add=add)
+        fields |= kind.parse(item, parsing)
     return fields
 
 
@@ -80,6 +82,7 @@ __all__ = [
     "Instant",
     "Judgement",
     "MetricKind",
+    "Parsing",
     "Range",
     "Recorded",
     "Situation",

@@ -39,6 +39,18 @@ TimedSeries = tuple[Mapping[str, str], Sequence[tuple[float, float]]]
 
 
 @dataclass(frozen=True)
+class Parsing:
+    """How one raw metric item is parsed: its field path, strictness, durations and error sink."""
+
+    # The item's field path, "spec.metrics[0]".
+    path: str
+    # Report unknown fields (the REST API and the admin), or ignore them (a resource as read).
+    strict: bool
+    parse_duration: Callable[[str], float]
+    add: AddError
+
+
+@dataclass(frozen=True)
 class Instant:
     """An instant query: at ``at`` (Prometheus's ``time``), or now when None."""
 
@@ -160,7 +172,7 @@ class MetricKind:
     # Whether a raw metric item gives a bound of this kind (else maxValue is required).
     bounded: Callable[[Mapping[str, object]], bool]
     # Parse the kind's fields of one raw metric item: MetricSpec's keyword arguments.
-    parse: Callable[..., dict[str, object]]
+    parse: Callable[[Mapping[str, object], Parsing], dict[str, object]]
     # Whether measuring needs the target's new and old pods' hashes (one read per evaluation).
     sides: bool
     # The facts to measure with (Facts), from what the evaluation knows.

@@ -5,10 +5,10 @@ parsing), ``_read`` (the queries and the reading: the guard's answer and the two
 ``_judge`` (the Mann-Whitney U judgment and its sentence).
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from sentinel_core.metric_kinds._kind import AddError, MetricKind
+from sentinel_core.metric_kinds._kind import MetricKind, Parsing
 from sentinel_core.metric_kinds.compare._judge import (
     Comparison,
     Outcome,
@@ -40,22 +40,10 @@ from sentinel_core.metric_kinds.compare._spec import (
 )
 
 
-def _parse(
-    item: Mapping[str, object],
-    path: str,
-    *,
-    strict: bool,
-    parse_duration: Callable[[str], float],
-    add: AddError,
-) -> dict[str, object]:
-    compare = parse_compare(
-        item.get("compare"),
-        f"{path}.compare",
-        strict=strict,
-        parse_duration=parse_duration,
-        add=add,
-    )
-    check_exclusive(item, path, add)
+def _parse(item: Mapping[str, object], p: Parsing) -> dict[str, object]:
+    raw, path = item.get("compare"), f"{p.path}.compare"
+    compare = parse_compare(raw, path, strict=p.strict, parse_duration=p.parse_duration, add=p.add)
+    check_exclusive(item, p.path, p.add)
     return {"compare": compare}
 
 

@@ -6,10 +6,10 @@ query, its answer as steps), ``_evidence`` (the arithmetic of the evidence, its 
 status, the verdict and its sentence), ``_judge`` (the evidence continued and judged).
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from sentinel_core.metric_kinds._kind import AddError, MetricKind, nothing_recorded
+from sentinel_core.metric_kinds._kind import MetricKind, Parsing, nothing_recorded
 from sentinel_core.metric_kinds.sequential._evidence import (
     GRID,
     Counted,
@@ -58,18 +58,10 @@ from sentinel_core.metric_kinds.sequential._spec import (
 )
 
 
-def _parse(
-    item: Mapping[str, object],
-    path: str,
-    *,
-    strict: bool,
-    parse_duration: Callable[[str], float],
-    add: AddError,
-) -> dict[str, object]:
-    sequential = parse_sequential(
-        item.get("sequential"), f"{path}.sequential", strict=strict, add=add
-    )
-    check_sequential_exclusive(item, path, add)
+def _parse(item: Mapping[str, object], p: Parsing) -> dict[str, object]:
+    raw, path = item.get("sequential"), f"{p.path}.sequential"
+    sequential = parse_sequential(raw, path, strict=p.strict, add=p.add)
+    check_sequential_exclusive(item, p.path, p.add)
     return {"sequential": sequential}
 
 

@@ -6,10 +6,10 @@ baseline's answers), ``_judge`` (the verdict and its sentence). ``compare`` show
 and applies the same guard (``ask_guard``, ``shown``, ``guard``, ``with_value``).
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from sentinel_core.metric_kinds._kind import AddError, MetricKind
+from sentinel_core.metric_kinds._kind import MetricKind, Parsing
 from sentinel_core.metric_kinds.threshold._judge import guard, judge, shown, with_value
 from sentinel_core.metric_kinds.threshold._read import (
     Reading,
@@ -29,15 +29,10 @@ from sentinel_core.metric_kinds.threshold._spec import (
 )
 
 
-def _parse(
-    item: Mapping[str, object],
-    path: str,
-    *,
-    strict: bool,
-    parse_duration: Callable[[str], float],
-    add: AddError,
-) -> dict[str, object]:
-    parsed = parse_thresholds(item, path, strict=strict, parse_duration=parse_duration, add=add)
+def _parse(item: Mapping[str, object], p: Parsing) -> dict[str, object]:
+    parsed = parse_thresholds(
+        item, p.path, strict=p.strict, parse_duration=p.parse_duration, add=p.add
+    )
     return {
         "max_increase": parsed.max_increase,
         "baseline": parsed.baseline,
