@@ -19,7 +19,6 @@ without the ``slowerThan`` boundary one more, to name the boundaries it has.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
 
 from sentinel_core.measurement import Measurement
 from sentinel_core.metric_kinds import Answer, Ask, Facts, Instant, kind_of
@@ -33,35 +32,7 @@ Hashes = tuple[str | None, tuple[str, ...]]
 NO_HASHES: Hashes = (None, ())
 
 
-def measure_metric(
-    prometheus: PrometheusClient,
-    metric: MetricSpec,
-    *,
-    baseline_at: datetime | None,
-    now: datetime | None = None,
-    step: float = 30.0,
-    hashes: Hashes = NO_HASHES,
-    through: str | None = None,
-) -> Measurement:
-    """Return ``metric``'s measurement, or the first error, from the facts given one by one.
-
-    ``baseline_at`` is when to evaluate a baseline (None asks for none); ``hashes`` are the
-    target's new and old pods' hashes, a range ends at ``now`` and its ``step`` is the analysis
-    interval; ``through`` is where sequential evidence continues from.
-    """
-    new_hash, old_hashes = hashes
-    facts = Facts(
-        now=now,
-        step=step,
-        new_hash=new_hash,
-        old_hashes=old_hashes,
-        baseline_at=baseline_at,
-        through=through,
-    )
-    return measure_with(prometheus, metric, facts)
-
-
-def measure_with(prometheus: PrometheusClient, metric: MetricSpec, facts: Facts) -> Measurement:
+def measure_metric(prometheus: PrometheusClient, metric: MetricSpec, facts: Facts) -> Measurement:
     """Return ``metric``'s measurement: ask what its kind asks, send it each answer."""
     asking = kind_of(metric).measure(metric, facts)
     try:
@@ -102,4 +73,4 @@ def measure_from(
     picked = providers.pick(metric.provider, namespace)
     if isinstance(picked, Measurement):
         return replace(picked, metric=metric.name)
-    return measure_with(picked, metric, facts)
+    return measure_metric(picked, metric, facts)

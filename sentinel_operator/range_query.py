@@ -1,6 +1,6 @@
 """Ask Prometheus for a metric's samples over a time range (``/api/v1/query_range``).
 
-``measuring.measure_with`` calls ``measure_range`` for each range query a metric's kind asks: once
+``measuring.measure_metric`` calls ``measure_range`` for each range query a metric's kind asks: once
 per evaluation of a ``compare`` metric (docs/analysis.md), after the metric's instant query
 answered, and once per evaluation of a ``sequential`` metric (its only query: the steps since the
 status's ``through``). It goes through the same ``PrometheusClient.fetch`` as the instant query: the

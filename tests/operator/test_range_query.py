@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from sentinel_core.measurement import MeasurementError
+from sentinel_core.metric_kinds import Facts
 from sentinel_core.spec import MetricSpec, parse_spec
 from sentinel_operator.measuring import measure_metric
 from sentinel_operator.prometheus import PrometheusClient
@@ -47,10 +48,7 @@ def test_a_compare_metric_splits_the_range_by_the_real_labels(
     got = measure_metric(
         PrometheusClient(fault_proxy.url),
         _metric(case),
-        baseline_at=None,
-        now=now,
-        step=1.0,
-        hashes=("newhash", ("oldhash", "gonehash")),
+        Facts(now=now, step=1.0, new_hash="newhash", old_hashes=("oldhash", "gonehash")),
     )
     assert got.error is None and got.reading.sides is not None
     assert set(got.reading.sides.new_values) == {0.3}
@@ -73,9 +71,7 @@ def test_no_old_pods_means_no_range_query(
     got = measure_metric(
         PrometheusClient(fault_proxy.url),
         _metric(case),
-        baseline_at=None,
-        now=datetime.now(UTC),
-        hashes=("newhash", ()),
+        Facts(now=datetime.now(UTC), new_hash="newhash", old_hashes=()),
     )
     assert (
         got.reading.sides is not None
