@@ -62,13 +62,13 @@ def record_attempt(
             # Measured with an error, or not measured because an earlier step failed.
             verdict = Outcome.ERROR
             message = (m.message or str(m.error)) if m is not None else "not measured"
-        # What the metric's kind read besides the value (a baseline, a guard's answer).
-        kept = kind_of(metric).recorded(m) if ok and m is not None else Recorded()
+        # What the metric's kind keeps besides its result: a baseline, a guard's answer, or
+        # another value (a sequential metric's is its evidence).
+        kept = kind_of(metric).recorded(m, result) if ok and m is not None else Recorded()
         value = m.value if m is not None and m.error is None else None
         value_text = (m.text or "") if m is not None and m.error is None else ""
-        if result is not None and result.sequential is not None:
-            # A sequential metric's value is its evidence, its limit the evidence needed.
-            value, value_text = result.sequential.evidence, result.value or ""
+        if kept.value_text is not None:
+            value, value_text = kept.value, kept.value_text
         rows.append(
             {
                 "name": metric.name,

@@ -155,11 +155,14 @@ class Judgement:
 
 @dataclass(frozen=True)
 class Recorded:
-    """What the history row keeps of a measurement's reading besides the value (its columns)."""
+    """What the history row keeps of a measurement's reading (its columns)."""
 
     baseline: float | None = None
     baseline_text: str = ""
     samples_text: str = ""
+    # The row's value and its text when they are not the measurement's (None: its own).
+    value: float | None = None
+    value_text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -181,8 +184,8 @@ class MetricKind:
     measure: Callable[[Any, Facts], Asking]
     # The judgement of a measurement that got answers, from the decision core's base result.
     judge: Callable[[Any, Measurement, Any, Context], Judgement]
-    # What the history row keeps of the reading.
-    recorded: Callable[[Measurement], Recorded]
+    # What the history row keeps of a measurement that got answers and of its judged result.
+    recorded: Callable[[Measurement, Any], Recorded]
 
 
 def series_labels(labels: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
@@ -194,8 +197,3 @@ def series_labels(labels: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str],
 def inconclusive(base: Any, reason: Reason, message: str) -> Judgement:
     """Return ``base`` Inconclusive for ``reason``, ``message`` saying what is missing."""
     return Judgement(replace(base, verdict=Verdict.INCONCLUSIVE, message=message), reason, message)
-
-
-def nothing_recorded(m: Measurement) -> Recorded:
-    """Return no columns: a kind whose reading the history keeps elsewhere, or not at all."""
-    return Recorded()

@@ -90,7 +90,7 @@ def split_sides(
     return Sides(new_hash, tuple(old_hashes), tuple(new_values), tuple(old_values))
 
 
-def recorded(m: Measurement) -> Recorded:
+def recorded(m: Measurement, result: Any) -> Recorded:
     """Return the guard's answer, as the history row keeps it."""
     reading = m.reading if isinstance(m.reading, Reading) else Reading()
     return Recorded(samples_text=reading.samples_text or "")

@@ -9,7 +9,8 @@ status, the verdict and its sentence), ``_judge`` (the evidence continued and ju
 from collections.abc import Mapping
 from typing import Any
 
-from sentinel_core.metric_kinds._kind import MetricKind, Parsing, nothing_recorded
+from sentinel_core.measurement import Measurement
+from sentinel_core.metric_kinds._kind import MetricKind, Parsing, Recorded
 from sentinel_core.metric_kinds.sequential._evidence import (
     GRID,
     Counted,
@@ -69,6 +70,13 @@ def _applies(metric: Any) -> bool:
     return metric.sequential is not None
 
 
+def _recorded(m: Measurement, result: Any) -> Recorded:
+    # The value is the evidence, the limit the evidence needed; the counts have their own column.
+    if result is None or result.sequential is None:
+        return Recorded()
+    return Recorded(value=result.sequential.evidence, value_text=result.value or "")
+
+
 KIND = MetricKind(
     name="sequential",
     applies=_applies,
@@ -79,8 +87,7 @@ KIND = MetricKind(
     facts=facts,
     measure=measure,
     judge=judge,
-    # The history row keeps the evidence as its value and the counts in its own column.
-    recorded=nothing_recorded,
+    recorded=_recorded,
 )
 
 __all__ = [

@@ -79,7 +79,7 @@ def ask_guard(metric: Any) -> Generator[Ask, Answer, tuple[float | None, str | N
     return samples.value, samples.text
 
 
-def recorded(m: Measurement) -> Recorded:
+def recorded(m: Measurement, result: Any) -> Recorded:
     """Return the baseline and the guard's answer, as the history row keeps them."""
     reading = m.reading if isinstance(m.reading, Reading) else Reading()
     return Recorded(
