@@ -178,6 +178,9 @@ class MetricKind:
     parse: Callable[[Mapping[str, object], Parsing], dict[str, object]]
     # Whether measuring needs the target's new and old pods' hashes (one read per evaluation).
     sides: bool
+    # The parsed metric with the defaults that depend on the target's kind, given its raw item
+    # and the label that tells the target's pods apart (a side's ``by`` left out).
+    targeted: Callable[[Any, Mapping[str, object], str], Any]
     # The facts to measure with (Facts), from what the evaluation knows.
     facts: Callable[[Any, Situation], Facts]
     # What to ask and how to read it (see the module's docstring).
@@ -197,3 +200,15 @@ def series_labels(labels: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str],
 def inconclusive(base: Any, reason: Reason, message: str) -> Judgement:
     """Return ``base`` Inconclusive for ``reason``, ``message`` saying what is missing."""
     return Judgement(replace(base, verdict=Verdict.INCONCLUSIVE, message=message), reason, message)
+
+
+def with_sides_label(metric: Any, item: Mapping[str, object], field: str, by: str) -> Any:
+    """Return ``metric`` with ``by`` as its ``field``'s label when the item left ``by`` out.
+
+    The CRD cannot default ``by`` from the target's kind, so the kinds that compare the two
+    sides take the target's label here (``MetricKind.targeted``).
+    """
+    given = item.get(field)
+    if not isinstance(given, Mapping) or "by" in given:
+        return metric
+    return replace(metric, **{field: replace(getattr(metric, field), by=by)})

@@ -8,7 +8,7 @@ parsing), ``_read`` (the queries and the reading: the guard's answer and the two
 from collections.abc import Mapping
 from typing import Any
 
-from sentinel_core.metric_kinds._kind import MetricKind, Parsing
+from sentinel_core.metric_kinds._kind import MetricKind, Parsing, with_sides_label
 from sentinel_core.metric_kinds.compare._judge import (
     Comparison,
     Outcome,
@@ -57,6 +57,7 @@ KIND = MetricKind(
     bounded=lambda item: "compare" in item,
     parse=_parse,
     sides=True,
+    targeted=lambda metric, item, by: with_sides_label(metric, item, "compare", by),
     facts=facts,
     measure=measure,
     judge=judge,

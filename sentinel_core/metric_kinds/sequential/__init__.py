@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sentinel_core.measurement import Measurement
-from sentinel_core.metric_kinds._kind import MetricKind, Parsing, Recorded
+from sentinel_core.metric_kinds._kind import MetricKind, Parsing, Recorded, with_sides_label
 from sentinel_core.metric_kinds.sequential._evidence import (
     GRID,
     Counted,
@@ -84,6 +84,7 @@ KIND = MetricKind(
     bounded=lambda item: item.get("sequential") is not None,
     parse=_parse,
     sides=True,
+    targeted=lambda metric, item, by: with_sides_label(metric, item, "sequential", by),
     facts=facts,
     measure=measure,
     judge=judge,

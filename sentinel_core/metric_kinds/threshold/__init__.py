@@ -51,6 +51,7 @@ KIND = MetricKind(
     bounded=lambda item: "maxIncrease" in item,
     parse=_parse,
     sides=False,
+    targeted=lambda metric, item, by: metric,
     facts=facts,
     measure=measure,
     judge=judge,
