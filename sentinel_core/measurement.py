@@ -51,7 +51,7 @@ class Measurement:
     # The worst series' labels as Prometheus returned them (``__name__`` dropped); the core
     # keeps at most 10 of them in the status.
     labels: tuple[tuple[str, str], ...] = ()
-    # The kind's own reading of its other queries (sentinel_core.metric_kinds): the guard and
-    # the baseline of a threshold, the two sides' samples of a comparison, the steps of a
-    # sequential metric; None when the kind read nothing beyond the value.
+    # The metric kind's own reading of its other queries (sentinel_core.metric_kinds: a guard's
+    # answer, a baseline, the samples or counts of the new and the old pods); None when the
+    # kind read nothing beyond the value.
     reading: object | None = None

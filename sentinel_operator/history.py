@@ -63,7 +63,7 @@ def record_attempt(
             verdict = Outcome.ERROR
             message = (m.message or str(m.error)) if m is not None else "not measured"
         # What the metric's kind keeps besides its result: a baseline, a guard's answer, or
-        # another value (a sequential metric's is its evidence).
+        # another value (evidence, where that is what the kind judges).
         kept = kind_of(metric).recorded(m, result) if ok and m is not None else Recorded()
         value = m.value if m is not None and m.error is None else None
         value_text = (m.text or "") if m is not None and m.error is None else ""

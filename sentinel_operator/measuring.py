@@ -9,11 +9,8 @@ after the earlier ones answered, each at most once, and during an outage a metri
 request per attempt, never three — backing off keeps sending fewer queries than the healthy
 cadence (docs/operator.md). Their errors are the metric's: the same taxonomy, the query named.
 
-What each kind asks (docs/analysis.md, docs/resource.md): a threshold its query, then its
-``minSamples`` guard and its baseline; ``compare`` its query, its guard, then one range query over
-``lookback`` when there are two sides to compare; ``sequential`` one range query of the whole
-steps since the status's ``through`` (none without two sides or a whole step), and for a histogram
-without the ``slowerThan`` boundary one more, to name the boundaries it has.
+What each kind asks, and when, is the kind's own (its ``_read`` module; docs/architecture.md,
+"Adding a metric kind").
 """
 
 from __future__ import annotations
@@ -27,7 +24,7 @@ from sentinel_operator.prometheus import PrometheusClient
 from sentinel_operator.providers import Providers
 from sentinel_operator.range_query import measure_range
 
-# The target's new pods' hash and the old ones', for the kinds that compare the two sides.
+# The target's new pods' hash and the old ones', for the kinds that tell the two sides apart.
 Hashes = tuple[str | None, tuple[str, ...]]
 NO_HASHES: Hashes = (None, ())
 

@@ -266,9 +266,9 @@ class Reconciler:
     ) -> tuple[Measurement, ...]:
         """Measure every metric of ``spec`` at its provider, each query at most once."""
         self.providers.refresh()
-        # New pods against old pods (docs/resource.md), for the metric kinds that compare the
-        # two sides: one list of a Deployment's ReplicaSets; the other target kinds' sides were
-        # read with their rollout (``read``).
+        # New pods against old pods (docs/resource.md), for the metric kinds that need the two
+        # sides: one list of a Deployment's ReplicaSets; the other target kinds' sides were read
+        # with their rollout (``read``).
         compares = any(kind_of(metric).sides for metric in spec.metrics)
         hashes = NO_HASHES
         if compares and read is not None:

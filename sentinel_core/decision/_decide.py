@@ -159,8 +159,8 @@ def decide(obs: Observation) -> Decision:
     rejected = [m for _, m in pairs if m.error in _REFUSED]
     rollout = obs.rollout if obs.rollout is not None else prev.rollout
     target = obs.target
-    # A person resumed the target (kubectl rollout resume): acknowledge it, count afresh (the
-    # sequential evidence too, from now on).
+    # A person resumed the target (kubectl rollout resume): acknowledge it, count afresh (a
+    # kind's evidence too, from now on: Situation.resumed_now).
     resumed = prev.is_true(ConditionType.ROLLOUT_PAUSED) and target.exists and not target.paused
     situation = Situation(
         status=prev,
@@ -261,8 +261,8 @@ def decide(obs: Observation) -> Decision:
         )
         history = HistoryEntry(Outcome(verdict.value), None, "", judged, pause is not None)
     else:
-        # The status keeps its metric results, so a sequential metric's through stays where it
-        # was and the next attempt counts these steps again: they were not counted here.
+        # The status keeps its metric results, so evidence read in steps stays where it was and
+        # the next attempt counts these steps again: they were not counted here.
         uncounted = tuple(replace(result, counted=None) for result in judged)
         if unavailable:
             message = errors_text(unavailable)

@@ -1,10 +1,9 @@
 """Judge one metric's measurement: ask the metric's kind.
 
-``_decide.decide`` (and ``_decide.interrupted``) call ``judge`` once per metric that got an
-answer; the verdicts of all metrics then make the evaluation's verdict. Each kind judges its own
-reading (``sentinel_core.metric_kinds``: threshold, compare, sequential) from the result this
-module starts, the metric's name and Inconclusive. Pure: the queries were asked by the
-reconciler, the rollout was detected by it.
+``_decide.decide`` (and ``_decide.interrupted``) call ``judge`` once per metric that got an answer;
+the verdicts of all metrics then make the evaluation's verdict. Each kind judges its own reading
+(``sentinel_core.metric_kinds``) from the result this module starts, the metric's name and
+Inconclusive. Pure: the queries were asked by the reconciler, the rollout was detected by it.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ def judge(
 
     ``situation`` is the evaluation the metric is judged in (None for an attempt cut short: a
     kind that continues evidence from the status does not then); ``kind``, the target's, words a
-    missing side of ``compare`` and ``sequential``.
+    missing side for the kinds that weigh the new pods against the old.
     """
     base = MetricResult(name=metric.name, verdict=Verdict.INCONCLUSIVE)
     context = Context(rollout=rollout, target_kind=kind, situation=situation)
