@@ -275,24 +275,12 @@ class Reconciler:
             hashes = read.hashes
         elif compares and deployment is not None:
             hashes = compared_hashes(self.client, deployment)
-        # The kinds read what they measure from (a baseline's instant, where evidence
-        # continues) from the status as the core will see it.
-        situation = Situation(
-            status=resource.status,
-            spec=spec,
-            generation=resource.generation,
-            rollout=rollout,
-            now=now,
-            target_kind=spec.target.kind,
-            new_hash=hashes[0],
-            old_hashes=hashes[1],
-        )
         return tuple(
             measure_from(
                 self.providers,
                 resource.namespace,
                 metric,
-                kind_of(metric).facts(metric, situation),
+                kind_of(metric).facts(metric, _situation(resource, spec, rollout, now, hashes)),
             )
             for metric in spec.metrics
         )
@@ -313,6 +301,30 @@ class Reconciler:
             generation=resource.generation,
             failures_after=resource.status.failures if failures is None else failures,
         )
+
+
+def _situation(
+    resource: AnalysisResource,
+    spec: AnalysisSpec,
+    rollout: Rollout | None,
+    now: datetime,
+    hashes: tuple[str | None, tuple[str, ...]],
+) -> Situation:
+    """Return the evaluation as the metric kinds see it when they say what to measure from.
+
+    The kinds read it (a baseline's instant, where evidence continues) from the status as the
+    core will see it.
+    """
+    return Situation(
+        status=resource.status,
+        spec=spec,
+        generation=resource.generation,
+        rollout=rollout,
+        now=now,
+        target_kind=spec.target.kind,
+        new_hash=hashes[0],
+        old_hashes=hashes[1],
+    )
 
 
 class _StatusWrite:

@@ -159,24 +159,15 @@ def decide(obs: Observation) -> Decision:
     rejected = [m for _, m in pairs if m.error in _REFUSED]
     rollout = obs.rollout if obs.rollout is not None else prev.rollout
     target = obs.target
-    # A person resumed the target (kubectl rollout resume): acknowledge it, count afresh (a
-    # kind's evidence too, from now on: Situation.resumed_now).
+    # A person resumed the target (kubectl rollout resume): acknowledge it, count afresh (the
+    # sequential evidence too, from now on).
     resumed = prev.is_true(ConditionType.ROLLOUT_PAUSED) and target.exists and not target.paused
-    situation = Situation(
-        status=prev,
-        spec=spec,
-        generation=obs.generation,
-        rollout=rollout,
-        now=obs.now,
-        resumed_now=resumed,
-        target_kind=spec.target.kind,
-    )
     judgements = tuple(
         judge(
             metric,
             m,
             rollout,
-            situation=situation,
+            situation=_situation(obs, spec, rollout, resumed),
             kind=spec.target.kind,
         )
         for metric, m in pairs
@@ -353,6 +344,21 @@ def _decide_invalid_spec(error: InvalidSpecError, conds: Conditions, failures: i
         history=HistoryEntry(Outcome.ERROR, Reason.INVALID_SPEC, clip(message)),
         transient=False,
         interval_seconds=DEFAULT_INTERVAL_SECONDS,
+    )
+
+
+def _situation(
+    obs: Observation, spec: AnalysisSpec, rollout: Rollout | None, resumed: bool
+) -> Situation:
+    """Return the evaluation as the metric kinds see it (docs/architecture.md)."""
+    return Situation(
+        status=obs.previous,
+        spec=spec,
+        generation=obs.generation,
+        rollout=rollout,
+        now=obs.now,
+        resumed_now=resumed,
+        target_kind=spec.target.kind,
     )
 
 
