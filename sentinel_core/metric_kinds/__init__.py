@@ -34,17 +34,11 @@ from sentinel_core.metric_kinds._kind import (
 # Every kind, in the order their fields are parsed (and their errors reported). The first one is
 # the kind of a metric no other kind claims.
 KINDS: tuple[MetricKind, ...] = (threshold.KIND, compare.KIND, sequential.KIND)
-_BY_NAME = {kind.name: kind for kind in KINDS}
 
 
 def kind_of(metric: Any) -> MetricKind:
     """Return the kind of ``metric`` (a ``spec.MetricSpec``)."""
     return next((kind for kind in KINDS[1:] if kind.applies(metric)), KINDS[0])
-
-
-def named(name: str) -> MetricKind:
-    """Return the kind called ``name`` (``threshold``, ``compare``, ``sequential``)."""
-    return _BY_NAME[name]
 
 
 def bounded(item: Mapping[str, object]) -> bool:
@@ -90,7 +84,6 @@ __all__ = [
     "bounded",
     "compare",
     "kind_of",
-    "named",
     "parse_fields",
     "sequential",
     "series_labels",

@@ -11,20 +11,11 @@ from typing import Any
 
 from sentinel_core.metric_kinds._kind import MetricKind, Parsing
 from sentinel_core.metric_kinds.threshold._judge import guard, judge, shown, with_value
-from sentinel_core.metric_kinds.threshold._read import (
-    Reading,
-    ask_guard,
-    baseline_at,
-    facts,
-    measure,
-    recorded,
-)
+from sentinel_core.metric_kinds.threshold._read import Reading, ask_guard, facts, measure, recorded
 from sentinel_core.metric_kinds.threshold._spec import (
-    MAX_QUERY_LENGTH,
     Baseline,
     Increase,
     MinSamples,
-    Thresholds,
     parse_thresholds,
 )
 
@@ -60,14 +51,11 @@ KIND = MetricKind(
 
 __all__ = [
     "KIND",
-    "MAX_QUERY_LENGTH",
     "Baseline",
     "Increase",
     "MinSamples",
     "Reading",
-    "Thresholds",
     "ask_guard",
-    "baseline_at",
     "guard",
     "parse_thresholds",
     "shown",
