@@ -18,6 +18,7 @@ from analyses.models import Evaluation, MetricResult
 from sentinel_core.conditions import Outcome
 from sentinel_core.decision import HistoryEntry
 from sentinel_core.measurement import Measurement
+from sentinel_core.metric_kinds import Recorded, kind_of
 from sentinel_core.spec import AnalysisSpec
 from sentinel_db import sql
 
@@ -60,21 +61,23 @@ def record_attempt(
             # Measured with an error, or not measured because an earlier step failed.
             verdict = Outcome.ERROR
             message = (m.message or str(m.error)) if m is not None else "not measured"
+        # What the metric's kind keeps besides its result: a baseline, a guard's answer, or
+        # another value (evidence, where that is what the kind judges).
+        kept = kind_of(metric).recorded(m, result) if ok and m is not None else Recorded()
         value = m.value if m is not None and m.error is None else None
         value_text = (m.text or "") if m is not None and m.error is None else ""
-        if result is not None and result.sequential is not None:
-            # A sequential metric's value is its evidence, its limit the evidence needed.
-            value, value_text = result.sequential.evidence, result.value or ""
+        if kept.value_text is not None:
+            value, value_text = kept.value, kept.value_text
         rows.append(
             {
                 "name": metric.name,
                 "value": value,
                 "value_text": value_text,
                 "max_value": metric.max_value,
-                "baseline": m.baseline if ok and m is not None else None,
-                "baseline_text": (m.baseline_text or "") if ok and m is not None else "",
+                "baseline": kept.baseline,
+                "baseline_text": kept.baseline_text,
                 "limit": limit,
-                "samples_text": (m.samples_text or "") if ok and m is not None else "",
+                "samples_text": kept.samples_text,
                 "series": series,
                 "comparison": comparison,
                 "counted": counted,

@@ -50,16 +50,15 @@ from sentinel_cluster.replicasets import compared_hashes, newest_replicaset_crea
 from sentinel_core.decision import Decision, Observation, after_conflict, decide
 from sentinel_core.kinds import DEPLOYMENT
 from sentinel_core.measurement import Measurement
+from sentinel_core.metric_kinds import Situation, kind_of
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.rollout import (
     ControllerRevisions,
-    baseline_instant,
     next_revision_rollout,
     next_rollout,
     template_hash,
 )
-from sentinel_core.sequential_read import basis_of
-from sentinel_core.spec import AnalysisSpec, MetricSpec
+from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus, Rollout
 from sentinel_core.target import TargetState
 from sentinel_operator.history import Attempt
@@ -268,11 +267,10 @@ class Reconciler:
     ) -> tuple[Measurement, ...]:
         """Measure every metric of ``spec`` at its provider, each query at most once."""
         self.providers.refresh()
-        # New pods against old pods (docs/resource.md): one list of a Deployment's ReplicaSets;
-        # the other kinds' sides were read with their rollout (``read``).
-        compares = any(
-            metric.compare is not None or metric.sequential is not None for metric in spec.metrics
-        )
+        # New pods against old pods (docs/resource.md), for the metric kinds that need the two
+        # sides: one list of a Deployment's ReplicaSets; the other target kinds' sides were read
+        # with their rollout (``read``).
+        compares = any(kind_of(metric).sides for metric in spec.metrics)
         hashes = NO_HASHES
         if compares and read is not None:
             hashes = read.hashes
@@ -283,11 +281,7 @@ class Reconciler:
                 self.providers,
                 resource.namespace,
                 metric,
-                baseline_at=baseline_instant(metric, rollout, now),
-                now=now,
-                step=spec.interval_seconds,
-                hashes=hashes,
-                through=_through(resource, metric, rollout, hashes[0], now),
+                kind_of(metric).facts(metric, _situation(resource, spec, rollout, now, hashes)),
             )
             for metric in spec.metrics
         )
@@ -310,20 +304,28 @@ class Reconciler:
         )
 
 
-def _through(
+def _situation(
     resource: AnalysisResource,
-    metric: MetricSpec,
+    spec: AnalysisSpec,
     rollout: Rollout | None,
-    new_hash: str | None,
     now: datetime,
-) -> str | None:
-    """Return where a sequential metric's evidence continues from, as the core will see it."""
-    if metric.sequential is None or new_hash is None:
-        return None
-    basis = basis_of(
-        resource.status, metric.name, generation=resource.generation, rollout=rollout, now=now
+    hashes: tuple[str | None, tuple[str, ...]],
+) -> Situation:
+    """Return the evaluation as the metric kinds see it when they say what to measure from.
+
+    The kinds read it (a baseline's instant, where evidence continues) from the status as the
+    core will see it.
+    """
+    return Situation(
+        status=resource.status,
+        spec=spec,
+        generation=resource.generation,
+        rollout=rollout,
+        now=now,
+        target_kind=spec.target.kind,
+        new_hash=hashes[0],
+        old_hashes=hashes[1],
     )
-    return basis.state(new_hash).through
 
 
 class _StatusWrite:

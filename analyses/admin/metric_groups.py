@@ -20,16 +20,16 @@ from typing import Any
 
 from django import forms
 
-from sentinel_core.compare import (
+from sentinel_core.kinds import CONTROLLER_REVISION_HASH_LABEL
+from sentinel_core.metric_kinds.compare import (
     DEFAULT_BY,
     DEFAULT_CONFIDENCE,
     DEFAULT_LOOKBACK,
     DEFAULT_MIN_SAMPLES,
     DEFAULT_WORSE,
 )
-from sentinel_core.kinds import CONTROLLER_REVISION_HASH_LABEL
-from sentinel_core.sequential_spec import DEFAULT_MIN_EVENTS as SEQUENTIAL_MIN_EVENTS
-from sentinel_core.sequential_spec import MAX_SELECTOR_LENGTH
+from sentinel_core.metric_kinds.sequential import DEFAULT_MIN_EVENTS as SEQUENTIAL_MIN_EVENTS
+from sentinel_core.metric_kinds.sequential import MAX_SELECTOR_LENGTH
 from sentinel_core.values import format_value
 
 # Shown on the tick box of a group left off while some of its fields were filled in.

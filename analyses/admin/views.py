@@ -27,14 +27,14 @@ from analyses import services
 from analyses.charts import ChartPoint, render_metric_chart, render_rates_chart
 from analyses.models import Analysis, AnalysisMetric, Evaluation, MetricResult
 from analyses.numbers import number_html
-from sentinel_core.compare import (
+from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
+from sentinel_core.metric_kinds.compare import (
     DEFAULT_BY,
     DEFAULT_CONFIDENCE,
     DEFAULT_LOOKBACK,
     DEFAULT_WORSE,
 )
-from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
-from sentinel_core.sequential import Counted
+from sentinel_core.metric_kinds.sequential import Counted
 from sentinel_core.spec import DEFAULT_TARGET_KIND
 from sentinel_core.status import AnalysisStatus, Condition
 

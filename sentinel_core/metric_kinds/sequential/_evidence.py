@@ -1,11 +1,11 @@
 """Sequential judgment of new pods against old pods on counts: an e-process per metric.
 
-The adapter of a ``sequential`` metric (docs/analysis.md, "Sequential judgment") reads, per
+The operator reads for a ``sequential`` metric (docs/analysis.md, "Sequential judgment"), per
 evaluation, the steps it has not counted yet: per step the bad and total events of the new pods
-and of the old pods (optionally per pod). It calls ``resume`` with the state it read from the
-status and the key of what is judged (a new rollout, a spec edit or a resume starts afresh),
-``advance`` with the steps, ``judge_sequential`` for the verdict and its sentence, and writes
-``state.to_dict(needed)`` back. The benchmark (``bench.sequential_calibration``) calls
+and of the old pods (optionally per pod). The kind's judge takes the state the evidence continues
+from (``_read.begin``: a new rollout, a spec edit or a resume starts afresh), ``advance``s it with
+the steps and asks ``judge_sequential`` for the verdict and its sentence; the status keeps
+``state.to_dict(needed)``. The benchmark (``bench.sequential_calibration``) calls
 ``accumulate`` and ``evidence_of`` on whole arrays of simulated rollouts: the same arithmetic.
 Pure: no I/O, no clock; times are strings the caller gives.
 
@@ -110,7 +110,7 @@ class State:
     """``metricResults[].sequential``: the evidence and the counts since the rollout began.
 
     ``key`` names what the evidence is about (the rollout's template hash, the spec's
-    generation, the resume): a different key starts afresh (``advance``).
+    generation, the resume): a different key starts afresh (``_read.begin``).
     """
 
     key: str
@@ -281,17 +281,6 @@ def _difference(after: float, before: float) -> float:
 def fresh(key: str, since: str) -> State:
     """Return the state of a rollout with nothing counted yet: evidence 1."""
     return State(key=key, since=since, through=since)
-
-
-def resume(previous: State | None, key: str, since: str) -> State:
-    """Return ``previous`` when it is about ``key``; otherwise a fresh state.
-
-    A new rollout, a spec edit or a resume changes the key: the evidence starts afresh, never
-    carried over from what it was about before.
-    """
-    if previous is not None and previous.key == key:
-        return previous
-    return fresh(key, since)
 
 
 def advance(state: State, steps: Sequence[Step], settings: Settings) -> State:

@@ -1,22 +1,19 @@
 """The ``sequential`` field of a metric and ``spec.falsePauseRate`` (docs/analysis.md).
 
 ``spec.parse_spec`` calls ``parse_sequential`` for each metric and ``parse_false_pause_rate``
-once: the rules are the CRD's, under the same field paths, the CEL messages word for word.
-The operator's adapter builds its one range query from a ``Sequential`` (``range_query``);
-``sentinel_core.sequential`` judges what it read. Pure: no I/O.
+once (through the kind's surface): the rules are the CRD's, under the same field paths, the CEL
+messages word for word. The kind's ``_read`` builds its one range query from a ``Sequential``
+(``range_query``); its ``_evidence`` judges what was read. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sentinel_core.compare import LABEL_NAME
-from sentinel_core.thresholds import object_at
+from sentinel_core.metric_kinds._fields import LABEL_NAME, MAX_LABEL_NAME, AddError, object_at
 from sentinel_core.values import integer, number
-
-AddError = Callable[[str, str], None]
 
 DEFAULT_BY = "pod_template_hash"
 DEFAULT_MIN_EVENTS = 100
@@ -116,7 +113,7 @@ def parse_sequential(raw: object, path: str, *, strict: bool, add: AddError) -> 
         add(f"{path}.minEvents", f"must be an integer from 1 to {MAX_MIN_EVENTS}")
         ok = False
     by = raw.get("by", DEFAULT_BY)
-    if not isinstance(by, str) or len(by) > 63 or not LABEL_NAME.fullmatch(by):
+    if not isinstance(by, str) or len(by) > MAX_LABEL_NAME or not LABEL_NAME.fullmatch(by):
         add(f"{path}.by", "must be a Prometheus label name such as pod_template_hash")
         ok = False
     if not ok:

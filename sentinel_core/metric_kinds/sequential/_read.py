@@ -1,11 +1,11 @@
 """What a ``sequential`` metric reads from Prometheus, and where its evidence starts (pure).
 
-The operator's adapter (``sentinel_operator.measuring``) and the decision core share these, so
-both derive the same answers from the same status: ``begin`` says which state the evidence
-continues from (or where a fresh one starts), ``plan`` which whole steps of ``interval`` lie
-between its ``through`` and now, ``range_query`` the one PromQL query that reads them (both
-sides, per pod, bad and all events) and ``steps_of`` turns the answer into
-``sequential.Step``s. docs/analysis.md ("Sequential judgment") describes the arithmetic.
+The kind's ``facts`` and ``measure`` (for the operator) and its judge (for the decision core)
+share these, so both derive the same answers from the same status: ``begin`` says which state
+the evidence continues from (or where a fresh one starts), ``plan`` which whole steps of
+``interval`` lie between its ``through`` and now, ``range_query`` the one PromQL query that reads
+them (both sides, per pod, bad and all events) and ``steps_of`` turns the answer into
+``_evidence.Step``s. docs/analysis.md ("Sequential judgment") describes the arithmetic.
 
 Steps tile time exactly: step ``i`` is the window ``(through + (i-1)·interval, through +
 i·interval]``, Prometheus's ``increase`` over it evaluated at its end (range selectors are
@@ -19,13 +19,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
 
 from sentinel_core.conditions import ConditionType, Reason
-from sentinel_core.sequential import Side, State, Step, fresh
-from sentinel_core.sequential_spec import POD_LABEL, Sequential
-from sentinel_core.status import AnalysisStatus, Rollout
+from sentinel_core.measurement import Measurement, MeasurementError
+from sentinel_core.metric_kinds._kind import Asking, Facts, Range, Situation, TimedSeries
+from sentinel_core.metric_kinds.sequential._evidence import Side, State, Step, fresh
+from sentinel_core.metric_kinds.sequential._spec import POD_LABEL, Sequential
 from sentinel_core.values import parse_time, utc_seconds
 
 # The label the query adds to tell its parts apart (bad, total, or a histogram's good events).
@@ -37,8 +39,32 @@ MAX_STEPS = 1000
 # would otherwise be missed by a step already counted.
 MAX_SETTLE_SECONDS = 10.0
 
-# One series of a range answer: its labels and its (timestamp, value) points.
-TimedSeries = tuple[Mapping[str, str], Sequence[tuple[float, float]]]
+
+class _Condition(Protocol):
+    @property
+    def reason(self) -> str: ...
+    @property
+    def last_transition_time(self) -> datetime | None: ...
+
+
+class _Result(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def sequential(self) -> State | None: ...
+
+
+class _Status(Protocol):
+    """What ``basis_of`` reads of a status: ``status.AnalysisStatus`` (which imports this kind)."""
+
+    @property
+    def metric_results(self) -> Sequence[_Result]: ...
+    def condition(self, type_: ConditionType) -> _Condition | None: ...
+
+
+class _Rollout(Protocol):
+    @property
+    def started_at(self) -> datetime | None: ...
 
 
 @dataclass(frozen=True)
@@ -91,11 +117,11 @@ class Basis:
 
 
 def basis_of(
-    status: AnalysisStatus,
+    status: _Status,
     metric: str,
     *,
     generation: int,
-    rollout: Rollout | None,
+    rollout: _Rollout | None,
     now: datetime,
     resumed_now: bool = False,
 ) -> Basis:
@@ -287,3 +313,71 @@ def _split(selector: str) -> tuple[str, list[str]]:
 
 def _selector(name: str, matchers: list[str]) -> str:
     return f"{name}{{{', '.join(matchers)}}}" if matchers else name
+
+
+def facts(metric: Any, situation: Situation) -> Facts:
+    """Return the facts to measure ``metric`` with: where its evidence continues from."""
+    shared = situation.facts
+    if situation.new_hash is None:
+        return shared
+    basis = basis_of(
+        situation.status,
+        metric.name,
+        generation=situation.generation,
+        rollout=situation.rollout,
+        now=situation.now,
+    )
+    return replace(shared, through=basis.state(situation.new_hash).through)
+
+
+def measure(metric: Any, facts: Facts) -> Asking:
+    """Ask the one range query of the whole steps since ``through`` (none without two sides).
+
+    A histogram without the ``slowerThan`` boundary is an invalid query, whose message names the
+    boundaries it has (one more query, only then).
+    """
+    spec = metric.sequential
+    new_hash, old_hashes, now = facts.new_hash, facts.old_hashes, facts.now
+    reading = Reading(new_hash, old_hashes)
+    planned = (
+        plan(facts.through, now, facts.step)
+        if facts.through is not None and now is not None
+        else None
+    )
+    if new_hash is None or not old_hashes or planned is None or now is None:
+        return Measurement(metric=metric.name, reading=reading)
+    series = yield Range(
+        range_query(spec, facts.step),
+        start=planned.first,
+        end=planned.last,
+        step=facts.step,
+        label=f"range query of {planned.count} steps",
+    )
+    assert isinstance(series, tuple)
+    if lacks_boundary(spec, series):
+        found = yield Range(boundaries_query(spec), start=now, end=now, step=facts.step)
+        assert isinstance(found, tuple)
+        return _lacking_boundary(metric.name, spec, found)
+    steps = steps_of(spec, series, plan=planned, new_hash=new_hash, old_hashes=old_hashes)
+    return Measurement(metric=metric.name, reading=replace(reading, steps=steps))
+
+
+def _lacking_boundary(name: str, spec: Sequential, answer: Sequence[TimedSeries]) -> Measurement:
+    """Return the invalid query of a histogram without the slowerThan boundary."""
+    found = {labels.get("le", "") for labels, _ in answer} - {""}
+    shown = ", ".join(sorted(found, key=_boundary)) or "none"
+    return Measurement(
+        metric=name,
+        error=MeasurementError.INVALID_QUERY,
+        message=(
+            f"histogram {spec.histogram} has no bucket le={spec.slower_than:g} for slowerThan; "
+            f"its boundaries are {shown}"
+        ),
+    )
+
+
+def _boundary(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return float("inf")

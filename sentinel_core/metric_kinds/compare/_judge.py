@@ -1,9 +1,8 @@
-"""New pods against old pods (docs/analysis.md): the ``compare`` field and its statistical judgment.
+"""New pods against old pods (docs/analysis.md): the statistical judgment of ``compare``.
 
-``spec.parse_spec`` calls ``parse_compare`` for each metric (the rules are the CRD's, under the
-same field paths, the CEL messages word for word); ``judge.judge`` calls ``judge_comparison``
-with the samples the operator fetched (``Sides``: one ``query_range`` over ``lookback``, split by
-the ``by`` label into the newest ReplicaSet's hash and the old ones'). Pure: no I/O, no clock.
+The kind's ``judge`` calls ``judge_comparison`` with the samples the operator fetched (``Sides``,
+``_read``: one ``query_range`` over ``lookback``, split by the ``by`` label into the newest
+ReplicaSet's hash and the old ones'). Pure: no I/O, no clock.
 
 The test is SciPy's one-sided Mann-Whitney U (``scipy.stats.mannwhitneyu``): it asks whether the
 new pods' samples tend to be larger (``worse: increase``) or smaller (``decrease``) than the old
@@ -15,91 +14,19 @@ fails only when that is significant (p < 1 - confidence) *and* the medians diffe
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from statistics import median
 from typing import Any
 
+from sentinel_core.conditions import Reason, Verdict
 from sentinel_core.kinds import DEPLOYMENT, no_new_side, no_old_side
-from sentinel_core.thresholds import Allowance, object_at
+from sentinel_core.measurement import Measurement
+from sentinel_core.metric_kinds import threshold
+from sentinel_core.metric_kinds._kind import Context, Judgement, inconclusive
+from sentinel_core.metric_kinds.compare._read import Reading, Sides
+from sentinel_core.metric_kinds.compare._spec import Compare
 from sentinel_core.values import integer, number
-
-AddError = Callable[[str, str], None]
-
-DEFAULT_BY = "pod_template_hash"
-DEFAULT_WORSE = "increase"
-DEFAULT_CONFIDENCE = 0.95
-DEFAULT_LOOKBACK = "5m"
-DEFAULT_MIN_SAMPLES = 10
-# The least samples per side a rank test can say anything with at usual confidences.
-LEAST_MIN_SAMPLES = 3
-# A sample per interval step over lookback: Prometheus refuses more than 11,000 points per
-# series, and a status must not be built from that many either.
-MAX_POINTS = 11_000
-_WORSE = ("increase", "decrease")
-_FIELDS = frozenset({"by", "worse", "maxEffect", "confidence", "lookback", "minSamples"})
-# Prometheus's label name syntax (the CRD's pattern).
-LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-_MAX_LABEL_NAME = 63
-_MAX_LOOKBACK_LENGTH = 64
-# The CRD's CEL message for a metric with compare and a fixed or relative bound too.
-EXCLUSIVE_MESSAGE = "excludes maxValue and maxIncrease on the same metric"
-
-
-@dataclass(frozen=True)
-class Effect(Allowance):
-    """``maxEffect``: how much worse the new pods' median may be."""
-
-    def allowed(self, old_median: float) -> float:
-        """Return how far (in the metric's unit) the new median may be worse than the old."""
-        if self.percent is not None:
-            return abs(old_median) * self.percent / 100
-        return self.absolute or 0.0
-
-    def describe(self) -> str:
-        if self.percent is not None:
-            return f"{self.percent:g} %"
-        return f"{self.absolute or 0.0:g}"
-
-
-@dataclass(frozen=True)
-class Compare:
-    """``compare`` of one metric, defaults applied."""
-
-    by: str = DEFAULT_BY
-    worse: str = DEFAULT_WORSE
-    max_effect: Effect | None = None
-    confidence: float = DEFAULT_CONFIDENCE
-    lookback: str = DEFAULT_LOOKBACK
-    lookback_seconds: float = 300.0
-    min_samples: int = DEFAULT_MIN_SAMPLES
-
-    def to_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {"by": self.by, "worse": self.worse}
-        if self.max_effect is not None:
-            out["maxEffect"] = self.max_effect.to_dict()
-        out |= {
-            "confidence": self.confidence,
-            "lookback": self.lookback,
-            "minSamples": self.min_samples,
-        }
-        return out
-
-
-@dataclass(frozen=True)
-class Sides:
-    """What the operator fetched for one comparison: the two sides' samples and hashes.
-
-    ``new_hash`` is None when the target has no ReplicaSet; ``old_hashes`` is empty when no old
-    ReplicaSet has replicas (the rollout finished or has not begun). The values are every
-    non-NaN sample of every series whose ``by`` label is that side's hash.
-    """
-
-    new_hash: str | None
-    old_hashes: tuple[str, ...]
-    new_values: tuple[float, ...] = ()
-    old_values: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -221,26 +148,6 @@ def sentence(compare: Compare, c: Comparison) -> str:
     )
 
 
-def split_sides(
-    compare: Compare,
-    series: Sequence[tuple[Mapping[str, str], Sequence[float]]],
-    new_hash: str | None,
-    old_hashes: Sequence[str],
-) -> Sides:
-    """Return the two sides of range-query ``series`` (labels, values) by their ``by`` label."""
-    old = set(old_hashes)
-    new_values: list[float] = []
-    old_values: list[float] = []
-    for labels, values in series:
-        side = labels.get(compare.by)
-        kept = [v for v in values if not math.isnan(v)]
-        if new_hash is not None and side == new_hash:
-            new_values.extend(kept)
-        elif side in old:
-            old_values.extend(kept)
-    return Sides(new_hash, tuple(old_hashes), tuple(new_values), tuple(old_values))
-
-
 def _missing(compare: Compare, sides: Sides, kind: str) -> str:
     if sides.new_hash is None:
         return no_new_side(kind)
@@ -264,67 +171,6 @@ def _missing(compare: Compare, sides: Sides, kind: str) -> str:
     return ""
 
 
-def parse_compare(
-    raw: object,
-    path: str,
-    *,
-    strict: bool,
-    parse_duration: Callable[[str], float],
-    add: AddError,
-) -> Compare | None:
-    """Return the ``compare`` of one metric item (``raw``), reporting each broken rule."""
-    raw = object_at(raw, path, _FIELDS, strict=strict, add=add)
-    if raw is None:
-        return None
-    ok = True
-    by = raw.get("by", DEFAULT_BY)
-    if not isinstance(by, str) or len(by) > _MAX_LABEL_NAME or not LABEL_NAME.fullmatch(by):
-        add(f"{path}.by", "must be a Prometheus label name such as pod_template_hash")
-        ok = False
-    worse = raw.get("worse", DEFAULT_WORSE)
-    if worse not in _WORSE:
-        add(f"{path}.worse", "must be one of increase, decrease")
-        ok = False
-    effect = Effect.parse(raw.get("maxEffect"), f"{path}.maxEffect", strict, add)
-    if "maxEffect" in raw and effect is None:
-        ok = False
-    confidence = number(raw.get("confidence", DEFAULT_CONFIDENCE))
-    if confidence is None or not 0.5 < confidence < 1:
-        add(f"{path}.confidence", "must be greater than 0.5 and less than 1")
-        ok = False
-    lookback = raw.get("lookback", DEFAULT_LOOKBACK)
-    seconds = 0.0
-    if not isinstance(lookback, str) or len(lookback) > _MAX_LOOKBACK_LENGTH:
-        add(f"{path}.lookback", "must be a duration string such as 5m")
-        ok = False
-    else:
-        try:
-            seconds = parse_duration(lookback)
-        except ValueError as exc:
-            add(f"{path}.lookback", str(exc))
-            ok = False
-        else:
-            if seconds == 0:
-                # The CRD's CEL rule (a duration with no non-zero digit), as on baseline.offset.
-                add(f"{path}.lookback", "must be longer than 0s")
-                ok = False
-    minimum = integer(raw.get("minSamples", DEFAULT_MIN_SAMPLES))
-    if minimum is None or not LEAST_MIN_SAMPLES <= minimum <= MAX_POINTS:
-        add(f"{path}.minSamples", f"must be an integer from {LEAST_MIN_SAMPLES} to {MAX_POINTS}")
-        ok = False
-    if not ok:
-        return None
-    assert isinstance(by, str) and isinstance(lookback, str) and isinstance(worse, str)
-    assert confidence is not None and minimum is not None
-    return Compare(by, worse, effect, confidence, lookback, seconds, minimum)
-
-
-def check_exclusive(item: Mapping[str, object], path: str, add: AddError) -> None:
-    """Report a metric with ``compare`` and ``maxValue`` or ``maxIncrease`` (the CRD's CEL)."""
-    if "compare" in item and ("maxValue" in item or "maxIncrease" in item):
-        add(f"{path}.compare", EXCLUSIVE_MESSAGE)
-
-
 def _round(value: float) -> float:
     # Six significant digits: enough to read, and stable through the status's JSON.
     return float(f"{value:.6g}")
@@ -336,3 +182,31 @@ def _short(value: float) -> str:
 
 def _p(value: float) -> str:
     return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+
+
+def judge(metric: Any, m: Measurement, base: Any, context: Context) -> Judgement:
+    """Judge the new pods against the old ones (docs/analysis.md) from the samples fetched.
+
+    The guard applies as to a threshold; the instant value is only shown. Which side is missing
+    says more than "no data" (no ReplicaSet, no old pods, too few samples).
+    """
+    base = threshold.shown(metric, m, base)
+    stopped = threshold.guard(metric, m, base)
+    if stopped is not None:
+        return stopped
+    # The worst series of the instant query says nothing about which side is worse.
+    base = replace(threshold.with_value(base, m), series=())
+    sides = m.reading.sides if isinstance(m.reading, Reading) else None
+    if sides is None:
+        why = "no comparison: the samples of the two sides were not fetched"
+        return inconclusive(base, Reason.NO_COMPARISON, why)
+    outcome = judge_comparison(metric.compare, sides, kind=context.target_kind)
+    if outcome.comparison is None:
+        return inconclusive(base, Reason.NO_COMPARISON, outcome.message)
+    judged = replace(
+        base,
+        verdict=Verdict.FAIL if outcome.failed else Verdict.PASS,
+        message=outcome.message,
+        comparison=outcome.comparison,
+    )
+    return Judgement(judged, why=f"{metric.name}: {outcome.message}" if outcome.failed else "")

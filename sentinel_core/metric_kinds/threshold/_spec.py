@@ -2,7 +2,8 @@
 
 Their meaning is in docs/resource.md.
 
-``sentinel_core.spec`` calls ``parse_thresholds`` for each metric and re-exports the dataclasses.
+``sentinel_core.spec`` calls ``parse_thresholds`` (through the kind's surface) for each metric and
+re-exports the dataclasses.
 Every rule here is also in the CRD (schema or CEL ``x-kubernetes-validations``) under the same
 field path, so the REST API, the admin and ``kubectl apply`` refuse the same specs alike; the
 messages of the CEL rules are copied word for word.
@@ -13,15 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Self
 
+from sentinel_core.metric_kinds._fields import AddError, Allowance, unknown
 from sentinel_core.values import number
 
-# Reports one error: (field path, message).
-AddError = Callable[[str, str], None]
-
 MAX_QUERY_LENGTH = 4096
-_ALLOWANCE_FIELDS = frozenset({"percent", "absolute"})
 _BASELINE_FIELDS = frozenset({"offset", "beforeRollout"})
 _MIN_SAMPLES_FIELDS = frozenset({"query", "min"})
 _MAX_OFFSET_LENGTH = 64
@@ -29,31 +26,6 @@ _MAX_OFFSET_LENGTH = 64
 # does not even start like a duration to the pattern, so "soon" gets one error, not two.
 _LOOKS_NUMERIC = re.compile(r"[0-9.]+[a-zµ]")
 _NON_ZERO_DIGIT = re.compile(r"[1-9]")
-
-
-@dataclass(frozen=True)
-class Allowance:
-    """``{percent: x}`` or ``{absolute: x}``: how far a metric may go; exactly one field is set.
-
-    ``maxIncrease`` (``Increase``) and ``compare.maxEffect`` (``compare.Effect``) share the shape,
-    the parsing and the serialized form; each subclass adds how it applies and reads.
-    """
-
-    percent: float | None = None
-    absolute: float | None = None
-
-    @classmethod
-    def parse(cls, raw: object, path: str, strict: bool, add: AddError) -> Self | None:
-        """Return the allowance ``raw`` gives; None when absent or wrong (reported)."""
-        values = parse_allowance(raw, path, strict, add)
-        if values is None:
-            return None
-        return cls(percent=values.get("percent"), absolute=values.get("absolute"))
-
-    def to_dict(self) -> dict[str, float]:
-        if self.percent is not None:
-            return {"percent": self.percent}
-        return {"absolute": self.absolute if self.absolute is not None else 0.0}
 
 
 @dataclass(frozen=True)
@@ -126,7 +98,7 @@ def parse_thresholds(
     """Return the ``maxIncrease``, ``baseline`` and ``minSamples`` of one metric item.
 
     Report each broken rule through ``add`` under the CRD's field path; the caller checks
-    ``maxValue`` itself (``maxValue_required`` tells it when the CRD's CEL rule requires it).
+    ``maxValue`` itself (the registry's ``bounded`` tells it when the CRD's CEL rule requires it).
     """
     increase = Increase.parse(item.get("maxIncrease"), f"{path}.maxIncrease", strict, add)
     baseline = _parse_baseline(
@@ -138,39 +110,6 @@ def parse_thresholds(
         add(f"{path}.baseline", "is only used with maxIncrease")
     guard = _parse_min_samples(item.get("minSamples"), f"{path}.minSamples", strict, add)
     return Thresholds(max_increase=increase, baseline=baseline, min_samples=guard)
-
-
-def max_value_required(item: Mapping[str, object]) -> bool:
-    """Return whether ``maxValue`` must be given (the CRD's CEL rule: no other bound is given)."""
-    return "maxIncrease" not in item and "compare" not in item
-
-
-def parse_allowance(raw: object, path: str, strict: bool, add: AddError) -> dict[str, float] | None:
-    """Parse ``{percent: x}`` or ``{absolute: x}`` (``maxIncrease``, ``compare.maxEffect``).
-
-    Exactly one of the two, a finite number 0 or more; None when absent or wrong (reported).
-    """
-    if raw is None:
-        return None
-    if not isinstance(raw, Mapping):
-        add(path, "must be an object with percent or absolute")
-        return None
-    _unknown(raw, _ALLOWANCE_FIELDS, path, strict, add)
-    values: dict[str, float] = {}
-    for key in ("percent", "absolute"):
-        if key not in raw:
-            continue
-        value = number(raw[key])
-        if value is None:
-            add(f"{path}.{key}", "must be a finite number")
-        elif value < 0:
-            add(f"{path}.{key}", "must be 0 or more")
-        else:
-            values[key] = value
-    if ("percent" in raw) == ("absolute" in raw):
-        add(path, "must set exactly one of percent and absolute")
-        return None
-    return values if len(values) == 1 else None
 
 
 def _parse_baseline(
@@ -185,7 +124,7 @@ def _parse_baseline(
     if not isinstance(raw, Mapping):
         add(path, "must be an object with offset or beforeRollout")
         return None
-    _unknown(raw, _BASELINE_FIELDS, path, strict, add)
+    unknown(raw, _BASELINE_FIELDS, path, strict, add)
     ok = True
     offset = raw.get("offset")
     seconds: float | None = None
@@ -226,7 +165,7 @@ def _parse_min_samples(raw: object, path: str, strict: bool, add: AddError) -> M
     if not isinstance(raw, Mapping):
         add(path, "must be an object with query and min")
         return None
-    _unknown(raw, _MIN_SAMPLES_FIELDS, path, strict, add)
+    unknown(raw, _MIN_SAMPLES_FIELDS, path, strict, add)
     ok = True
     query = raw.get("query")
     if query is None or query == "":
@@ -252,31 +191,6 @@ def _parse_min_samples(raw: object, path: str, strict: bool, add: AddError) -> M
         return None
     assert isinstance(query, str) and minimum is not None
     return MinSamples(query=query, min=minimum)
-
-
-def object_at(
-    raw: object, path: str, known: frozenset[str], *, strict: bool, add: AddError
-) -> Mapping[str, object] | None:
-    """Return the optional object ``raw`` (``compare``, ``sequential``); None when absent.
-
-    Not an object is reported; with ``strict`` so is each key not in ``known``.
-    """
-    if raw is None:
-        return None
-    if not isinstance(raw, Mapping):
-        add(path, "must be an object")
-        return None
-    _unknown(raw, known, path, strict, add)
-    return raw
-
-
-def _unknown(
-    raw: Mapping[object, object], known: frozenset[str], path: str, strict: bool, add: AddError
-) -> None:
-    if strict:
-        for key in raw:
-            if key not in known:
-                add(f"{path}.{key}", "unknown field")
 
 
 def _short(value: float) -> str:
