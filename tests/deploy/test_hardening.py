@@ -24,6 +24,7 @@ from tests.deploy.kustomize import HOME, OPERATOR_ACCOUNT, OVERLAYS, WEB_ACCOUNT
 
 TEAMS = ("team-a", "team-b")  # the namespaces the `namespaced` overlay binds Roles in
 WEB_PORT = 8000
+INGRESS = "ingress-nginx"  # the namespace the web port admits by default
 METRICS_PORT = 9100
 # Egress (protocol, port): DNS, the API server (Service port and endpoint port), Prometheus.
 BASE_EGRESS = {("UDP", 53), ("TCP", 53), ("TCP", 443), ("TCP", 6443), ("TCP", 9090)}
@@ -166,6 +167,19 @@ def test_network_policies_let_in_two_ports_and_out_only_what_is_needed(
             ("TCP", METRICS_PORT)
         },
     }
+    # The web port admits only the ingress controller's namespace (the chart's webIngress).
+    (web,) = [p for p in policies if p["metadata"]["name"] == "rollout-sentinel-web-ingress"]
+    assert web["spec"]["ingress"] == [
+        {
+            "from": [
+                {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": INGRESS}}}
+            ],
+            "ports": [{"protocol": "TCP", "port": WEB_PORT}],
+        }
+    ]
+    # No ingress rule of any policy admits every source.
+    for policy in policies:
+        assert all(rule.get("from") for rule in policy["spec"].get("ingress", []))
     egress = set()
     for policy in policies:
         egress |= _ports(policy["spec"].get("egress", []))

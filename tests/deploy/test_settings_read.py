@@ -2,9 +2,9 @@
 
 A variable set in a manifest that no code reads is a promise nobody keeps
 (``SENTINEL_REQUIRE_SECRET_KEY=true`` stood in deploy/base, while start-up requires the key
-whenever ``SENTINEL_DEBUG`` is off whatever that variable says). The product's sources are its Python packages; the demo, the test
-kit and the image's scripts read their own variables and are looked up too, for the docs' rows
-about them.
+whenever ``SENTINEL_DEBUG`` is off, whatever that variable says). The product's sources are
+its Python packages; the demo, the test kit and the image's scripts read their own variables
+and are looked up too, for the docs' rows about them.
 """
 
 from __future__ import annotations
