@@ -79,6 +79,10 @@ class SentinelConfig:
     # SENTINEL_PROVIDERS_FILE (docs/operations.md#metric-providers): "" means
     # SENTINEL_PROMETHEUS_URL is the only one.
     providers_file: str = ""
+    # SENTINEL_TASK_KEY: what django-q2 signs and checks its pickled tasks with, held only by the
+    # operator (docs/security.md#what-each-account-can-touch); "" keeps SENTINEL_SECRET_KEY,
+    # which runoperator accepts only with SENTINEL_DEBUG on.
+    task_key: str = ""
 
     @property
     def task_time_limit(self) -> int:
@@ -291,7 +295,13 @@ def load(env: Mapping[str, str], base_dir: Path) -> SentinelConfig:
         ),
         **_security(env),
         providers_file=_providers_file(env.get("SENTINEL_PROVIDERS_FILE", "")),
+        task_key=env.get("SENTINEL_TASK_KEY", ""),
     )
+    if config.task_key and config.task_key == config.secret_key:
+        raise ImproperlyConfigured(
+            "SENTINEL_TASK_KEY equals SENTINEL_SECRET_KEY; the task key must be one the web app "
+            "does not hold (docs/security.md)."
+        )
     # Checked last, so that a malformed setting is reported before a missing key.
     if not config.secret_key:
         if not debug:

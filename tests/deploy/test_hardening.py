@@ -215,17 +215,48 @@ def test_ha_redis_password_comes_from_a_secret(real: RealCluster) -> None:
     config = next(o for o in objects if o["kind"] == "ConfigMap")["data"]
     assert "SENTINEL_BROKER_URL" not in config
     assert not [o for o in objects if o["kind"] == "Secret"]  # the administrator creates it
-    for deployment in _deployments(objects):
-        container = deployment["spec"]["template"]["spec"]["containers"][0]
-        names = [e["name"] for e in container["env"]]
-        env = {e["name"]: e for e in container["env"]}
-        assert env["REDIS_PASSWORD"]["valueFrom"] == {
-            "secretKeyRef": {"name": "rollout-sentinel-redis", "key": "password"}
+    deployments = {d["metadata"]["name"]: d for d in _deployments(objects)}
+    container = deployments[OPERATOR_ACCOUNT]["spec"]["template"]["spec"]["containers"][0]
+    names = [e["name"] for e in container["env"]]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["REDIS_PASSWORD"]["valueFrom"] == {
+        "secretKeyRef": {"name": "rollout-sentinel-redis", "key": "password"}
+    }
+    # The kubelet expands $(REDIS_PASSWORD) only from a variable defined before it.
+    assert names.index("REDIS_PASSWORD") < names.index("SENTINEL_BROKER_URL")
+    url = env["SENTINEL_BROKER_URL"]["value"]
+    assert url.startswith("redis://:$(REDIS_PASSWORD)@redis.rollout-sentinel.svc:6379/")
+    # The web app queues no task: no broker, no Redis password, no way out to Redis.
+    web = deployments[WEB_ACCOUNT]["spec"]["template"]["spec"]
+    for container in [*web["containers"], *web.get("initContainers", [])]:
+        assert not {e["name"] for e in container.get("env", [])} & {
+            "REDIS_PASSWORD",
+            "SENTINEL_BROKER_URL",
         }
-        # The kubelet expands $(REDIS_PASSWORD) only from a variable defined before it.
-        assert names.index("REDIS_PASSWORD") < names.index("SENTINEL_BROKER_URL")
-        url = env["SENTINEL_BROKER_URL"]["value"]
-        assert url.startswith("redis://:$(REDIS_PASSWORD)@redis.rollout-sentinel.svc:6379/")
+        assert all(
+            s["secretRef"]["name"] == "rollout-sentinel"
+            for s in container["envFrom"]
+            if "secretRef" in s
+        )
+    for policy in (o for o in objects if o["kind"] == "NetworkPolicy"):
+        for rule in policy["spec"].get("egress", []):
+            if ("TCP", 6379) in _ports([rule]):
+                assert policy["spec"]["podSelector"] == {
+                    "matchLabels": {"app.kubernetes.io/component": "operator"}
+                }
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_only_the_operator_reads_the_task_key_secret(real: RealCluster, overlay: str) -> None:
+    objects = render(real, f"overlays/{overlay}")
+    readers = {
+        d["metadata"]["name"]
+        for d in _deployments(objects)
+        for c in _containers(d)
+        for s in c.get("envFrom", [])
+        if s.get("secretRef", {}).get("name") == "rollout-sentinel-operator"
+    }
+    assert readers == {OPERATOR_ACCOUNT}
 
 
 def test_guard_policy_matches_exactly_the_two_accounts(real: RealCluster) -> None:

@@ -131,3 +131,19 @@ def test_trusted_proxies_are_read_as_networks(tmp_path: Path) -> None:
     )
     assert cfg.trusted_proxies == ("10.0.0.7/32", "10.42.0.0/16")
     assert config.load({"SENTINEL_SECRET_KEY": STRONG_KEY}, tmp_path).trusted_proxies == ()
+
+
+def test_the_operator_without_its_task_key_stops_in_one_line() -> None:
+    result = _manage("runoperator", env={"SENTINEL_SECRET_KEY": STRONG_KEY})
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("CommandError: SENTINEL_TASK_KEY must be set for the operator")
+
+
+def test_the_task_key_may_not_be_the_secret_key(tmp_path: Path) -> None:
+    same = {"SENTINEL_SECRET_KEY": STRONG_KEY, "SENTINEL_TASK_KEY": STRONG_KEY}
+    with pytest.raises(ImproperlyConfigured, match="SENTINEL_TASK_KEY equals"):
+        config.load(same, tmp_path)
+    other = config.load({**same, "SENTINEL_TASK_KEY": "another-" + STRONG_KEY}, tmp_path)
+    assert other.task_key == "another-" + STRONG_KEY
