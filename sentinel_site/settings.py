@@ -107,7 +107,13 @@ Q_CLUSTER = {
     "max_attempts": 1,
     "catch_up": False,
     "ack_failures": True,
-    "save_limit": 250,
+    # No pruning pass over the stored successes: it loads every row, and their pickled fields
+    # are a way in for whoever can write the table (the web app can: docs/security.md). The
+    # operator's tasks store no success anyway (save=False).
+    "save_limit": 0,
+    # Off: a Schedule row names any function to run, and the web app can write the table.
+    # sentinel_operator.periodic queues the resync and the pruning instead.
+    "scheduler": False,
     "poll": 0.2,
     "orm": "default",
 }

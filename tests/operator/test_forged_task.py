@@ -10,7 +10,9 @@ Here a ``runoperator`` takes tasks from the real broker (the ORM broker on its S
 Redis); a ``manage.py shell`` with the web app's settings (the same secret key and broker, no
 task key) queues ``pathlib.Path.write_text`` through django-q2's own ``async_task``. The
 operator refuses it (a bad signature, logged) and writes nothing; the same call with the
-operator's key, queued after it, runs — so the operator was taking tasks all along.
+operator's key, queued after it, runs — so the operator was taking tasks all along. A django-q2
+``Schedule`` row the web app writes (``builtins.exec`` of its own code) is never run either:
+django-q2's scheduler is off and the leader queues its two periodic jobs itself.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +34,14 @@ from testkit.waiting import wait_until
 
 pytestmark = pytest.mark.clusters("dev")
 
+SCHEDULE = """
+from django.utils import timezone
+from django_q.models import Schedule
+Schedule.objects.create(
+    name="forged", func="builtins.exec", args=repr({code!r}), schedule_type=Schedule.ONCE,
+    next_run=timezone.now(),
+)
+"""
 QUEUE = """
 from pathlib import Path
 from django_q.tasks import async_task
@@ -44,10 +55,16 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
 
 
-def _queue(env: dict[str, str], marker: Path) -> None:
-    """Queue a task writing ``marker`` from a Django process with ``env``'s settings."""
+def _web_app(operator_env: dict[str, str], database: Path) -> dict[str, str]:
+    """The web Pod's settings: the shared Secret (secret key, database) and the broker, and no
+    task key, which only the operator's Secret holds (deploy/base/operator.yaml)."""
+    web = {k: v for k, v in with_defaults(os.environ).items() if k != "SENTINEL_TASK_KEY"}
+    return web | {"DATABASE_URL": f"sqlite:///{database}", **operator_env}
+
+
+def _shell(env: dict[str, str], script: str) -> None:
     result = subprocess.run(
-        [sys.executable, str(MANAGE), "shell", "-c", QUEUE.format(path=str(marker))],
+        [sys.executable, str(MANAGE), "shell", "-c", script],
         env=env,
         cwd=REPO_ROOT,
         capture_output=True,
@@ -55,6 +72,11 @@ def _queue(env: dict[str, str], marker: Path) -> None:
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
+
+
+def _queue(env: dict[str, str], marker: Path) -> None:
+    """Queue a task writing ``marker`` from a Django process with ``env``'s settings."""
+    _shell(env, QUEUE.format(path=str(marker)))
 
 
 @pytest.mark.parametrize("broker", ["orm", "redis"])
@@ -67,12 +89,7 @@ def test_a_task_forged_with_the_web_apps_secrets_is_refused(
     operator = start_operator(
         prometheus_url="http://127.0.0.1:9", namespaces=["forged-none"], env=env
     )
-    # The web Pod's settings: the shared Secret (secret key, database) and the broker, and no
-    # task key, which only the operator's Secret holds (deploy/base/operator.yaml).
-    web = {
-        key: value for key, value in with_defaults(os.environ).items() if key != "SENTINEL_TASK_KEY"
-    }
-    web |= {"DATABASE_URL": f"sqlite:///{operator.database}", **env}
+    web = _web_app(env, operator.database)
     forged, genuine = tmp_path / "forged", tmp_path / "genuine"
     _queue(web, forged)
     _queue({**web, "SENTINEL_TASK_KEY": operator.env["SENTINEL_TASK_KEY"]}, genuine)
@@ -80,4 +97,24 @@ def test_a_task_forged_with_the_web_apps_secrets_is_refused(
     wait_until(genuine.exists, timeout=60, what=f"the genuine task to run\n{operator.log}")
     assert not forged.exists(), "the operator ran a task signed with the web app's key"
     assert "BadSignature" in operator.log, operator.log
+    assert operator.running
+
+
+def test_a_schedule_the_web_app_writes_is_never_run(
+    start_operator: StartOperator, tmp_path: Path
+) -> None:
+    marker = tmp_path / "scheduled"
+    code = f"import pathlib; pathlib.Path({str(marker)!r}).write_text('ran')"
+    operator = start_operator(prometheus_url="http://127.0.0.1:9", namespaces=["forged-none"])
+    started = time.monotonic()
+    _shell(_web_app({}, operator.database), SCHEDULE.format(code=code))
+    # The leader's own periodic jobs run: the workers take tasks.
+    wait_until(
+        lambda: "Processed 'sentinel_operator.tasks.resync_task'" in operator.log,
+        timeout=60,
+        what=f"the leader's resync to run\n{operator.log}",
+    )
+    # django-q2's scheduler would have looked at its rows after 30 s.
+    time.sleep(max(0.0, 40 - (time.monotonic() - started)))
+    assert not marker.exists(), "the operator ran a schedule the web app wrote"
     assert operator.running
