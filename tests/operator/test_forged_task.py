@@ -6,9 +6,10 @@ signed with that key, code in the web Pod could queue any function with any argu
 pickle that runs code as it is loaded — for the operator, whose account reads every workload.
 The operator signs and checks with ``SENTINEL_TASK_KEY``, which only its Pod holds.
 
-Here a ``runoperator`` takes tasks from the real broker (the ORM broker on its SQLite file, and
-Redis); a ``manage.py shell`` with the web app's settings (the same secret key and broker, no
-task key) queues ``pathlib.Path.write_text`` through django-q2's own ``async_task``. The
+Here a ``runoperator`` against the real control plane takes tasks from the real broker (the
+ORM broker on its SQLite file, and Redis); a ``manage.py shell`` with the web app's settings
+(the same secret key and broker, no task key) queues ``pathlib.Path.write_text`` through
+django-q2's own ``async_task``. The
 operator refuses it (a bad signature, logged) and writes nothing; the same call with the
 operator's key, queued after it, runs — so the operator was taking tasks all along. A django-q2
 ``Schedule`` row the web app writes (``builtins.exec`` of its own code) is never run either:
@@ -32,7 +33,7 @@ from testkit.paths import MANAGE, REPO_ROOT
 from testkit.site_env import with_defaults
 from testkit.waiting import wait_until
 
-pytestmark = pytest.mark.clusters("dev")
+pytestmark = pytest.mark.clusters("real")
 
 SCHEDULE = """
 from django.utils import timezone
