@@ -11,7 +11,9 @@ The REST API views, the admin and its overview ask it two questions:
 ``SENTINEL_AUTHZ=kubernetes`` asks the API server with a SubjectAccessReview for the user's
 username and Django groups against ``rolloutanalyses``, and reuses each answer for
 ``SENTINEL_AUTHZ_CACHE_SECONDS``. A review the cluster cannot answer is a denial (and logged):
-the web app fails closed.
+the web app fails closed. Names under ``system:`` are Kubernetes' own (``system:masters`` is
+allowed everything): a Django group so named is left out of the review, and a Django user so
+named is denied without one, since Django names are whatever an admin or an SSO proxy made them.
 """
 
 from __future__ import annotations
@@ -147,8 +149,16 @@ def clear_cache() -> None:
     _cache.clear()
 
 
+# Kubernetes reserves this prefix for its own users and groups (docs/security.md).
+_RESERVED = "system:"
+
+
 def _reviewed(user: Any, verb: Verb, namespace: str) -> bool:
-    groups = tuple(sorted(user.groups.values_list("name", flat=True)))
+    if user.get_username().startswith(_RESERVED):
+        log.warning("user %s has a Kubernetes system name; denying", user.get_username())
+        return False
+    names = user.groups.values_list("name", flat=True)
+    groups = tuple(sorted(name for name in names if not name.startswith(_RESERVED)))
     key = (user.get_username(), groups, verb, namespace)
     cached = _cache.get(key)
     if cached is not None:

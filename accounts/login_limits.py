@@ -3,7 +3,9 @@
 ``sentinel_site.admin_site`` installs ``ThrottledLoginForm`` as the admin site's login form.
 After ``SENTINEL_LOGIN_ATTEMPTS`` failures within ``SENTINEL_LOGIN_WINDOW_SECONDS`` for one
 username, or from one client address, further attempts are refused without checking the
-password, until the window has passed. Counts live in Django's cache (per web process).
+password, until the window has passed. The address is the client the trusted proxies report
+(``accounts.client_address``), not the ingress controller every request arrives from. Counts
+live in Django's cache (per web process).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
+
+from accounts.client_address import client_address
 
 _PREFIX = "sentinel-login-failures"
 
@@ -40,5 +44,5 @@ class ThrottledLoginForm(AdminAuthenticationForm):
 
     def _keys(self) -> list[str]:
         username = str(self.data.get("username", ""))[:150].lower()
-        address = self.request.META.get("REMOTE_ADDR", "") if self.request else ""
+        address = client_address(self.request) if self.request else ""
         return [f"{_PREFIX}:user:{username}", f"{_PREFIX}:addr:{address}"]

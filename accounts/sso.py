@@ -5,8 +5,11 @@ How to run it safely: docs/security.md#running-behind-an-sso-proxy.
 With ``SENTINEL_REMOTE_USER_HEADER`` set (e.g. ``X-Forwarded-User``), ``ProxyUserMiddleware``
 logs in the user the proxy names, creating it on first sight, and ``ProxyUserBackend`` syncs
 the user's Django groups with ``SENTINEL_REMOTE_GROUPS_HEADER`` (comma-separated) at each login.
-Unset (the default), the middleware does nothing. The proxy MUST strip these headers from what
-clients send: whoever can set the header is whoever they claim to be (docs/security.md).
+Unset (the default), the middleware does nothing. The headers are believed only on a request
+whose socket peer is one of ``SENTINEL_TRUSTED_PROXIES`` (``accounts.client_address``); from
+anywhere else they are dropped before Django's middleware looks, so such a request is treated as
+carrying none. The proxy MUST still strip these headers from what clients send: whoever can set
+the header through it is whoever they claim to be (docs/security.md).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from django.contrib.auth.backends import RemoteUserBackend
 from django.contrib.auth.middleware import RemoteUserMiddleware
 from django.contrib.auth.models import Group
 from django.http import HttpRequest
+
+from accounts.client_address import from_trusted_proxy
 
 # Groups past this many are ignored: a header is not a way to create thousands of rows.
 _MAX_GROUPS = 100
@@ -37,12 +42,24 @@ class ProxyUserMiddleware(RemoteUserMiddleware):
     def process_request(self, request: HttpRequest) -> None:
         if not getattr(settings, "SENTINEL_REMOTE_USER_HEADER", ""):
             return None
+        _drop_unless_trusted(request)
         return super().process_request(request)
 
     async def aprocess_request(self, request: HttpRequest) -> None:
         if not getattr(settings, "SENTINEL_REMOTE_USER_HEADER", ""):
             return None
+        _drop_unless_trusted(request)
         return await super().aprocess_request(request)
+
+
+def _drop_unless_trusted(request: HttpRequest) -> None:
+    """Remove the proxy's headers from a request that did not come from a trusted proxy."""
+    if from_trusted_proxy(request):
+        return
+    for name in ("SENTINEL_REMOTE_USER_HEADER", "SENTINEL_REMOTE_GROUPS_HEADER"):
+        header = getattr(settings, name, "")
+        if header:
+            request.META.pop(_meta_key(header), None)
 
 
 class ProxyUserBackend(RemoteUserBackend):

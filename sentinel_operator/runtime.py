@@ -3,7 +3,7 @@
 What runs, and where:
 
 - the django-q2 cluster (``django_q.cluster.Cluster``): a sentinel process forking the worker
-  processes that execute ``tasks.reconcile_batch_task`` and the scheduled jobs. It is started first,
+  processes that execute ``tasks.reconcile_batch_task`` and the periodic jobs. It is started first,
   before any thread exists, because it forks;
 - the leader elector, ticking in the main thread every ``retry_period``;
 - the watch (one thread per namespace scope) and the due-time dispatcher (one thread), both
@@ -46,6 +46,7 @@ from sentinel_cluster import kube
 from sentinel_operator import metrics, tasks
 from sentinel_operator.dispatcher import Dispatcher
 from sentinel_operator.leader import LeaderElector
+from sentinel_operator.periodic import Periodic
 from sentinel_operator.watch import AnalysisWatch
 
 log = logging.getLogger(__name__)
@@ -155,7 +156,7 @@ class OperatorRuntime:
     def run(self) -> int:
         """Run until SIGTERM or SIGINT; return the exit code."""
         try:
-            tasks.ensure_schedules()
+            tasks.drop_schedules()
         except DatabaseError as exc:
             raise StartupError(
                 f"the database is not ready ({exc}); run `python manage.py migrate` first"
@@ -246,6 +247,9 @@ class OperatorRuntime:
         # (docs/notifications.md).
         pump = DeliveryPump(now=_now, is_leader=self._is_leader)
         self._spawn("notify-pump", lambda: pump.run(self.stop_event))
+        # The full resync and the pruning: queued by the leader, never by django-q2's scheduler.
+        periodic = Periodic(is_leader=self._is_leader)
+        self._spawn("periodic", lambda: periodic.run(self.stop_event))
 
     def _spawn(self, name: str, target: Callable[[], object]) -> None:
         def body() -> None:

@@ -1,11 +1,11 @@
 """django-q2 task functions: the batched reconcile and the coarse periodic jobs.
 
 The dispatcher queues ``reconcile_batch_task`` with the analyses a worker is to reconcile, each
-at its due time (``reconcile_one`` each); the schedules created by ``ensure_schedules`` (at
-operator start) run ``resync_task`` and ``prune_task``. Tasks run in django-q2 worker
-processes, so each process builds its own Kubernetes and Prometheus clients on first use (never
-inherited across a fork): Kubernetes from ``KUBECONFIG`` or the in-cluster config, Prometheus
-from ``settings.SENTINEL`` only.
+at its due time (``reconcile_one`` each); the leader queues ``resync_task`` and ``prune_task``
+every few minutes (``sentinel_operator.periodic``). Tasks run in django-q2 worker processes, so
+each process builds its own Kubernetes and Prometheus clients on first use (never inherited
+across a fork): Kubernetes from ``KUBECONFIG`` or the in-cluster config, Prometheus from
+``settings.SENTINEL`` only.
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ from sentinel_operator.reconcile import Reconciler
 log = logging.getLogger(__name__)
 
 BATCH_TASK = "sentinel_operator.tasks.reconcile_batch_task"
+RESYNC_TASK = "sentinel_operator.tasks.resync_task"
+PRUNE_TASK = "sentinel_operator.tasks.prune_task"
+# The django-q2 schedules older versions ran these with (dropped at start: tasks.drop_schedules).
 RESYNC_SCHEDULE = "sentinel-full-resync"
 PRUNE_SCHEDULE = "sentinel-prune-history"
 # A full resync repairs anything the watch missed; the watch itself keeps the mirror current.
@@ -197,20 +200,12 @@ def prune_task(now: datetime | None = None) -> int:
     return removed
 
 
-def ensure_schedules() -> None:
-    """Create or update the django-q2 schedules of the periodic jobs (idempotent)."""
+def drop_schedules() -> None:
+    """Delete the django-q2 schedules older versions created for the periodic jobs.
+
+    django-q2's scheduler is off (``sentinel_operator.periodic`` queues those jobs), so the rows
+    would only be listed in the admin as if they still ran.
+    """
     from django_q.models import Schedule
 
-    for name, func, minutes in (
-        (RESYNC_SCHEDULE, "sentinel_operator.tasks.resync_task", RESYNC_MINUTES),
-        (PRUNE_SCHEDULE, "sentinel_operator.tasks.prune_task", PRUNE_MINUTES),
-    ):
-        Schedule.objects.update_or_create(
-            name=name,
-            defaults={
-                "func": func,
-                "schedule_type": Schedule.MINUTES,
-                "minutes": minutes,
-                "repeats": -1,
-            },
-        )
+    Schedule.objects.filter(name__in=(RESYNC_SCHEDULE, PRUNE_SCHEDULE)).delete()

@@ -108,7 +108,13 @@ Q_CLUSTER = {
     "max_attempts": 1,
     "catch_up": False,
     "ack_failures": True,
-    "save_limit": 250,
+    # No pruning pass over the stored successes: it loads every row, and their pickled fields
+    # are a way in for whoever can write the table (the web app can: docs/security.md). The
+    # operator's tasks store no success anyway (save=False).
+    "save_limit": 0,
+    # Off: a Schedule row names any function to run, and the web app can write the table.
+    # sentinel_operator.periodic queues the resync and the pruning instead.
+    "scheduler": False,
     "poll": 0.2,
     "orm": "default",
 }
@@ -146,8 +152,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["analyses.api.parsers.BoundedJSONParser"],
     # evaluate/ per user; failed token authentications per client address (429, Retry-After).
     "DEFAULT_THROTTLE_RATES": {"evaluate": "30/min", "token_failure": "60/min"},
-    # How many X-Forwarded-For hops to believe when telling clients apart (SENTINEL_NUM_PROXIES).
-    "NUM_PROXIES": SENTINEL.num_proxies,
+    # DRF's own X-Forwarded-For reading stays off (its default believes the whole header); the
+    # throttles tell clients apart by accounts.client_address (SENTINEL_TRUSTED_PROXIES).
+    "NUM_PROXIES": 0,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Maps service errors to 400/409/502/503 and adds a stable "code" to error bodies.
     "EXCEPTION_HANDLER": "analyses.api.exceptions.exception_handler",
@@ -194,6 +201,9 @@ SENTINEL_AUTHZ = SENTINEL.authz
 SENTINEL_AUTHZ_CACHE_SECONDS = 5.0
 SENTINEL_REMOTE_USER_HEADER = SENTINEL.remote_user_header
 SENTINEL_REMOTE_GROUPS_HEADER = SENTINEL.remote_groups_header
+# The proxies in front (accounts.client_address): where the SSO header may come from, and whose
+# X-Forwarded-For hops name the client the lockouts count.
+SENTINEL_TRUSTED_PROXIES: tuple[str, ...] = SENTINEL.trusted_proxies
 SENTINEL_METRICS_TOKEN = SENTINEL.metrics_token
 AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
 if SENTINEL_REMOTE_USER_HEADER:

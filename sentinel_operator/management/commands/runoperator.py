@@ -53,6 +53,13 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        if not settings.SENTINEL.task_key and not settings.DEBUG:
+            raise CommandError(
+                "SENTINEL_TASK_KEY must be set for the operator when SENTINEL_DEBUG is off: "
+                "its tasks are signed with it, never with the web app's SENTINEL_SECRET_KEY; "
+                "put it in the operator's own Secret (docs/operations.md).",
+                returncode=2,
+            )
         try:
             # The schema was checked with the settings; the secret files only the operator reads.
             check_at_start(settings.SENTINEL.providers_file)
