@@ -4,7 +4,8 @@ What runs, and where:
 
 - the django-q2 cluster (``django_q.cluster.Cluster``): a sentinel process forking the worker
   processes that execute ``tasks.reconcile_batch_task`` and the scheduled jobs. It is started first,
-  before any thread exists, because it forks;
+  before any thread exists, because it forks, and its processes die with this one, however this
+  one dies (``_sentinel_of``, ``lifeline``);
 - the leader elector, ticking in the main thread every ``retry_period``;
 - the watch (one thread per namespace scope) and the due-time dispatcher (one thread), both
   active only while this replica holds the Lease;
