@@ -18,6 +18,7 @@ are its grandchildren (the operator forks the sentinel, the sentinel forks the w
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import select
 import signal
@@ -60,8 +61,7 @@ def operator_gone() -> bool:
 
 def die_with_parent(signum: int) -> None:
     """Have the kernel send ``signum`` to this process when the thread that forked it ends."""
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    if libc.prctl(_PR_SET_PDEATHSIG, signum) != 0:
+    if _libc().prctl(_PR_SET_PDEATHSIG, signum) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
 
@@ -71,6 +71,7 @@ def children_die_with_this_process() -> None:
     Set in each child right after the fork, so no child runs a line without it; a child
     whose parent died before the setting took effect exits at once.
     """
+    _libc()  # loaded here: a child of a process with threads must not load a library
     os.register_at_fork(before=_note_forker, after_in_child=_die_with_forker)
 
 
@@ -83,3 +84,8 @@ def _die_with_forker() -> None:
     die_with_parent(signal.SIGKILL)
     if os.getppid() != _forked_by:
         os._exit(1)
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL("libc.so.6", use_errno=True)
