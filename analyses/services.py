@@ -36,8 +36,9 @@ from sentinel_cluster import kube, writes
 from sentinel_cluster.events import record_events
 from sentinel_core.decision import Resumption, resume
 from sentinel_core.resource import AnalysisResource
-from sentinel_core.spec import DEFAULT_TARGET_KIND, AnalysisSpec
+from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus
+from sentinel_core.target import Released
 
 # A person is waiting for the answer: give up sooner than the operator's 10 s.
 REQUEST_TIMEOUT = 5.0
@@ -77,15 +78,49 @@ class ResourceRejected(ServiceError):
         self.field_errors = dict(field_errors)
 
 
+class NothingToRelease(ResourceConflict):
+    """A resume of an analysis that holds no pause on its target: nothing was changed."""
+
+    code = "nothing_to_release"
+
+
+class UntrustedPauseRecord(ResourceConflict):
+    """The pause record on the target disagrees with it: nothing was restored or changed."""
+
+    code = "untrusted_pause_record"
+
+
 @dataclass(frozen=True)
 class ResumeResult:
-    """What ``resume_analysis`` did."""
+    """What ``resume_analysis`` did: this analysis let go of its hold on the target."""
 
     analysis: Analysis
-    # Whether the target Deployment exists in the analysis's namespace.
-    target_found: bool
-    # Whether this call changed the Deployment from paused to running.
-    target_unpaused: bool
+    # "Deployment shop/checkout": the target, as the messages name it.
+    target: str
+    outcome: Released
+    # The analyses that still hold the target.
+    held_by: tuple[str, ...]
+
+    @property
+    def target_unpaused(self) -> bool:
+        """Whether this call let the target roll again."""
+        return self.outcome == Released.RESTORED
+
+    @property
+    def message(self) -> str:
+        """Say in one sentence what happened to the target."""
+        key = f"{self.analysis.namespace}/{self.analysis.name}"
+        if self.outcome == Released.RESTORED:
+            return f"{self.target} is rolling out again; the failure count of {key} was reset."
+        if self.outcome == Released.OTHERS_HOLD:
+            return (
+                f"{key} no longer holds {self.target}, which stays paused: still held by "
+                f"{', '.join(self.held_by)}. The failure count of {key} was reset."
+            )
+        return (
+            f"{key} no longer holds {self.target}, which stays paused as it was before {key} "
+            f"paused it (someone else had paused it). The failure count of {key} was reset."
+        )
 
 
 # -- the client ----------------------------------------------------------------------------
@@ -231,15 +266,20 @@ def resume_analysis(
 ) -> ResumeResult:
     """Resume the rollout this analysis guards, as a person asked.
 
-    Only a person resumes (docs/operator.md#never-auto-resume).
+    Only a person resumes (docs/operator.md#never-auto-resume), and a pause belongs to whoever
+    made it (docs/status.md#pausing-each-kind).
 
-    Take this analysis out of the ``paused-by`` annotation of the target Deployment in the
-    analysis's namespace and unpause it if this analysis had paused it
-    (``sentinel_cluster.writes.release``), then write ``decision.resume``'s status (failures reset,
-    ``RolloutPaused=False/ResumedByUser``) through the status subresource, record the event,
-    and mirror the answer. The Deployment goes first: a status saying this analysis let go of
-    a target that still carries its pause would be a lie, whereas a running target under a
-    stale status is what the operator already handles as a ``kubectl rollout resume``.
+    Take this analysis out of the pause record of its target in the analysis's namespace
+    (``sentinel_cluster.writes.release``): the last holder gives the target back what it had
+    before the first pause. Then write ``decision.resume``'s status (failures reset,
+    ``RolloutPaused=False/ResumedByUser``) through the status subresource, record the event, and
+    mirror the answer. The target goes first: a status saying this analysis let go of a target
+    that still carries its pause would be a lie, whereas a running target under a stale status
+    is what the operator already handles as a ``kubectl rollout resume``.
+
+    Raise ``NothingToRelease`` when this analysis holds nothing on the target (none found, not
+    named by its record, or a resume by hand already let it go) and ``UntrustedPauseRecord``
+    when the record disagrees with the target; neither changes anything anywhere.
     """
     _require_scope(analysis.namespace)
     client = client or kube_client()
@@ -260,20 +300,32 @@ def resume_analysis(
         raw = _current(client, analysis, path)
         resource = AnalysisResource.read(raw)
         spec = resource.valid_spec
-        target = spec.target.name if spec is not None else ""
-        kind = spec.target.kind if spec is not None else DEFAULT_TARGET_KIND
-        try:
-            found, unpaused = (
-                writes.release(
-                    client, analysis.namespace, target, key, claimed=resource.paused, kind=kind
-                )
-                if target
-                else (False, False)
+        if spec is None:
+            raise NothingToRelease(
+                f"Nothing to release: the spec of {key} is invalid, so it names no target; "
+                "nothing was changed."
             )
+        kind, name = spec.target.kind, spec.target.name
+        what = f"{kind} {analysis.namespace}/{name}"
+        try:
+            change = writes.release(client, analysis.namespace, name, key, kind=kind)
         except kube.Conflict as exc:
-            raise ResourceConflict(
-                f"{kind} {analysis.namespace}/{target} kept changing; try resuming again."
-            ) from exc
+            raise ResourceConflict(f"{what} kept changing; try resuming again.") from exc
+        if change is None:
+            raise NothingToRelease(
+                f"Nothing to release: {what} was not found; nothing was changed."
+            )
+        if change.outcome == Released.UNTRUSTED:
+            raise UntrustedPauseRecord(
+                f"The pause record on {what} cannot be trusted ({change.detail}): nothing was "
+                f"restored or changed. Check the {kind} and set it back by hand if it should "
+                "roll (docs/status.md#when-a-pause-record-is-not-trusted)."
+            )
+        if change.outcome == Released.NOT_HELD:
+            raise NothingToRelease(
+                f"Nothing to release: {key} holds no pause on {what} ({change.detail}); "
+                "nothing was changed."
+            )
         try:
             written = writes.write_status(client, raw, resumed)
         except writes.AnalysisGone as exc:
@@ -290,7 +342,7 @@ def resume_analysis(
         signals.resumed.send(
             resume_analysis, analysis=row, uid=resource.uid, notifications=resumption.notifications
         )
-    return ResumeResult(analysis=row, target_found=found, target_unpaused=unpaused)
+    return ResumeResult(analysis=row, target=what, outcome=change.outcome, held_by=change.holders)
 
 
 def evaluate_now(analysis: Analysis, *, now: datetime | None = None) -> datetime:

@@ -23,8 +23,9 @@ The contract, once (controller-runtime's; docs/status.md#requeue-and-backoff):
 One attempt, in order, each step once: GET the analysis and read it (``AnalysisResource.read``,
 the one parse of the attempt, handed along from here); GET the target (its kind) in the
 analysis's own namespace only (404 is ``TargetState(exists=False)``, not an error); measure
-every metric (none when the spec is invalid); ``decide``; carry out the pause (``writes.pause``)
-BEFORE the status write; write status through ``/status`` (``writes.write_status``: on a 409
+every metric (none when the spec is invalid); ``decide``; carry out the pause (``writes.pause``),
+or remove a pause record left stale or untrustworthy (``writes.clean_up``), BEFORE the status
+write; write status through ``/status`` (``writes.write_status``: on a 409
 re-read and re-apply the decided status, never measure or count again, keeping a person's
 resume made in between and announcing it once: ``sentinel_core.decision.after_conflict``). The
 attempt then ends in one ``outcome.Outcome``, which ``outcome.record`` writes down: events, then
@@ -191,6 +192,12 @@ class Reconciler:
                     decision.pause.namespace,
                     decision.pause.name,
                     decision.pause.reason,
+                )
+            elif target.needs_clean_up and deployment is not None and spec is not None:
+                # A record a person left stale (a resume by hand) or made untrustworthy: it goes,
+                # so that no later release acts on it (docs/status.md#pausing-each-kind).
+                writes.clean_up(
+                    self.client, spec.target.kind, namespace, spec.target.name, deployment
                 )
             write = _StatusWrite(raw, resource.status, decision)
             answer = writes.write_status(self.client, raw, write.status_for)
