@@ -245,9 +245,11 @@ def test_deleting_a_resource_changed_meanwhile_is_refused(
     assert not LogEntry.objects.filter(object_id=str(row.pk)).exists()
 
 
-def test_resuming_without_a_target_deployment_resets_the_status_and_warns(
+def test_resuming_without_a_target_deployment_changes_nothing_and_says_so(
     staff_client: Client, ui_cluster: DevCluster, namespace: str
 ) -> None:
+    # An analysis holds nothing on a target that does not exist: its resume changes nothing
+    # (docs/status.md#pausing-each-kind), neither the target nor the status.
     _applied(ui_cluster, namespace, "checkout")
     row = _paused_by_the_operator(ui_cluster, namespace, "checkout")
     assert row.paused
@@ -255,13 +257,16 @@ def test_resuming_without_a_target_deployment_resets_the_status_and_warns(
         reverse("admin:analyses_analysis_resume", args=[row.pk]), follow=True
     )
     page = response.content.decode()
-    assert "its target Deployment checkout was not found" in page
+    assert (
+        f"Nothing to release: Deployment {namespace}/checkout was not found; nothing was changed."
+        in page
+    )
     remote = _get(ui_cluster, namespace, "checkout")["status"]
     paused = next(c for c in remote["conditions"] if c["type"] == "RolloutPaused")
-    assert (paused["status"], paused["reason"]) == ("False", "ResumedByUser")
-    assert remote["failures"] == 0
-    assert not Analysis.objects.get(pk=row.pk).paused
-    assert 'id="resume-rollout"' not in page
+    assert (paused["status"], paused["reason"]) == ("True", "FailureLimitReached")
+    assert remote["failures"] == 3
+    assert Analysis.objects.get(pk=row.pk).paused
+    assert not LogEntry.objects.filter(object_id=str(row.pk)).exists()
 
 
 def test_resuming_a_held_statefulset_restores_its_partition(
