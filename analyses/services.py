@@ -35,6 +35,7 @@ from analyses.models import Analysis
 from sentinel_cluster import kube, writes
 from sentinel_cluster.events import record_events
 from sentinel_core.decision import Resumption, resume
+from sentinel_core.pause_record import read_record
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus
@@ -212,6 +213,8 @@ def update_analysis(
     _require_scope(analysis.namespace)
     client = client or kube_client()
     path = kube.analysis_path(analysis.namespace, analysis.name)
+    with _translated(analysis.namespace, analysis.name):
+        _refuse_leaving_a_held_target(client, analysis, spec)
     new_spec: dict[str, Any] = spec.to_dict()
     # At the mirror's resourceVersion the cluster's spec is the mirror's, so its keys are the
     # ones to clear; the optional ones are cleared anyway, for a client sending a newer version.
@@ -428,6 +431,31 @@ def _preconditioned(
         return send(current)
     except (kube.Conflict, kube.NotFound) as exc:
         raise _changed(analysis, version, exc) from exc
+
+
+def _refuse_leaving_a_held_target(
+    client: kube.KubeClient, analysis: Analysis, spec: AnalysisSpec
+) -> None:
+    """Refuse a new ``spec.target`` while this analysis holds a pause on its current one.
+
+    Pointing it elsewhere would strand that pause where no resume of this analysis reaches it
+    (docs/status.md#pausing-each-kind): the person resumes first, then retargets.
+    """
+    kind, name = analysis.target_kind, analysis.target_name
+    if not name or (spec.target.kind, spec.target.name) == (kind, name):
+        return
+    try:
+        current = client.request("GET", kube.workload_path(kind, analysis.namespace, name))
+    except kube.NotFound:
+        return
+    key = f"{analysis.namespace}/{analysis.name}"
+    if key not in read_record(kind, current).holders:
+        return
+    message = (
+        f"{key} holds a pause on {kind} {analysis.namespace}/{name}; resume it before pointing "
+        "the analysis at another target, so that the pause is not left behind."
+    )
+    raise ResourceRejected(message, {"spec.target": [message]})
 
 
 def _field_errors(exc: kube.Invalid) -> dict[str, list[str]]:

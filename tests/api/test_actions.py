@@ -236,3 +236,37 @@ def test_evaluate_of_a_deleted_analysis_is_404(api: Api, namespace: str) -> None
     assert api.delete(f"analyses/{namespace}/guard/").status_code == 204
     assert api.post(f"analyses/{namespace}/guard/evaluate/").status_code == 404
     assert Analysis.objects.get(name="guard").next_due_at is None
+
+
+def test_pointing_a_holding_analysis_at_another_target_is_refused_until_resumed(
+    api: Api, namespace: str, api_cluster: Cluster, cluster_client: kube.KubeClient
+) -> None:
+    key = f"{namespace}/guard"
+    _apply(
+        api_cluster,
+        deployment_manifest("checkout", namespace, paused=True, annotations=_paused_by(key)),
+        deployment_manifest("payments", namespace),
+    )
+    _create(api, namespace, "guard")
+    _pause_as_the_operator(cluster_client, namespace, "guard")
+    before = kubectl_json(api_cluster, "rolloutanalysis", "guard", "-n", namespace)
+    moved = {**spec("payments")}
+
+    refused = api.patch(f"analyses/{namespace}/guard/", json={"spec": moved})
+
+    # The pause would be left behind where no resume of this analysis reaches it
+    # (docs/status.md#pausing-each-kind): refused, nothing written.
+    message = (
+        f"{key} holds a pause on Deployment {namespace}/checkout; resume it before pointing the "
+        "analysis at another target, so that the pause is not left behind."
+    )
+    assert refused.status_code == 400, refused.text
+    assert refused.json() == {"spec.target": [message]}
+    after = kubectl_json(api_cluster, "rolloutanalysis", "guard", "-n", namespace)
+    assert after["metadata"]["generation"] == before["metadata"]["generation"]
+    assert after["spec"]["target"]["name"] == "checkout"
+
+    assert api.post(f"analyses/{namespace}/guard/resume/").status_code == 200
+    accepted = api.patch(f"analyses/{namespace}/guard/", json={"spec": moved})
+    assert accepted.status_code == 200, accepted.text
+    assert accepted.json()["spec"]["target"]["name"] == "payments"
