@@ -145,6 +145,9 @@ class EventReason(StrEnum):
     ROLLOUT_DETECTED = "RolloutDetected"
     # The pause record on the target cannot be trusted: nothing of it will be restored.
     UNTRUSTED_PAUSE_RECORD = "UntrustedPauseRecord"
+    # The spec was pointed at another target (kubectl) while this analysis held its old one:
+    # that pause stays, and this names it (docs/status.md#pausing-each-kind).
+    PAUSE_LEFT_BEHIND = "PauseLeftBehind"
 
 
 EVENT_TYPES: MappingProxyType[EventReason, EventType] = MappingProxyType(
@@ -159,6 +162,7 @@ EVENT_TYPES: MappingProxyType[EventReason, EventType] = MappingProxyType(
         EventReason.PROVIDER_NOT_ALLOWED: EventType.WARNING,
         EventReason.ROLLOUT_DETECTED: EventType.NORMAL,
         EventReason.UNTRUSTED_PAUSE_RECORD: EventType.WARNING,
+        EventReason.PAUSE_LEFT_BEHIND: EventType.WARNING,
     }
 )
 

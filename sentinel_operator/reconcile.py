@@ -48,9 +48,11 @@ from analyses import mirror
 from notifications import store as notifications
 from sentinel_cluster import kube, revisions, writes
 from sentinel_cluster.replicasets import compared_hashes, newest_replicaset_created
+from sentinel_core.conditions import ConditionType
 from sentinel_core.decision import Decision, Observation, after_conflict, decide
-from sentinel_core.kinds import DEPLOYMENT
+from sentinel_core.kinds import DEPLOYMENT, KINDS
 from sentinel_core.measurement import Measurement
+from sentinel_core.pause_record import read_record
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.rollout import (
     ControllerRevisions,
@@ -163,8 +165,10 @@ class Reconciler:
         rollout = resource.status.rollout
         try:
             target, deployment = TargetState(exists=False), None
+            left_behind: tuple[str, ...] = ()
             if spec is not None:
                 target, deployment = self._target(namespace, spec)
+                left_behind = self._left_behind(resource, spec)
                 read = self._revisions(spec.target.kind, deployment)
                 rollout = self._rollout(spec.target.kind, rollout, deployment, read, started)
                 measurements = self._measure(resource, spec, deployment, read, rollout, started)
@@ -180,6 +184,7 @@ class Reconciler:
                     now=started,
                     rollout=rollout,
                     notify_context=notifications.context_for(resource.uid, resource.status),
+                    left_behind=left_behind,
                 )
             )
             # Pause first: a status claiming RolloutPaused over an unpaused target would later
@@ -224,6 +229,28 @@ class Reconciler:
         except kube.NotFound:
             return TargetState(exists=False), None
         return TargetState.from_workload(kind, workload), workload
+
+    def _left_behind(self, resource: AnalysisResource, spec: AnalysisSpec) -> tuple[str, ...]:
+        """Return the other targets this analysis still holds after its spec was edited.
+
+        Read only in the attempt that sees a new generation of an analysis whose status claims a
+        pause (a kubectl edit may have pointed it elsewhere; the REST API and the admin refuse
+        that), so a steady state costs nothing: one list per kind, in its own namespace.
+        """
+        status = resource.status
+        seen = status.observed_generation
+        if not status.is_true(ConditionType.ROLLOUT_PAUSED) or seen in (None, resource.generation):
+            return ()
+        found = []
+        for kind in KINDS:
+            listed = self.client.request("GET", kube.workloads_path(kind, resource.namespace))
+            for item in listed.get("items") or []:
+                name = str((item.get("metadata") or {}).get("name") or "")
+                if (kind, name) == (spec.target.kind, spec.target.name):
+                    continue
+                if resource.key in read_record(kind, item).holders:
+                    found.append(f"{kind} {name}")
+        return tuple(found)
 
     def _revisions(
         self, kind: str, workload: Mapping[str, Any] | None

@@ -81,6 +81,10 @@ class Observation:
     rollout: Rollout | None = None
     # Channel names, outage threshold and previous attempt for the intents (docs/notifications.md).
     notify_context: notify.NotifyContext = notify.NO_CONTEXT
+    # Targets other than spec.target that a trusted pause record says this analysis still
+    # holds ("Deployment checkout"), read right after a spec edit of an analysis that claimed a
+    # pause: the spec was pointed elsewhere with the pause left behind.
+    left_behind: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -168,8 +172,9 @@ def decide(obs: Observation) -> Decision:
     # Or the pause record this analysis relied on no longer agrees with the target: a person
     # changed it, or it was garbled or removed. The pause is no longer this analysis's; it says
     # so and counts afresh, as after a resume (docs/status.md#when-a-pause-record-is-not-trusted).
-    distrust = _distrust(obs, claimed)
-    resumed = not distrust and claimed and target.exists and not target.paused
+    distrust = "" if obs.left_behind else _distrust(obs, claimed)
+    resumed = not obs.left_behind and not distrust and claimed and target.exists
+    resumed = resumed and not target.paused
     let_go = resumed or bool(distrust)
     judgements = tuple(
         judge(
@@ -198,6 +203,18 @@ def decide(obs: Observation) -> Decision:
             f"{target_text(spec)} was resumed by a person; the failure count starts again",
         )
         events.append(_event(EventReason.ROLLOUT_RESUMED, paused.message))
+    elif obs.left_behind:
+        # Never auto-resumed: the old target stays held, and the person hears where.
+        paused_at = None
+        held = ", ".join(obs.left_behind)
+        paused = conds.set(
+            ConditionType.ROLLOUT_PAUSED,
+            FALSE,
+            Reason.NOT_PAUSED,
+            f"the spec now names {target_text(spec)}, but this analysis still holds {held} "
+            "paused: nothing was released; resume it by hand or point the analysis back",
+        )
+        events.append(_event(EventReason.PAUSE_LEFT_BEHIND, paused.message))
     elif distrust:
         paused_at = None
         was = paused.reason if paused is not None else None
@@ -255,7 +272,9 @@ def decide(obs: Observation) -> Decision:
                 f"paused {target_text(spec)}: {detail}",
             )
             events.append(_event(EventReason.ROLLOUT_PAUSED, paused.message))
-    elif paused is None or (paused.status != TRUE and paused.reason not in _KEPT_REASONS):
+    elif not obs.left_behind and (
+        paused is None or (paused.status != TRUE and paused.reason not in _KEPT_REASONS)
+    ):
         # ResumedByUser and UntrustedPauseRecord stay until the next pause, so that what
         # happened remains visible.
         note = " (dryRun: never pauses)" if spec.dry_run else ""

@@ -324,3 +324,46 @@ def test_a_garbled_record_is_not_trusted_reported_and_never_restored(
     rows = operator.evaluations(namespace, "guard")
     assert rows and all(row["outcome"] != "Error" for row in rows), rows
     assert "Traceback" not in operator.log
+
+
+def test_a_kubectl_edit_pointing_a_paused_analysis_elsewhere_reports_the_pause_left_behind(
+    operator: OperatorProcess,
+    api: Api,
+    namespace: str,
+    api_cluster: Cluster,
+    kube_client: kube.KubeClient,
+    gauge: GaugeSetter,
+    case: str,
+) -> None:
+    """Sabotage 29: the REST API and the admin refuse it; kubectl bypasses them."""
+    gauge(0.9)
+    kubectl_apply(
+        api_cluster,
+        deployment_manifest("checkout", namespace),
+        deployment_manifest("payments", namespace),
+    )
+    _create(api, namespace, "guard", metrics=[gauge_metric(case, 0.5)], failure_limit=1)
+    wait_condition(kube_client, namespace, "guard", "RolloutPaused", "FailureLimitReached")
+    gauge(0.1)
+    retarget = json.dumps({"spec": {"target": {"kind": "Deployment", "name": "payments"}}})
+    api_cluster.kubectl("patch", "ra", "guard", "-n", namespace, "--type=merge", "-p", retarget)
+
+    wait_until(
+        lambda: "PauseLeftBehind" in event_reasons(kube_client, namespace, "guard"),
+        timeout=30,
+        what="the PauseLeftBehind event",
+    )
+    (event,) = [
+        e for e in events_for(kube_client, namespace, "guard") if e["reason"] == "PauseLeftBehind"
+    ]
+    assert event["type"] == "Warning"
+    assert "still holds Deployment checkout paused: nothing was released" in event["message"]
+    # Never auto-resumed: the old target keeps its pause and its record; the new one runs.
+    assert _jsonpath(api_cluster, "deploy", "checkout", namespace, "{.spec.paused}") == "true"
+    assert (
+        _record(api_cluster, "deploy", "checkout", namespace)["paused-by"] == f"{namespace}/guard"
+    )
+    assert _jsonpath(api_cluster, "deploy", "payments", namespace, "{.spec.paused}") != "true"
+    analysis = kube_client.request("GET", kube.analysis_path(namespace, "guard"))
+    assert condition(analysis, "RolloutPaused")["status"] == "False"
+    assert "RolloutResumed" not in event_reasons(kube_client, namespace, "guard")

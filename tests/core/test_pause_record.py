@@ -426,3 +426,26 @@ def test_an_analysis_the_untrusted_record_does_not_concern_is_not_told() -> None
     )
     decision = evaluate(AnalysisStatus(observed_generation=1), garbled)
     assert EventReason.UNTRUSTED_PAUSE_RECORD not in [e.reason for e in decision.events]
+
+
+def test_a_spec_pointed_elsewhere_reports_the_pause_left_behind_and_resumes_nothing() -> None:
+    assert not isinstance(SPEC, Exception)
+    observation = Observation(
+        namespace="shop",
+        name="latency",
+        generation=2,  # edited with kubectl: the status was written for generation 1
+        spec=SPEC,
+        previous=claimed_status(),
+        target=TargetState.from_workload(STATEFUL_SET, statefulset()),
+        measurements=(Measurement(metric="p99", value=0.1, text="0.1", series=1),),
+        now=NOW,
+        left_behind=("StatefulSet old-db",),
+    )
+    decision = decide(observation)
+    paused_condition = decision.status.condition(ConditionType.ROLLOUT_PAUSED)
+    assert paused_condition is not None
+    assert (paused_condition.status, paused_condition.reason) == ("False", Reason.NOT_PAUSED)
+    assert "still holds StatefulSet old-db paused" in paused_condition.message
+    # Not a person's resume of the new target, and nothing to release by the operator.
+    assert [e.reason for e in decision.events] == [EventReason.PAUSE_LEFT_BEHIND]
+    assert decision.pause is None

@@ -73,6 +73,7 @@ EVENTS = {
     ("Warning", "ProviderNotAllowed"),
     ("Normal", "RolloutDetected"),
     ("Warning", "UntrustedPauseRecord"),
+    ("Warning", "PauseLeftBehind"),
 }
 VERDICTS = {"Pass", "Fail", "Inconclusive"}
 OUTCOMES = {"Pass", "Fail", "Inconclusive", "Error"}
