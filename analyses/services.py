@@ -441,7 +441,11 @@ def _refuse_leaving_a_held_target(
     Pointing it elsewhere would strand that pause where no resume of this analysis reaches it
     (docs/status.md#pausing-each-kind): the person resumes first, then retargets.
     """
-    kind, name = analysis.target_kind, analysis.target_name
+    # The mirror's spec, as the cluster holds it at the mirror's resourceVersion: the admin's
+    # form has already set the row's own target_name to the new one.
+    target = analysis.spec.get("target") if isinstance(analysis.spec, dict) else None
+    target = target if isinstance(target, dict) else {}
+    kind, name = analysis.target_kind, str(target.get("name") or "")
     if not name or (spec.target.kind, spec.target.name) == (kind, name):
         return
     try:

@@ -297,3 +297,33 @@ def test_resuming_a_held_statefulset_restores_its_partition(
     assert not any(
         k.startswith("sentinel.example.com/") for k in after["metadata"].get("annotations", {})
     )
+
+
+def test_pointing_an_analysis_that_holds_a_pause_elsewhere_is_refused_on_the_target_field(
+    staff_client: Client, ui_cluster: DevCluster, namespace: str
+) -> None:
+    """docs/status.md#pausing-each-kind: the pause would be left behind; resume first."""
+    ui_cluster.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=yaml.safe_dump(workload_manifest("Deployment", "checkout", namespace)),
+    )
+    row = _applied(ui_cluster, namespace, "checkout")
+    client = kube_client(ui_cluster)
+    deployment = client.request("GET", kube.deployment_path(namespace, "checkout"))
+    key = f"{namespace}/checkout"
+    writes.pause(
+        client, PauseTarget(namespace, "checkout", (key,), datetime.now(UTC), "t"), deployment
+    )
+    data = change_form(row, target="checkout-v2")
+    response = staff_client.post(reverse("admin:analyses_analysis_change", args=[row.pk]), data)
+    assert response.status_code == 200
+    form = response.context["adminform"].form
+    message = (
+        f"{key} holds a pause on Deployment {namespace}/checkout; resume it before pointing the "
+        "analysis at another target, so that the pause is not left behind."
+    )
+    assert form.errors["target_name"] == [message]
+    assert _get(ui_cluster, namespace, "checkout")["spec"]["target"]["name"] == "checkout"
+    assert not LogEntry.objects.filter(object_id=str(row.pk)).exists()
