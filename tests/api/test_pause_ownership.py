@@ -1,7 +1,7 @@
 """A pause belongs to whoever made it, end to end on both clusters.
 
 docs/status.md#pausing-each-kind and #when-a-pause-record-is-not-trusted; the sabotage rows
-24-28 of docs/operator.md#when-things-go-wrong. A real ``runoperator`` (watching the test's
+24-29 of docs/operator.md#when-things-go-wrong. A real ``runoperator`` (watching the test's
 namespace, the real Prometheus behind it) pauses the target; a person acts with the real kubectl;
 the resume goes through the REST API on the live server, which writes the cluster with the
 product's own ``sentinel_cluster.writes``. Each test checks the target's spec with kubectl before
