@@ -296,8 +296,10 @@ def test_pauses_after_exactly_failure_limit_consecutive_failures() -> None:
     assert "p99-latency" in annotations[Annotation.PAUSE_REASON]
     assert "3 consecutive failed evaluations" in annotations[Annotation.PAUSE_REASON]
     deployment = {"metadata": {"resourceVersion": "7"}}
+    # The record also says the Deployment was running before: the last release unpauses it.
+    recorded = {**annotations, Annotation.PAUSED_BEFORE.value: "false"}
     assert pause_patch(pause, deployment) == {
-        "metadata": {"annotations": annotations, "resourceVersion": "7"},
+        "metadata": {"annotations": recorded, "resourceVersion": "7"},
         "spec": {"paused": True},
     }
     assert decision.events[0].type == EventType.WARNING
@@ -735,11 +737,22 @@ def test_subsecond_clock_is_truncated_to_status_precision() -> None:
 
 
 def test_target_state_from_a_deployment_object() -> None:
-    deployment = {
-        "metadata": {"annotations": {Annotation.PAUSED_BY.value: "shop/a, shop/b,,shop/a"}},
+    record = {Annotation.PAUSED_BY.value: "shop/a,shop/b", Annotation.PAUSED_BEFORE.value: "false"}
+    deployment = {"metadata": {"annotations": record}, "spec": {"paused": True}}
+    state = TargetState.from_deployment(deployment)
+    assert (state.exists, state.paused, state.paused_by) == (True, True, ("shop/a", "shop/b"))
+    # Read strictly (docs/status.md#when-a-pause-record-is-not-trusted): blanks, spaces and a
+    # repeated entry are not what a pause writes, so nobody holds the target by that record.
+    garbled = {
+        "metadata": {
+            "annotations": {**record, Annotation.PAUSED_BY.value: "shop/a, shop/b,,shop/a"}
+        },
         "spec": {"paused": True},
     }
-    assert TargetState.from_deployment(deployment) == TargetState(True, True, ("shop/a", "shop/b"))
+    state = TargetState.from_deployment(garbled)
+    assert (state.paused, state.paused_by) == (True, ())
+    assert state.untrusted == "paused-by is not a list of distinct namespace/name entries"
+    assert state.record.named == ("shop/a",)
     assert TargetState.from_deployment({"spec": {}}) == TargetState(True, False, ())
     assert TargetState.from_deployment(None) == TargetState(False)
 

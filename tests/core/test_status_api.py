@@ -59,7 +59,7 @@ TABLE = {
         "NotEvaluated",
     },
     ("RolloutPaused", "True"): {"FailureLimitReached"},
-    ("RolloutPaused", "False"): {"NotPaused", "ResumedByUser"},
+    ("RolloutPaused", "False"): {"NotPaused", "ResumedByUser", "UntrustedPauseRecord"},
     ("RolloutPaused", "Unknown"): set(),
 }
 EVENTS = {
@@ -72,12 +72,15 @@ EVENTS = {
     ("Warning", "UnknownProvider"),
     ("Warning", "ProviderNotAllowed"),
     ("Normal", "RolloutDetected"),
+    ("Warning", "UntrustedPauseRecord"),
+    ("Warning", "PauseLeftBehind"),
 }
 VERDICTS = {"Pass", "Fail", "Inconclusive"}
 OUTCOMES = {"Pass", "Fail", "Inconclusive", "Error"}
 ANNOTATIONS = {
     "sentinel.example.com/paused-by",
     "sentinel.example.com/paused-at",
+    "sentinel.example.com/paused-before",
     "sentinel.example.com/pause-reason",
     "sentinel.example.com/paused-partition",
     "sentinel.example.com/partition-before",
