@@ -237,7 +237,8 @@ def test_a_daemonset_deliberately_on_delete_after_a_hand_resume_stays_on_delete(
 
 def test_a_held_daemonset_is_restored_whole_by_the_last_holder() -> None:
     held = paused(DAEMON_SET, daemonset())
-    assert held["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    # Only the type flips; rollingUpdate stays for the admission guard (docs/status.md).
+    assert held["spec"]["updateStrategy"] == {**ROLLING_DS, "type": "OnDelete"}
     saved = annotations(held)[Annotation.UPDATE_STRATEGY_BEFORE]
     assert json.loads(saved) == ROLLING_DS and len(saved) < 100
     outcome, after = released(DAEMON_SET, paused(DAEMON_SET, held, OTHER), OTHER)
