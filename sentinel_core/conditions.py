@@ -137,6 +137,9 @@ class EventReason(StrEnum):
     PROVIDER_NOT_ALLOWED = "ProviderNotAllowed"
     # A new pod template seen on the target: the start of beforeRollout's baseline.
     ROLLOUT_DETECTED = "RolloutDetected"
+    # Parts of the status read back that the operator cannot have written were discarded and
+    # recomputed (docs/status.md#what-the-operator-trusts-in-its-status).
+    STATUS_DISCARDED = "StatusDiscarded"
 
 
 EVENT_TYPES: MappingProxyType[EventReason, EventType] = MappingProxyType(
@@ -150,6 +153,7 @@ EVENT_TYPES: MappingProxyType[EventReason, EventType] = MappingProxyType(
         EventReason.UNKNOWN_PROVIDER: EventType.WARNING,
         EventReason.PROVIDER_NOT_ALLOWED: EventType.WARNING,
         EventReason.ROLLOUT_DETECTED: EventType.NORMAL,
+        EventReason.STATUS_DISCARDED: EventType.WARNING,
     }
 )
 

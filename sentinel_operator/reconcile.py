@@ -61,6 +61,7 @@ from sentinel_core.rollout import (
 from sentinel_core.sequential_read import basis_of
 from sentinel_core.spec import AnalysisSpec, MetricSpec
 from sentinel_core.status import AnalysisStatus, Rollout
+from sentinel_core.status_check import trusted
 from sentinel_core.target import TargetState
 from sentinel_operator.history import Attempt
 from sentinel_operator.measuring import NO_HASHES, measure_from
@@ -159,14 +160,19 @@ class Reconciler:
         resource = AnalysisResource.read(raw)
         spec = resource.valid_spec
         measurements: tuple[Measurement, ...] = ()
-        rollout = resource.status.rollout
+        # The status as decide will go on from it (docs/status.md#what-the-operator-trusts-in-
+        # its-status): the rollout and each sequential metric's steps are read from there.
+        status = trusted(resource.status, spec=spec, generation=resource.generation, now=started)
+        rollout = status.rollout
         try:
             target, deployment = TargetState(exists=False), None
             if spec is not None:
                 target, deployment = self._target(namespace, spec)
                 read = self._revisions(spec.target.kind, deployment)
                 rollout = self._rollout(spec.target.kind, rollout, deployment, read, started)
-                measurements = self._measure(resource, spec, deployment, read, rollout, started)
+                measurements = self._measure(
+                    resource, status, spec, deployment, read, rollout, started
+                )
             decision = decide(
                 Observation(
                     namespace=namespace,
@@ -259,6 +265,7 @@ class Reconciler:
     def _measure(
         self,
         resource: AnalysisResource,
+        status: AnalysisStatus,
         spec: AnalysisSpec,
         deployment: Mapping[str, Any] | None,
         read: ControllerRevisions | None,
@@ -286,7 +293,7 @@ class Reconciler:
                 now=now,
                 step=spec.interval_seconds,
                 hashes=hashes,
-                through=_through(resource, metric, rollout, hashes[0], now),
+                through=_through(resource, status, metric, rollout, hashes[0], now),
             )
             for metric in spec.metrics
         )
@@ -311,6 +318,7 @@ class Reconciler:
 
 def _through(
     resource: AnalysisResource,
+    status: AnalysisStatus,
     metric: MetricSpec,
     rollout: Rollout | None,
     new_hash: str | None,
@@ -319,9 +327,7 @@ def _through(
     """Return where a sequential metric's evidence continues from, as the core will see it."""
     if metric.sequential is None or new_hash is None:
         return None
-    basis = basis_of(
-        resource.status, metric.name, generation=resource.generation, rollout=rollout, now=now
-    )
+    basis = basis_of(status, metric.name, generation=resource.generation, rollout=rollout, now=now)
     return basis.state(new_hash).through
 
 

@@ -72,6 +72,7 @@ EVENTS = {
     ("Warning", "UnknownProvider"),
     ("Warning", "ProviderNotAllowed"),
     ("Normal", "RolloutDetected"),
+    ("Warning", "StatusDiscarded"),
 }
 VERDICTS = {"Pass", "Fail", "Inconclusive"}
 OUTCOMES = {"Pass", "Fail", "Inconclusive", "Error"}
