@@ -160,8 +160,8 @@ class Reconciler:
         resource = AnalysisResource.read(raw)
         spec = resource.valid_spec
         measurements: tuple[Measurement, ...] = ()
-        # The status as decide will go on from it (docs/status.md#what-the-operator-trusts-in-
-        # its-status): the rollout and each sequential metric's steps are read from there.
+        # The status as decide will go on from it: the rollout and each sequential metric's
+        # steps are read from there (docs/status.md#what-the-operator-trusts-in-its-status).
         status = trusted(resource.status, spec=spec, generation=resource.generation, now=started)
         rollout = status.rollout
         try:
