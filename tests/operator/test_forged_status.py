@@ -25,6 +25,7 @@ until the operator has read it.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -39,6 +40,15 @@ from testkit.waiting import wait_until
 
 INTERVAL = 5.0
 DAY_AHEAD = "2099-01-01T00:00:00Z"
+# Where the test leaves each forgery's Event and the status after it, for the closing note
+# (optional): one JSON line per forgery in $SENTINEL_TEST_FORGED_DUMP.<cluster>.jsonl.
+DUMP = os.environ.get("SENTINEL_TEST_FORGED_DUMP", "")
+
+
+def _note(cluster_kind: str, shape: str, **seen: Any) -> None:
+    if DUMP:
+        with open(f"{DUMP}.{cluster_kind}.jsonl", "a") as out:
+            out.write(json.dumps({"shape": shape, **seen}) + "\n")
 
 
 def _status(client: kube.KubeClient, namespace: str, name: str) -> dict[str, Any]:
@@ -95,6 +105,7 @@ def test_forged_counts_and_times_are_discarded_and_only_real_failures_pause(
     namespace: str,
     gauge: GaugeSetter,
     case: str,
+    cluster_kind: str,
 ) -> None:
     name = "checkout"
     kubectl_apply(kube_cluster, deployment_manifest(name, namespace))
@@ -126,6 +137,13 @@ def test_forged_counts_and_times_are_discarded_and_only_real_failures_pause(
     assert _discards(kube_client, namespace, name) == []
     paused = condition(get_analysis(kube_client, namespace, name), "RolloutPaused")
     assert (paused["status"], paused["reason"]) == ("False", "NotPaused")
+    _note(
+        cluster_kind,
+        "failures: 5 beside a real Inconclusive",
+        outcomes=[(r["outcome"], r["failures_after"], bool(r["paused"])) for r in rows],
+        rollout_paused=paused["message"],
+        deployment_paused=deployment_paused(kube_client, namespace, name),
+    )
 
     # A Pass resets it; then failures: 5 beside lastVerdict Pass is counted again from 0.
     gauge(0.1)
@@ -145,6 +163,13 @@ def test_forged_counts_and_times_are_discarded_and_only_real_failures_pause(
         lambda: _status(kube_client, namespace, name).get("failures") == 0,
         timeout=2 * INTERVAL,
         what="the count from 0",
+    )
+    after = _status(kube_client, namespace, name)
+    _note(
+        cluster_kind,
+        "failures: 5 beside lastVerdict Pass",
+        event=message,
+        status={k: after.get(k) for k in ("lastVerdict", "failures")},
     )
 
     # Times a day ahead: dropped, or moved to now for a condition.
@@ -172,6 +197,16 @@ def test_forged_counts_and_times_are_discarded_and_only_real_failures_pause(
     assert after["pausedAt"] is None
     healthy = next(c for c in after["conditions"] if c["type"] == "Healthy")
     assert healthy["lastTransitionTime"] < DAY_AHEAD
+    _note(
+        cluster_kind,
+        f"lastEvaluationTime, pausedAt and Healthy's lastTransitionTime {DAY_AHEAD}",
+        event=message,
+        status={
+            "lastEvaluationTime": after["lastEvaluationTime"],
+            "pausedAt": after["pausedAt"],
+            "healthy.lastTransitionTime": healthy["lastTransitionTime"],
+        },
+    )
 
     # A real regression: paused after exactly failureLimit (3) failures the operator counted.
     gauge(0.9)
@@ -192,6 +227,13 @@ def test_forged_counts_and_times_are_discarded_and_only_real_failures_pause(
     assert deployment_paused(kube_client, namespace, name)
     # Once per discard: two forgeries, two Events, however many attempts since.
     assert len(_discards(kube_client, namespace, name)) == 2
+    _note(
+        cluster_kind,
+        "then a real regression",
+        fails=[(r["failures_after"], bool(r["paused"])) for r in fails],
+        rollout_paused=condition(get_analysis(kube_client, namespace, name), "RolloutPaused"),
+        discard_events=len(_discards(kube_client, namespace, name)),
+    )
 
 
 def test_a_forged_sequential_state_is_discarded_and_the_status_written_again(
@@ -250,6 +292,7 @@ def test_a_forged_sequential_state_is_discarded_and_the_status_written_again(
 
     shapes = [
         (
+            "through a day ahead, evidence e^30",
             state_with(
                 through=DAY_AHEAD,
                 steps=3,
@@ -261,16 +304,24 @@ def test_a_forged_sequential_state_is_discarded_and_the_status_written_again(
             ),
             f"has through {DAY_AHEAD} in the future",
         ),
-        (state_with(newBad=1e308, newTotal=1e-300), "counts more than 1e+15 events"),
-        (state_with(oldBad=1e-300, oldTotal=1e300), "counts more than 1e+15 events"),
+        (
+            "newBad 1e308 over newTotal 1e-300",
+            state_with(newBad=1e308, newTotal=1e-300),
+            "counts more than 1e+15 events",
+        ),
+        (
+            "oldBad 1e-300 over oldTotal 1e300",
+            state_with(oldBad=1e-300, oldTotal=1e300),
+            "counts more than 1e+15 events",
+        ),
     ]
-    for index, (forged, problem) in enumerate(shapes, start=1):
+    for index, (shape, forged, problem) in enumerate(shapes, start=1):
         _forge(kube_cluster, kube_client, namespace, name, forged, discarded(index))
         # Events are listed by name, not in order: this shape's is among them, as often as the
         # shapes so far with its problem.
         messages = _discards(kube_client, namespace, name)
         said = f"metricResults[errors-vs-old].sequential {problem}: the evidence starts afresh"
-        assert sum(said in m for m in messages) == sum(p == problem for _, p in shapes[:index])
+        assert sum(said in m for m in messages) == sum(p == problem for _, _, p in shapes[:index])
 
         # The status is written again: no Infinity, nothing ahead, evidence 1 again.
         def rewritten() -> dict[str, Any] | None:
@@ -287,6 +338,12 @@ def test_a_forged_sequential_state_is_discarded_and_the_status_written_again(
             state = status["metricResults"][0]["sequential"]
             assert state["evidence"] == 1.0 and state["ratio"] is None
         assert status["failures"] == 0 and status["lastVerdict"] == "Inconclusive"
+        _note(
+            cluster_kind,
+            f"sequential state: {shape}",
+            event=next(m for m in messages if said in m),
+            status_after=status["metricResults"][0],
+        )
 
     # Never paused on forged evidence (failureLimit 1); each forgery one Event.
     wait_rows(operator, namespace, name, lambda rows: len(rows) >= 2, what="evaluations")
