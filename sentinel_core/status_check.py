@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 
 from sentinel_core.conditions import Verdict
 from sentinel_core.sequential import GRID, TOP, State
-from sentinel_core.spec import AnalysisSpec
+from sentinel_core.spec import MAX_METRICS, AnalysisSpec
 from sentinel_core.status import AnalysisStatus, Condition, MetricResult
 from sentinel_core.values import format_time, parse_time, utc_seconds
 
@@ -60,6 +60,12 @@ def check(
     """
     now = utc_seconds(now)
     found: list[str] = []
+    if len(status.metric_results) > MAX_METRICS:
+        found.append(
+            f"metricResults holds {len(status.metric_results)} results, more than the "
+            f"{MAX_METRICS} metrics a spec may have"
+        )
+        status = replace(status, metric_results=())
     status = _times(status, now, found)
     status = _count(status, spec, generation, found)
     results = tuple(

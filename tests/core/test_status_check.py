@@ -197,6 +197,17 @@ def test_a_discarded_state_is_not_kept_when_nothing_is_read() -> None:
     written(decision)
 
 
+def test_more_metric_results_than_a_spec_may_have_are_dropped() -> None:
+    world = World()
+    world.evaluate(*passing())
+    result = world.status.to_dict()["metricResults"][0]
+    forge(world, metricResults=[{**result, "name": f"m{i}"} for i in range(21)])
+    decision = world.evaluate(*unavailable_all())
+    (message,) = discarded(decision)
+    assert "metricResults holds 21 results, more than the 20 metrics a spec may have" in message
+    assert decision.status.metric_results == ()
+
+
 # -- failures and window ----------------------------------------------------------------------
 
 
