@@ -2,9 +2,9 @@
 
 docs/status.md#what-the-operator-trusts-in-its-status: each forged shape below is one whoever
 may write ``rolloutanalyses/status`` can write; ``decide`` discards it, recomputes it, says so
-in one Warning Event ``StatusDiscarded`` (once, not per attempt) and never pauses on it. Every
-test here fails on the decision before the check: it froze, crashed, wrote an Infinity every
-status write refuses, or paused. The last tests drive the decision over long random histories,
+in one Warning Event ``StatusDiscarded`` (once, not per attempt) and never pauses on it. Each
+forged shape's test fails on the decision before the check: it froze, crashed, wrote an Infinity
+every status write refuses, or paused. The last tests drive the decision over long random histories,
 sequential steps read as the operator reads them, and find nothing discarded in any status the
 operator wrote: the checks hold for everything it writes.
 """
