@@ -18,7 +18,6 @@ the whole list (the watch relists after a failed sync, and would relist forever)
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -26,16 +25,17 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from django.db import DataError, connection, models, transaction
+from django.db import DataError, models, transaction
 from django.db.models import Q
-from django.db.models.expressions import Col
 from django.utils import timezone
 
+from analyses import due
 from analyses.models import Analysis, AnalysisMetric, Evaluation
 from sentinel_core.conditions import ConditionType
 from sentinel_core.resource import AnalysisResource, MalformedResource
 from sentinel_core.spec import MetricSpec
 from sentinel_core.values import parse_time
+from sentinel_db import sql
 
 log = logging.getLogger(__name__)
 
@@ -157,11 +157,10 @@ _STATUS_COLUMNS = (
     "last_evaluation_at",
     "observed_generation",
 )
-_REFRESH_SET = (*_STATUS_COLUMNS, "mirrored_at", "next_due_at", "backoff_attempt")
 
 
 def refresh_status(
-    resource: AnalysisResource, *, now: datetime, next_due_at: datetime, backoff_attempt: int
+    resource: AnalysisResource, *, now: datetime, scheduled: Mapping[str, Any]
 ) -> int | None:
     """Mirror the operator's own status write and the next due time in ONE UPDATE; return the pk.
 
@@ -171,36 +170,15 @@ def refresh_status(
     the row's already); anything else (no row yet, a deleted one, a spec changed meanwhile)
     returns None and the caller takes ``upsert``, which judges those cases. The ``generation``
     guard is ``due.reschedule``'s: a row the watch made due at once for a newer spec keeps that.
+    ``scheduled`` is the due columns ``due.rescheduled`` names.
     """
     columns = _columns(resource)
-    values = [columns[column] for column in _STATUS_COLUMNS]
-    values += [now, next_due_at, backoff_attempt]
-    prepared = [
-        _field(column).get_db_prep_save(value, connection)
-        for column, value in zip(_REFRESH_SET, values, strict=True)
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _refresh_sql(connection.vendor), [*prepared, resource.uid, resource.generation]
-        )
-        found = cursor.fetchone()
-    return int(found[0]) if found else None
-
-
-def _field(column: str) -> models.Field[Any, Any]:
-    return Analysis._meta.get_field(column)  # type: ignore[return-value]
-
-
-@functools.cache
-def _refresh_sql(vendor: str) -> str:
-    """Return the UPDATE (one text per database vendor; both quote names alike, RETURNING too)."""
-    quote = connection.ops.quote_name
-    assignments = ", ".join(f"{quote(_field(c).column)} = %s" for c in _REFRESH_SET)
-    return (
-        f"UPDATE {quote(Analysis._meta.db_table)} SET {assignments}"
-        f" WHERE {quote('uid')} = %s AND {quote('deleted_at')} IS NULL"
-        f" AND {quote('generation')} = %s RETURNING {quote('id')}"
-    )
+    assignments = {column: columns[column] for column in _STATUS_COLUMNS}
+    assignments["mirrored_at"] = now
+    assignments.update(scheduled)
+    where = {"uid": resource.uid, "generation": resource.generation}
+    found = sql.update_returning(Analysis, assignments, where, null=("deleted_at",))
+    return int(found) if found is not None else None
 
 
 def watch_can_skip(obj: Mapping[str, Any]) -> bool:
@@ -219,55 +197,24 @@ def watch_can_skip(obj: Mapping[str, Any]) -> bool:
     uid, version, generation = meta.get("uid"), meta.get("resourceVersion"), meta.get("generation")
     if not isinstance(uid, str) or not isinstance(version, str):
         return False
-    with connection.cursor() as cursor:
-        cursor.execute(_skip_sql(connection.vendor), [uid])
-        found = cursor.fetchone()
-    if found is None or found[1] is not None:
+    found = sql.select_one(Analysis, _SKIP_COLUMNS, "uid", uid)
+    if found is None or found.deleted_at is not None:
         return False
-    mirrored_version, _, mirrored_generation, stored_evaluation = found
-    if mirrored_version == version:
+    if found.resource_version == version:
         return True
     evaluated = parse_time((obj.get("status") or {}).get("lastEvaluationTime"))
     if not (
-        isinstance(generation, int) and generation == mirrored_generation and evaluated is not None
+        isinstance(generation, int) and generation == found.generation and evaluated is not None
     ):
         return False
-    last_evaluation = _from_db("last_evaluation_at", stored_evaluation)
+    last_evaluation = sql.from_db(Analysis, "last_evaluation_at", found.last_evaluation_at)
     return last_evaluation is None or evaluated > last_evaluation
 
 
-# What ``watch_can_skip`` reads, in this order.
+# What ``watch_can_skip`` reads: one SELECT by uid (plain SQL, ``sentinel_db.sql``: the ORM's
+# compilation of this read cost more than the read, once per watch event, and every status
+# write comes back as one; docs/performance.md, "Cuts 7 and 8").
 _SKIP_COLUMNS = ("resource_version", "deleted_at", "generation", "last_evaluation_at")
-
-
-@functools.cache
-def _skip_sql(vendor: str) -> str:
-    """Return the one SELECT of ``watch_can_skip`` (uid is unique: no ORDER BY, no LIMIT).
-
-    Plain SQL: the ORM's compilation of this read cost more than the read (docs/performance.md,
-    "Cuts 7 and 8"), once per watch event, and every status write comes back as one.
-    """
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(_field(column).column) for column in _SKIP_COLUMNS)
-    return f"SELECT {columns} FROM {quote(Analysis._meta.db_table)} WHERE {quote('uid')} = %s"
-
-
-def _from_db(column: str, value: Any) -> Any:
-    """Return ``value`` as read by a plain cursor, converted as the ORM converts it.
-
-    SQLite hands back a datetime column as a naive datetime (or text), PostgreSQL as an aware
-    one; the backend's converters make both the aware datetime the ORM returns.
-    """
-    col = _col(column)
-    converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
-    for converter in converters:
-        value = converter(value, col, connection)
-    return value
-
-
-@functools.cache
-def _col(column: str) -> Col:
-    return _field(column).get_col(Analysis._meta.db_table)
 
 
 def mark_deleted(namespace: str, name: str, uid: str, *, now: datetime | None = None) -> None:
@@ -283,7 +230,7 @@ def mark_deleted(namespace: str, name: str, uid: str, *, now: datetime | None = 
         return
     rows = Analysis.objects.live().filter(namespace=namespace, name=name, uid=uid)
     # A single UPDATE statement is its own short transaction.
-    rows.update(deleted_at=now or timezone.now(), next_due_at=None)
+    due.mark_deleted(rows, now or timezone.now())
 
 
 def live_uid(namespace: str, name: str) -> str:
@@ -350,11 +297,11 @@ def sync_all(
     deleted = 0
     for start in range(0, len(missing), _PRUNE_BATCH):
         # Checked again in the UPDATE: the watch may have written a row since it was read.
-        deleted += (
+        deleted += due.mark_deleted(
             Analysis.objects.filter(pk__in=missing[start : start + _PRUNE_BATCH])
             .filter(deleted_at__isnull=True)
-            .filter(Q(mirrored_at__isnull=True) | Q(mirrored_at__lte=listed_at))
-            .update(deleted_at=at, next_due_at=None)
+            .filter(Q(mirrored_at__isnull=True) | Q(mirrored_at__lte=listed_at)),
+            at,
         )
     return SyncResult(
         created=counts[_Change.CREATED],
@@ -424,18 +371,18 @@ def _upsert(
         if row is None or row.deleted_at is not None:
             # Only a row that becomes live can meet an earlier incarnation: a live row already
             # marked it when it did. Skipped, it is one UPDATE less per evaluation.
-            others.update(deleted_at=now, next_due_at=None)
+            due.mark_deleted(others, now)
 
         change = _Change.UPDATED
         spec_changed = True
         if row is None:
             change = _Change.CREATED
-            row = Analysis(uid=resource.uid, next_due_at=now)
+            row = Analysis(uid=resource.uid)
+            due.due_now(row, now, revived=False)
         else:
             spec_changed = row.spec != resource.raw_spec
             if row.deleted_at is not None or row.generation != resource.generation:
-                due = row.next_due_at if row.deleted_at is None else None
-                row.next_due_at = min(due, now) if due else now
+                due.due_now(row, now, revived=row.deleted_at is not None)
         for column, value in _columns(resource).items():
             setattr(row, column, value)
         row.created_at = resource.created_at or row.created_at or now

@@ -271,8 +271,8 @@ class MetricResult(models.Model):
     # samples, hashes); empty without one. The chart draws newMedian and oldMedian.
     comparison = models.JSONField(default=dict, blank=True)
     # With sequential: both sides' bad and all events over the steps this evaluation counted
-    # (sentinel_core.sequential.Counted.to_dict); empty when it counted none. The chart draws
-    # the two sides' bad-event rates from it.
+    # (sentinel_core.metric_kinds.sequential.Counted.to_dict); empty when it counted none. The
+    # chart draws the two sides' bad-event rates from it.
     counted = models.JSONField(default=dict, blank=True)
     # Error when this metric's query got no usable answer.
     verdict = models.CharField(max_length=16, choices=OUTCOME_CHOICES)
@@ -286,9 +286,3 @@ class MetricResult(models.Model):
         shown = self.value_text or "no data"
         bound = f" (max {self.max_value:g})" if self.max_value is not None else ""
         return f"{self.name}={shown}{bound}: {self.verdict}"
-
-
-# REST API tokens and namespace grants live in their own modules; imported here so Django
-# registers the models.
-from analyses.grant_models import NamespaceGrant  # noqa: E402, F401
-from analyses.token_models import ApiToken  # noqa: E402, F401

@@ -20,8 +20,6 @@ web app at a devcluster by overriding that setting.
 from __future__ import annotations
 
 import contextlib
-import os
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,17 +28,16 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from analyses import mirror, scope, signals
+from accounts import scope
+from analyses import due, mirror, signals
 from analyses.models import Analysis
-from sentinel_cluster import kube, writes
+from sentinel_cluster import clients, kube, writes
 from sentinel_cluster.events import record_events
 from sentinel_core.decision import Resumption, resume
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.spec import DEFAULT_TARGET_KIND, AnalysisSpec
 from sentinel_core.status import AnalysisStatus
 
-# A person is waiting for the answer: give up sooner than the operator's 10 s.
-REQUEST_TIMEOUT = 5.0
 # Top-level spec fields that may be absent (docs/resource.md): an update leaving one out removes it.
 _OPTIONAL_SPEC_FIELDS = ("failureWindow", "notify")
 
@@ -90,34 +87,18 @@ class ResumeResult:
 
 # -- the client ----------------------------------------------------------------------------
 
-_clients: dict[tuple[str | None, int], kube.KubeClient] = {}
-_clients_lock = threading.Lock()
-
 
 def kube_client() -> kube.KubeClient:
     """Return the client for ``settings.SENTINEL_KUBECONFIG``, reused while the file is unchanged.
 
     Raise ``ClusterUnavailable`` when no configuration can be loaded.
     """
-    path = getattr(settings, "SENTINEL_KUBECONFIG", None) or None
     try:
-        # A rewritten kubeconfig (a restarted devcluster, rotated credentials) is read again.
-        stamp = os.stat(path).st_mtime_ns if path else 0
-    except OSError:
-        stamp = -1
-    key = (path, stamp)
-    with _clients_lock:
-        client = _clients.get(key)
-        if client is None:
-            try:
-                client = kube.KubeClient(kube.load_api_client(path), timeout=REQUEST_TIMEOUT)
-            except kube.KubeError as exc:
-                raise ClusterUnavailable(
-                    f"The Kubernetes configuration cannot be loaded ({exc}); nothing was changed."
-                ) from exc
-            _clients.clear()
-            _clients[key] = client
-    return client
+        return clients.for_kubeconfig(getattr(settings, "SENTINEL_KUBECONFIG", None) or None)
+    except kube.KubeError as exc:
+        raise ClusterUnavailable(
+            f"The Kubernetes configuration cannot be loaded ({exc}); nothing was changed."
+        ) from exc
 
 
 # -- writes --------------------------------------------------------------------------------
@@ -302,8 +283,7 @@ def evaluate_now(analysis: Analysis, *, now: datetime | None = None) -> datetime
     """
     _require_scope(analysis.namespace)
     moment = now or timezone.now()
-    updated = Analysis.objects.live().filter(pk=analysis.pk).update(next_due_at=moment)
-    if not updated:
+    if not due.evaluate_now(analysis.pk, moment):
         raise ResourceConflict(
             f"The analysis {analysis.namespace}/{analysis.name} was deleted in the cluster."
         )

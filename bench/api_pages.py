@@ -42,7 +42,7 @@ TARGET_P99 = 0.050
 # (docs/security.md); without the grant the user lists nothing.
 _USER_SCRIPT = """
 from django.contrib.auth.models import Permission, User
-from analyses.grant_models import ALL_NAMESPACES, NamespaceGrant
+from accounts.models import ALL_NAMESPACES, NamespaceGrant
 user = User.objects.create_user("bench", password="bench-not-used")
 user.user_permissions.add(Permission.objects.get(codename="view_analysis"))
 NamespaceGrant.objects.create(user=user, namespace=ALL_NAMESPACES, can_view=True)

@@ -3,9 +3,9 @@
 The figures and what they mean: docs/analysis.md#calibration-benchcompare_calibrationpy.
 
 Both sides are drawn from one distribution for ``--seeds`` seeds (at least 1,000) and judged by
-the product's own ``sentinel_core.compare.judge_comparison``: the share that fails is the
-false-failure rate, which must not exceed 1 - confidence plus its sampling error (two standard
-errors of a binomial proportion). Then the new side is made worse by +10 %, +25 % and +50 %
+the product's own ``sentinel_core.metric_kinds.compare.judge_comparison``: the share that fails
+is the false-failure rate, which must not exceed 1 - confidence plus its sampling error (two
+standard errors of a binomial proportion). Then the new side is made worse by +10 %, +25 % and +50 %
 and the share that fails is the detection rate. Pure: no servers, no clock; the figures are in
 docs/analysis.md.
 
@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from sentinel_core.compare import Compare, Sides, judge_comparison
+from sentinel_core.metric_kinds.compare import Compare, Sides, judge_comparison
 
 Draw = Callable[[random.Random, int, float], list[float]]
 SHIFTS = (0.10, 0.25, 0.50)

@@ -16,8 +16,9 @@ A good rollout gives the new pods the old pods' rate; a bad one multiplies it by
 2 or 3 on the first metric (with 3 or 10 metrics the others stay good, and each metric's
 evidence must reach m/alpha). Every rollout is judged four ways, on the same counts:
 
-- ``sequential``: the product's ``sentinel_core.sequential.accumulate`` and ``evidence_of``,
-  with per-pod counts (``seq/pods``) and with the two sides' sums only (``seq/sides``);
+- ``sequential``: the product's ``sentinel_core.metric_kinds.sequential.accumulate`` and
+  ``evidence_of``, with per-pod counts (``seq/pods``) and with the two sides' sums only
+  (``seq/sides``);
 - ``compare``: the product's ``judge_comparison`` (Mann-Whitney) each evaluation on the pods'
   per-step error rates over the last 10 steps (lookback 5m at 30s), failureLimit 1 and 3
   (one metric only: it is the slow part);
@@ -42,8 +43,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from sentinel_core.compare import Compare, Sides, judge_comparison
-from sentinel_core.sequential import GRID, Settings, accumulate, evidence_of, reached
+from sentinel_core.metric_kinds.compare import Compare, Sides, judge_comparison
+from sentinel_core.metric_kinds.sequential import GRID, Settings, accumulate, evidence_of, reached
 
 PODS = 10
 # The multiplication sign of the table's headings.

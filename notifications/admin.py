@@ -2,7 +2,7 @@
 "send test message" button each.
 
 Deliveries are read-only (the operator writes them) and limited to the analyses the user may
-see (``analyses.access.visible``). The channels page lists ``SENTINEL_NOTIFY_CONFIG``'s channels
+see (``accounts.access.visible``). The channels page lists ``SENTINEL_NOTIFY_CONFIG``'s channels
 by name, events and a redacted URL (never the URL: it holds tokens); sending a test message
 needs the ``notifications.change_delivery`` permission and goes out at once, from the web
 process, with the configured timeout.
@@ -23,9 +23,9 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
-from analyses import access
-from analyses.admin_numbers import number_html
+from accounts import access
 from analyses.models import Analysis
+from analyses.numbers import number_html
 from notifications import channels
 from notifications.config import NotifyConfig
 from notifications.models import Delivery, DeliveryAttempt
@@ -47,7 +47,7 @@ class AttemptInline(admin.TabularInline):
 
     @admin.display(description="duration")
     def duration(self, attempt: DeliveryAttempt) -> str:
-        # Readable, the exact seconds on hover (analyses.admin_numbers).
+        # Readable, the exact seconds on hover (analyses.numbers).
         return format_html("{} s", number_html(attempt.duration_seconds))
 
 

@@ -17,7 +17,7 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from analyses import access
+from accounts import access
 from analyses.api.serializers import ErrorSerializer
 from analyses.api.views import AnalysisViewSet
 from notifications.models import Delivery, DeliveryAttempt

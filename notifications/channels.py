@@ -76,7 +76,8 @@ def load_plugins() -> None:
     """Load Apprise's plugins now, as its first URL or attachment would.
 
     ``runoperator`` calls this before forking its workers, so the plugin modules are pages the
-    workers share instead of about 24 MB of private memory each (docs/reliability.md).
+    workers share instead of a private copy each (docs/reliability.md; the figure is in
+    docs/performance.md).
     """
     asset = AppriseAsset(app_id="Rollout Sentinel", storage_mode="memory")
     Apprise.instantiate("json://localhost", asset=asset, suppress_exceptions=True)

@@ -3,7 +3,7 @@
 ``sentinel_site.settings`` calls ``load`` once at start-up, so a bad file, an unknown event or
 an Apprise URL whose scheme Apprise does not know stops the process with one line
 (``ImproperlyConfigured``, which ``manage.py`` prints without a traceback). The file is read by
-``analyses.config_files``, as the providers file is: the line names the file, the channel and
+``sentinel_config.files``, as the providers file is: the line names the file, the channel and
 the field. Channel URLs carry
 tokens and passwords: nothing here ever puts one in a message; ``Channel.redacted`` is the only
 form that may be shown (admin, API, logs).
@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ImproperlyConfigured
 from pydantic import Field, StrictBool, field_validator
 
-from analyses import config_files
+from sentinel_config import files as config_files
 from sentinel_core.notify import DEFAULT_EVENTS, DEFAULT_OUTAGE_AFTER_SECONDS, NotifyEvent
 from sentinel_core.spec import DNS1123_LABEL, parse_duration
 

@@ -15,8 +15,8 @@ from notifications import render
 from notifications.channels import Message
 from notifications.config import NotifyConfig
 from notifications.models import Delivery
+from sentinel_core.metric_kinds.sequential import Counted
 from sentinel_core.notify import NotifyEvent
-from sentinel_core.sequential import Counted
 
 log = logging.getLogger(__name__)
 

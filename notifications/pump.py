@@ -4,7 +4,7 @@
 ``poll_interval`` it selects pending deliveries whose ``next_attempt_at`` has come, claims each
 with a compare-and-set that moves ``next_attempt_at`` forward by ``CLAIM`` (so a second pass or
 a second replica during a failover does not queue it twice, and a task lost with its worker or
-its broker is queued again when the claim runs out; ``analyses.claims``, shared with the
+its broker is queued again when the claim runs out; ``sentinel_db.claims``, shared with the
 operator's dispatcher), and queues ``tasks.deliver_task`` with that claim, which the task must
 still find on the row to send. Rows stored by an operator that was killed, or by the web app's
 resume, are picked up the same way.
@@ -17,8 +17,8 @@ import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from analyses import claims
 from notifications.models import Delivery, State
+from sentinel_db import claims
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ highest of data and ``maxValue``, and the panels sit at fixed fractions of the f
 
 ``chart_png`` draws in a child forked for the one picture: matplotlib keeps what a drawing allocates
 (font and text-layout caches, freed arenas the allocator does not return), and in a long-lived
-django-q2 worker that was 20-80 MB of private memory per worker, growing with the messages sent,
-which took the two operator replicas over the 600 MB of docs/operations.md#memory (the soak,
-docs/reliability.md). The child's memory is returned when it exits.
+django-q2 worker that memory grows with the messages sent, past the budget of
+docs/operations.md#memory (found by the soak, docs/reliability.md; the figures are in
+docs/performance.md). The child's memory is returned when it exits.
 """
 
 from __future__ import annotations

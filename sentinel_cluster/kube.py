@@ -249,8 +249,8 @@ class KubeClient:
         stream: bool,
     ) -> urllib3.BaseHTTPResponse:
         # Straight to the official client's pooled urllib3 connections: its ``param_serialize``
-        # and ``call_api`` deep-copied every body and wrapped every answer, about 1.5 ms of CPU
-        # per request (docs/performance.md, "A lean JSON path"). TLS, client certificates and
+        # and ``call_api`` deep-copy every body and wrap every answer, a cost paid on every
+        # request (docs/performance.md, "A lean JSON path"). TLS, client certificates and
         # proxies stay the pool manager's, as the official client set it up.
         configuration = self.api_client.configuration
         headers = {**self.api_client.default_headers, "Accept": "application/json"}

@@ -10,9 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from sentinel_core.compare import Sides
-from sentinel_core.sequential_read import Reading
-
 
 class MeasurementError(StrEnum):
     """Why a query produced no value."""
@@ -54,16 +51,7 @@ class Measurement:
     # The worst series' labels as Prometheus returned them (``__name__`` dropped); the core
     # keeps at most 10 of them in the status.
     labels: tuple[tuple[str, str], ...] = ()
-    # With minSamples: what its guard query returned; None for an empty result or NaN.
-    samples: float | None = None
-    samples_text: str | None = None
-    # With maxIncrease: the metric's own query at the baseline instant; None for an empty
-    # result, NaN, or no instant to ask at (beforeRollout before any rollout was seen).
-    baseline: float | None = None
-    baseline_text: str | None = None
-    # With compare: the new and the old pods' samples over lookback and their hashes; None
-    # when the range query was not asked (the metric's own query had no answer).
-    sides: Sides | None = None
-    # With sequential: the steps read since the state's ``through`` and the sides' hashes;
-    # None when nothing was asked.
-    reading: Reading | None = None
+    # The metric kind's own reading of its other queries (sentinel_core.metric_kinds: a guard's
+    # answer, a baseline, the samples or counts of the new and the old pods); None when the
+    # kind read nothing beyond the value.
+    reading: object | None = None

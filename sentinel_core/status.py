@@ -14,9 +14,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from sentinel_core.compare import Comparison
 from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
-from sentinel_core.sequential import Counted, State
+from sentinel_core.metric_kinds.compare import Comparison
+from sentinel_core.metric_kinds.sequential import Counted, State
 from sentinel_core.values import format_time, non_negative_integer, parse_time
 
 

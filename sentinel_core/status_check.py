@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from sentinel_core.conditions import Verdict
-from sentinel_core.sequential import GRID, TOP, State
+from sentinel_core.metric_kinds.sequential import GRID, State, grid
 from sentinel_core.spec import MAX_METRICS, AnalysisSpec
 from sentinel_core.status import AnalysisStatus, Condition, MetricResult
 from sentinel_core.values import format_time, parse_time, utc_seconds
@@ -285,8 +285,9 @@ def _evidence_problem(state: State) -> str:
     if len(state.log_ratios) != GRID:
         return f"holds {len(state.log_ratios)} log ratios, not {GRID}"
     slack = _LOG_SLACK * (state.steps + 1)
-    for index, value in enumerate(state.log_ratios, start=1):
-        step = math.log(TOP) * index / GRID
+    # log(rho / rho0) at each grid point: the same for every margin rho0.
+    steps = [math.log(float(ratio)) for ratio in grid(1.0)]
+    for value, step in zip(state.log_ratios, steps, strict=True):
         high, low = state.new_bad * step, -state.old_bad * step
         if value > high + slack + 1e-9 * high or value < low - slack + 1e-9 * low:
             return (

@@ -149,9 +149,11 @@ def _hold(kind: str, workload: Mapping[str, Any]) -> tuple[dict[str, Any], dict[
         return {}, {}
     before = (workload.get("spec") or {}).get("updateStrategy") or {"type": _ROLLING_UPDATE}
     return (
-        # rollingUpdate goes: its parameters mean nothing under OnDelete, and come back with
-        # the saved strategy.
-        {"updateStrategy": {"type": _ON_DELETE, "rollingUpdate": None}},
+        # Only the type changes: rollingUpdate stays as it was (the API server keeps it under
+        # OnDelete), so the admission guard can hold the accounts to flipping the type, never
+        # widening maxUnavailable or maxSurge
+        # (docs/operations.md#the-guard-rail-a-validatingadmissionpolicy).
+        {"updateStrategy": {"type": _ON_DELETE}},
         {Annotation.UPDATE_STRATEGY_BEFORE.value: json.dumps(before, sort_keys=True)},
     )
 

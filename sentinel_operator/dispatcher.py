@@ -14,7 +14,8 @@ Claiming: before queueing, a row's ``next_due_at`` is moved forward by the claim
 row is queued once even if two passes (or two replicas during a leader change) see it, and a
 worker that dies mid-task does not lose the analysis: it becomes due again when the claim runs
 out. The reconciler overwrites the claim with the real next due time when it finishes
-(``due.reschedule``); a batch gives back the members it will not start (``due.release``):
+(``analyses.due.reschedule``); a batch gives back the members it will not start
+(``analyses.due.release``):
 past half its time limit, or when their claims would run out before it could be killed
 (docs/operator.md#claims). Only the leader dispatches; ``runtime`` runs ``Dispatcher.run`` in a
 thread.
@@ -33,8 +34,9 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
-from analyses import claims
-from analyses.models import Analysis
+from analyses import due
+from analyses.due import DueRow
+from sentinel_db import claims
 from sentinel_operator.metrics import operator_metrics
 from sentinel_operator.tasks import BATCH_TASK
 
@@ -44,8 +46,6 @@ log = logging.getLogger(__name__)
 Member = tuple[str, str, str, datetime]
 # Enqueue(members, claimed_until): put one batch task on the task queue.
 Enqueue = Callable[[Sequence[Member], datetime], None]
-# A due row as read: pk, namespace, name, next_due_at, uid.
-_Due = tuple[int, str, str, datetime, str]
 
 POLL_INTERVAL = 0.1
 BATCH = 200
@@ -108,17 +108,9 @@ class Dispatcher:
         if enqueue_in_transaction is None:
             enqueue_in_transaction = "orm" in getattr(settings, "Q_CLUSTER", {})
         self.enqueue_in_transaction = enqueue_in_transaction
-        # The pass's read, the most overdue first: one statement, compiled once, so the scope
-        # and the batch are fixed here. Filtered in the query, so rows out of scope never fill
-        # a batch either.
-        scope = {"namespace__in": self.namespaces} if self.namespaces else {}
-        self._due = claims.DueRead(
-            lambda at: (
-                Analysis.objects.due(at)
-                .filter(**scope)
-                .values_list("pk", "namespace", "name", "next_due_at", "uid")[:batch]
-            )
-        )
+        # The pass's read, the most overdue first: compiled once, so the scope and the batch
+        # are fixed here.
+        self._due = due.read(batch=batch, namespaces=self.namespaces)
 
     def dispatch_due(self) -> int:
         """Claim and queue what is due within ``ahead`` (one pass); return how many were queued.
@@ -127,11 +119,11 @@ class Dispatcher:
         ``ahead`` gather, so that a pass hands each worker several instead of one.
         """
         now = self._now()
-        due = self._due(now + self.ahead)
-        if not due or due[0][3] > now + timedelta(seconds=self.poll_interval):
+        found = self._due(now + self.ahead)
+        if not found or found[0].due_at > now + timedelta(seconds=self.poll_interval):
             return 0
         claimed_until = now + self.claim_timeout
-        claimed = self._claim(due, claimed_until)
+        claimed = due.claim(found, claimed_until)
         if not claimed:
             return 0
         # In due order, dealt out in turn: each task's members are spread over the whole
@@ -146,14 +138,7 @@ class Dispatcher:
             operator_metrics().dispatched.inc(queued)
         return queued
 
-    def _claim(self, due: list[_Due], claimed_until: datetime) -> list[_Due]:
-        # A concurrent claim or reschedule wins: only rows still at the due time read are taken.
-        live = Analysis.objects.filter(deleted_at__isnull=True)
-        found = [(row[0], row[3]) for row in due]
-        taken = {pk for pk, _ in claims.claim(live, "next_due_at", found, claimed_until)}
-        return [row for row in due if row[0] in taken]
-
-    def _enqueue_together(self, batches: list[list[_Due]], claimed_until: datetime) -> int:
+    def _enqueue_together(self, batches: list[list[DueRow]], claimed_until: datetime) -> int:
         """Queue ``batches`` on the ORM broker in one transaction: all of them or none."""
         claimed = [row for rows in batches for row in rows]
         try:
@@ -166,7 +151,7 @@ class Dispatcher:
             return 0
         return len(claimed)
 
-    def _enqueue_one(self, rows: list[_Due], claimed_until: datetime) -> int:
+    def _enqueue_one(self, rows: list[DueRow], claimed_until: datetime) -> int:
         try:
             self._enqueue(_members(rows), claimed_until)
         except Exception:
@@ -176,10 +161,9 @@ class Dispatcher:
         return len(rows)
 
     @staticmethod
-    def _unclaim(rows: list[_Due], claimed_until: datetime) -> None:
+    def _unclaim(rows: list[DueRow], claimed_until: datetime) -> None:
         # The broker failed: make the rows due again at once rather than after the claim.
-        found = [(row[0], row[3]) for row in rows]
-        claims.release(Analysis.objects.all(), "next_due_at", found, claimed_until)
+        due.release([(row.uid, row.due_at) for row in rows], claimed_until)
 
     def run(self, stop: threading.Event) -> None:
         """Dispatch until ``stop`` is set, while this replica leads."""
@@ -194,5 +178,5 @@ class Dispatcher:
         )
 
 
-def _members(rows: list[_Due]) -> list[Member]:
-    return [(namespace, name, uid, due_at) for _, namespace, name, due_at, uid in rows]
+def _members(rows: list[DueRow]) -> list[Member]:
+    return [(row.namespace, row.name, row.uid, row.due_at) for row in rows]

@@ -7,20 +7,20 @@ INSERTs. It runs inside ``outcome.record``'s one transaction; alone it opens its
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
-from django.db.models import Field, Model
+from django.db import transaction
 
 from analyses.models import Evaluation, MetricResult
 from sentinel_core.conditions import Outcome
 from sentinel_core.decision import HistoryEntry
 from sentinel_core.measurement import Measurement
+from sentinel_core.metric_kinds import Recorded, kind_of
 from sentinel_core.spec import AnalysisSpec
+from sentinel_db import sql
 
 
 @dataclass(frozen=True)
@@ -61,21 +61,23 @@ def record_attempt(
             # Measured with an error, or not measured because an earlier step failed.
             verdict = Outcome.ERROR
             message = (m.message or str(m.error)) if m is not None else "not measured"
+        # What the metric's kind keeps besides its result: a baseline, a guard's answer, or
+        # another value (evidence, where that is what the kind judges).
+        kept = kind_of(metric).recorded(m, result) if ok and m is not None else Recorded()
         value = m.value if m is not None and m.error is None else None
         value_text = (m.text or "") if m is not None and m.error is None else ""
-        if result is not None and result.sequential is not None:
-            # A sequential metric's value is its evidence, its limit the evidence needed.
-            value, value_text = result.sequential.evidence, result.value or ""
+        if kept.value_text is not None:
+            value, value_text = kept.value, kept.value_text
         rows.append(
             {
                 "name": metric.name,
                 "value": value,
                 "value_text": value_text,
                 "max_value": metric.max_value,
-                "baseline": m.baseline if ok and m is not None else None,
-                "baseline_text": (m.baseline_text or "") if ok and m is not None else "",
+                "baseline": kept.baseline,
+                "baseline_text": kept.baseline_text,
                 "limit": limit,
-                "samples_text": (m.samples_text or "") if ok and m is not None else "",
+                "samples_text": kept.samples_text,
                 "series": series,
                 "comparison": comparison,
                 "counted": counted,
@@ -96,50 +98,12 @@ def record_attempt(
         "paused": entry.paused,
     }
     # No savepoint inside record's transaction: a failure there rolls the whole attempt's
-    # bookkeeping back anyway.
-    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        cursor.execute(*_insert(Evaluation, [evaluation], returning=True))
-        evaluation_id = int(cursor.fetchone()[0])
+    # bookkeeping back anyway. Plain INSERTs, no model instance (docs/performance.md,
+    # "Bookkeeping as plain SQL").
+    with transaction.atomic(savepoint=False):
+        evaluation_id = int(sql.insert(Evaluation, [evaluation], returning=True))
         if rows:
             for row in rows:
                 row["evaluation_id"] = evaluation_id
-            cursor.execute(*_insert(MetricResult, rows, returning=False))
+            sql.insert(MetricResult, rows, returning=False)
     return evaluation_id
-
-
-def _insert(
-    model: type[Model], rows: list[dict[str, Any]], *, returning: bool
-) -> tuple[str, list[Any]]:
-    """Return one multi-row INSERT of ``rows`` (by attname) and its parameters.
-
-    Plain SQL, no model instance (docs/performance.md, "Bookkeeping as plain SQL"). Every
-    concrete column is written, a column ``rows`` do not name with its field default, so a
-    column added to the model later is filled as the ORM would fill it.
-    """
-    fields = _fields(model)
-    params = [
-        field.get_db_prep_save(
-            row[field.attname] if field.attname in row else field.get_default(), connection
-        )
-        for row in rows
-        for field in fields
-    ]
-    return _insert_sql(model, len(rows), returning, connection.vendor), params
-
-
-@functools.cache
-def _fields(model: type[Model]) -> tuple[Field[Any, Any], ...]:
-    return tuple(field for field in model._meta.concrete_fields if not field.primary_key)
-
-
-@functools.cache
-def _insert_sql(model: type[Model], count: int, returning: bool, vendor: str) -> str:
-    quote = connection.ops.quote_name
-    fields = _fields(model)
-    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    sql = (
-        f"INSERT INTO {quote(model._meta.db_table)}"
-        f" ({', '.join(quote(field.column) for field in fields)})"
-        f" VALUES {', '.join([one] * count)}"
-    )
-    return sql + f" RETURNING {quote(model._meta.pk.column)}" if returning else sql

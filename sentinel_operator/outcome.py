@@ -35,7 +35,7 @@ from enum import StrEnum
 
 from django.db import transaction
 
-from analyses import mirror
+from analyses import due, mirror
 from analyses.models import Analysis
 from notifications import store as notifications
 from sentinel_cluster import kube
@@ -45,7 +45,7 @@ from sentinel_core.conditions import ErrorReason
 from sentinel_core.decision import Decision, interrupted
 from sentinel_core.measurement import Measurement
 from sentinel_core.resource import AnalysisResource
-from sentinel_operator import due, history
+from sentinel_operator import history
 from sentinel_operator.durable import durably
 from sentinel_operator.metrics import operator_metrics
 
@@ -291,7 +291,7 @@ def _refreshed(outcome: Evaluated, now: datetime, rng: random.Random) -> Due | N
     )
     assert scheduled is not None  # an evaluation is always due again
     pk = mirror.refresh_status(
-        resource, now=now, next_due_at=scheduled.at, backoff_attempt=scheduled.backoff_attempt
+        resource, now=now, scheduled=due.rescheduled(scheduled.at, scheduled.backoff_attempt)
     )
     if pk is None:
         return None

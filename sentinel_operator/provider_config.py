@@ -1,6 +1,6 @@
 """The providers file (SENTINEL_PROVIDERS_FILE, docs/operations.md#metric-providers): its schema.
 
-``analyses.config_files`` reads it, as it reads the notification channels: one line per mistake,
+``sentinel_config.files`` reads it, as it reads the notification channels: one line per mistake,
 naming the file, the provider and the field.
 
 Every address and secret of a metric provider is the operator's configuration, never a
@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from analyses import config_files
+from sentinel_config import files as config_files
 from sentinel_core.provider import DEFAULT_PROVIDER, MAX_PROVIDER_NAME_LENGTH
 
 ENV = "SENTINEL_PROVIDERS_FILE"

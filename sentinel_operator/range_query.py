@@ -1,12 +1,11 @@
 """Ask Prometheus for a metric's samples over a time range (``/api/v1/query_range``).
 
-``measuring.measure_metric`` calls ``measure_range`` once per evaluation of a ``compare``
-metric (docs/analysis.md), after the metric's instant query answered, and once per
-evaluation of a ``sequential`` metric (its only query: the steps since the status's
-``through``). It goes through the same
+``measuring.measure_metric`` calls ``measure_range`` for each range query a metric's kind asks
+(docs/analysis.md: the samples of the new and the old pods over ``lookback``, after the metric's
+instant query answered; the steps since the status's ``through``). It goes through the same
 ``PrometheusClient.fetch`` as the instant query: the same token, timeout, size cap and error
-taxonomy, one HTTP request, never a retry, never an exception; the request counts as one of
-the metric's in the operator's counters.
+taxonomy, one HTTP request, never a retry, never an exception; the request counts as one of the
+metric's in the operator's counters.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from sentinel_operator.prometheus import PrometheusClient, parse_answer
 
 # One series: its labels (``__name__`` dropped) and its non-NaN values, oldest first.
 Series = tuple[dict[str, str], tuple[float, ...]]
-# The same with each value's timestamp (seconds): what a sequential metric's steps need.
+# The same with each value's timestamp (seconds): what the kinds read steps from need.
 TimedSeries = tuple[dict[str, str], tuple[tuple[float, float], ...]]
 
 

@@ -50,16 +50,15 @@ from sentinel_cluster.replicasets import compared_hashes, newest_replicaset_crea
 from sentinel_core.decision import Decision, Observation, after_conflict, decide
 from sentinel_core.kinds import DEPLOYMENT
 from sentinel_core.measurement import Measurement
+from sentinel_core.metric_kinds import Situation, kind_of
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.rollout import (
     ControllerRevisions,
-    baseline_instant,
     next_revision_rollout,
     next_rollout,
     template_hash,
 )
-from sentinel_core.sequential_read import basis_of
-from sentinel_core.spec import AnalysisSpec, MetricSpec
+from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus, Rollout
 from sentinel_core.status_check import trusted
 from sentinel_core.target import TargetState
@@ -165,13 +164,13 @@ class Reconciler:
         status = trusted(resource.status, spec=spec, generation=resource.generation, now=started)
         rollout = status.rollout
         try:
-            target, deployment = TargetState(exists=False), None
+            target, workload = TargetState(exists=False), None
             if spec is not None:
-                target, deployment = self._target(namespace, spec)
-                read = self._revisions(spec.target.kind, deployment)
-                rollout = self._rollout(spec.target.kind, rollout, deployment, read, started)
+                target, workload = self._target(namespace, spec)
+                read = self._revisions(spec.target.kind, workload)
+                rollout = self._rollout(spec.target.kind, rollout, workload, read, started)
                 measurements = self._measure(
-                    resource, status, spec, deployment, read, rollout, started
+                    resource, status, spec, workload, read, rollout, started
                 )
             decision = decide(
                 Observation(
@@ -189,11 +188,12 @@ class Reconciler:
             )
             # Pause first: a status claiming RolloutPaused over an unpaused target would later
             # read as a person's resume.
-            if decision.pause is not None and deployment is not None:
-                writes.pause(self.client, decision.pause, deployment)
+            if decision.pause is not None and workload is not None:
+                writes.pause(self.client, decision.pause, workload)
                 operator_metrics().pauses.inc()
                 log.warning(
-                    "paused Deployment %s/%s: %s",
+                    "paused %s %s/%s: %s",
+                    decision.pause.kind,
                     decision.pause.namespace,
                     decision.pause.name,
                     decision.pause.reason,
@@ -267,33 +267,30 @@ class Reconciler:
         resource: AnalysisResource,
         status: AnalysisStatus,
         spec: AnalysisSpec,
-        deployment: Mapping[str, Any] | None,
+        workload: Mapping[str, Any] | None,
         read: ControllerRevisions | None,
         rollout: Rollout | None,
         now: datetime,
     ) -> tuple[Measurement, ...]:
         """Measure every metric of ``spec`` at its provider, each query at most once."""
         self.providers.refresh()
-        # New pods against old pods (docs/resource.md): one list of a Deployment's ReplicaSets;
-        # the other kinds' sides were read with their rollout (``read``).
-        compares = any(
-            metric.compare is not None or metric.sequential is not None for metric in spec.metrics
-        )
+        # New pods against old pods (docs/resource.md), for the metric kinds that need the two
+        # sides: one list of a Deployment's ReplicaSets; the other target kinds' sides were read
+        # with their rollout (``read``).
+        compares = any(kind_of(metric).sides for metric in spec.metrics)
         hashes = NO_HASHES
         if compares and read is not None:
             hashes = read.hashes
-        elif compares and deployment is not None:
-            hashes = compared_hashes(self.client, deployment)
+        elif compares and workload is not None:
+            hashes = compared_hashes(self.client, workload)
         return tuple(
             measure_from(
                 self.providers,
                 resource.namespace,
                 metric,
-                baseline_at=baseline_instant(metric, rollout, now),
-                now=now,
-                step=spec.interval_seconds,
-                hashes=hashes,
-                through=_through(resource, status, metric, rollout, hashes[0], now),
+                kind_of(metric).facts(
+                    metric, _situation(resource, status, spec, rollout, now, hashes)
+                ),
             )
             for metric in spec.metrics
         )
@@ -316,19 +313,29 @@ class Reconciler:
         )
 
 
-def _through(
+def _situation(
     resource: AnalysisResource,
     status: AnalysisStatus,
-    metric: MetricSpec,
+    spec: AnalysisSpec,
     rollout: Rollout | None,
-    new_hash: str | None,
     now: datetime,
-) -> str | None:
-    """Return where a sequential metric's evidence continues from, as the core will see it."""
-    if metric.sequential is None or new_hash is None:
-        return None
-    basis = basis_of(status, metric.name, generation=resource.generation, rollout=rollout, now=now)
-    return basis.state(new_hash).through
+    hashes: tuple[str | None, tuple[str, ...]],
+) -> Situation:
+    """Return the evaluation as the metric kinds see it when they say what to measure from.
+
+    The kinds read it (a baseline's instant, where evidence continues) from ``status``: the
+    status as the core will see it, checked (docs/status.md#what-the-operator-trusts-in-its-status).
+    """
+    return Situation(
+        status=status,
+        spec=spec,
+        generation=resource.generation,
+        rollout=rollout,
+        now=now,
+        target_kind=spec.target.kind,
+        new_hash=hashes[0],
+        old_hashes=hashes[1],
+    )
 
 
 class _StatusWrite:

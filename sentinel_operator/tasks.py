@@ -1,11 +1,11 @@
 """django-q2 task functions: the batched reconcile and the coarse periodic jobs.
 
 The dispatcher queues ``reconcile_batch_task`` with the analyses a worker is to reconcile, each
-at its due time (``reconcile_task`` is one of them, kept for a task queued by an older
-operator); the schedules created by ``ensure_schedules`` (at operator start) run ``resync_task`` and
-``prune_task``. Tasks run in django-q2 worker processes, so each process builds its own
-Kubernetes and Prometheus clients on first use (never inherited across a fork): Kubernetes from
-``KUBECONFIG`` or the in-cluster config, Prometheus from ``settings.SENTINEL`` only.
+at its due time (``reconcile_one`` each); the leader queues ``resync_task`` and ``prune_task``
+every few minutes (``sentinel_operator.periodic``). Tasks run in django-q2 worker processes, so
+each process builds its own Kubernetes and Prometheus clients on first use (never inherited
+across a fork): Kubernetes from ``KUBECONFIG`` or the in-cluster config, Prometheus from
+``settings.SENTINEL`` only.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from analyses import mirror
+from analyses import due, mirror
 from notifications import store as notifications
 from sentinel_cluster import kube
 from sentinel_core.measurement import Measurement
-from sentinel_operator import due
+from sentinel_operator import lifeline
 from sentinel_operator.metrics import operator_metrics, provider_metrics
 from sentinel_operator.outcome import Result, result
 from sentinel_operator.providers import Providers
@@ -34,12 +34,15 @@ from sentinel_operator.reconcile import Reconciler
 log = logging.getLogger(__name__)
 
 BATCH_TASK = "sentinel_operator.tasks.reconcile_batch_task"
+RESYNC_TASK = "sentinel_operator.tasks.resync_task"
+PRUNE_TASK = "sentinel_operator.tasks.prune_task"
+# The django-q2 schedules older versions ran these with (dropped at start: tasks.drop_schedules).
 RESYNC_SCHEDULE = "sentinel-full-resync"
 PRUNE_SCHEDULE = "sentinel-prune-history"
 # A full resync repairs anything the watch missed; the watch itself keeps the mirror current.
 RESYNC_MINUTES = 5
 PRUNE_MINUTES = 60
-# What reconcile_task returns for a namespace outside SENTINEL_NAMESPACES.
+# What reconcile_one returns for a namespace outside SENTINEL_NAMESPACES.
 OUT_OF_SCOPE = "out_of_scope"
 # What reconcile_batch_task returns for a member it gave back unstarted.
 RELEASED = "released"
@@ -89,17 +92,18 @@ def reconciler() -> Reconciler:
         return _reconciler[1]
 
 
-def reconcile_task(
+def reconcile_one(
     namespace: str, name: str, due_at: str | None = None, uid: str | None = None
 ) -> str:
-    """Reconcile one analysis; ``due_at`` (ISO 8601) is when the dispatcher found it due.
+    """Reconcile one member of a batch; ``due_at`` (ISO 8601) is when the dispatcher found it due.
 
-    ``uid`` is the incarnation the dispatcher found due (None in a task queued without it).
+    ``uid`` is the incarnation the dispatcher found due (None: whichever the API server holds).
     """
     scope = settings.SENTINEL.namespaces
     if scope and namespace not in scope:
-        # The dispatcher never queues these; a task that arrives all the same (an old queue
-        # entry, a row written by hand) must not read, measure or pause anything there.
+        # The dispatcher never queues these; a member that arrives all the same (a queue entry
+        # from before a scope change, a row written by hand) must not read, measure or pause
+        # anything there.
         log.warning("reconcile %s/%s refused: outside SENTINEL_NAMESPACES", namespace, name)
         return OUT_OF_SCOPE
     due = datetime.fromisoformat(due_at) if due_at else None
@@ -130,7 +134,8 @@ def reconcile_batch_task(members: Sequence[Sequence[str]], claimed_until: str) -
     back too, never started: the dispatcher may hand it to another task then, and two attempts
     at once would be two outcomes for one due time (docs/operator.md#claims). That is every
     member of a task that waited in the queue for half the claim, and of one the ORM broker
-    delivers again after its worker died.
+    delivers again after its worker died. And once the operator that forked this worker has
+    died (``lifeline``), no member starts: they are given back for the next leader.
     """
     started = time.monotonic()
     limit = settings.Q_CLUSTER.get("timeout") or 60
@@ -140,29 +145,39 @@ def reconcile_batch_task(members: Sequence[Sequence[str]], claimed_until: str) -
         due_time = datetime.fromisoformat(due_at)
         late = time.monotonic() - started > limit / 2
         if late or (until - max(due_time, datetime.now(UTC))).total_seconds() < limit:
-            left = members[index:]
-            given_back = due.release(
-                [(member[2], datetime.fromisoformat(member[3])) for member in left], until
-            )
-            # given_back < len(left): the rest moved on meanwhile (claimed again, rescheduled).
-            log.warning(
-                "reconcile batch %s: %d analyses not started, %d of them given back",
+            why = (
                 f"past half its time limit ({limit / 2:.0f} s)"
                 if late
-                else f"with claims running out within its time limit ({limit} s)",
-                len(left),
-                given_back,
+                else f"with claims running out within its time limit ({limit} s)"
             )
-            return results + [RELEASED] * len(left)
+            return results + _give_back(members[index:], until, why)
         _wait_for(due_time)
+        if lifeline.operator_gone():
+            # An orphan starts no evaluation (docs/architecture.md#processes-and-threads).
+            return results + _give_back(members[index:], until, "after its operator died")
         try:
-            results.append(reconcile_task(namespace, name, due_at, uid))
+            results.append(reconcile_one(namespace, name, due_at, uid))
         except Exception:
             # The reconciler turns every failure it knows into an outcome; this one is a bug,
             # logged with its traceback. The analysis keeps its claim; its neighbours still run.
             log.exception("reconcile %s/%s failed; the rest of its batch goes on", namespace, name)
             results.append(Result.ERROR.value)
     return results
+
+
+def _give_back(left: Sequence[Sequence[str]], until: datetime, why: str) -> list[str]:
+    """Make ``left`` due again at its due times (``due.release``); return their results."""
+    given_back = due.release(
+        [(member[2], datetime.fromisoformat(member[3])) for member in left], until
+    )
+    # given_back < len(left): the rest moved on meanwhile (claimed again, rescheduled).
+    log.warning(
+        "reconcile batch %s: %d analyses not started, %d of them given back",
+        why,
+        len(left),
+        given_back,
+    )
+    return [RELEASED] * len(left)
 
 
 def _wait_for(due_at: datetime) -> None:
@@ -197,20 +212,12 @@ def prune_task(now: datetime | None = None) -> int:
     return removed
 
 
-def ensure_schedules() -> None:
-    """Create or update the django-q2 schedules of the periodic jobs (idempotent)."""
+def drop_schedules() -> None:
+    """Delete the django-q2 schedules older versions created for the periodic jobs.
+
+    django-q2's scheduler is off (``sentinel_operator.periodic`` queues those jobs), so the rows
+    would only be listed in the admin as if they still ran.
+    """
     from django_q.models import Schedule
 
-    for name, func, minutes in (
-        (RESYNC_SCHEDULE, "sentinel_operator.tasks.resync_task", RESYNC_MINUTES),
-        (PRUNE_SCHEDULE, "sentinel_operator.tasks.prune_task", PRUNE_MINUTES),
-    ):
-        Schedule.objects.update_or_create(
-            name=name,
-            defaults={
-                "func": func,
-                "schedule_type": Schedule.MINUTES,
-                "minutes": minutes,
-                "repeats": -1,
-            },
-        )
+    Schedule.objects.filter(name__in=(RESYNC_SCHEDULE, PRUNE_SCHEDULE)).delete()

@@ -7,6 +7,7 @@ but malformed raises ``ImproperlyConfigured`` with one sentence naming the varia
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from collections.abc import Mapping
@@ -71,12 +72,17 @@ class SentinelConfig:
     csrf_trusted_origins: tuple[str, ...] = ()
     # Session and CSRF cookies only over HTTPS; on unless SENTINEL_DEBUG is.
     secure_cookies: bool = True
-    # Proxies in front that append to X-Forwarded-For; 0 trusts only the socket's address, so
-    # a client cannot dodge the token-failure throttle by inventing the header.
-    num_proxies: int = 0
+    # SENTINEL_TRUSTED_PROXIES: the proxies in front (addresses and CIDRs, as text). Only a
+    # request from one of them may carry the SSO user header, and only their X-Forwarded-For
+    # hops tell clients apart; () trusts the socket's peer alone (docs/security.md).
+    trusted_proxies: tuple[str, ...] = ()
     # SENTINEL_PROVIDERS_FILE (docs/operations.md#metric-providers): "" means
     # SENTINEL_PROMETHEUS_URL is the only one.
     providers_file: str = ""
+    # SENTINEL_TASK_KEY: what django-q2 signs and checks its pickled tasks with, held only by the
+    # operator (docs/security.md#what-each-account-can-touch); "" keeps SENTINEL_SECRET_KEY,
+    # which runoperator accepts only with SENTINEL_DEBUG on.
+    task_key: str = ""
 
     @property
     def task_time_limit(self) -> int:
@@ -289,7 +295,13 @@ def load(env: Mapping[str, str], base_dir: Path) -> SentinelConfig:
         ),
         **_security(env),
         providers_file=_providers_file(env.get("SENTINEL_PROVIDERS_FILE", "")),
+        task_key=env.get("SENTINEL_TASK_KEY", ""),
     )
+    if config.task_key and config.task_key == config.secret_key:
+        raise ImproperlyConfigured(
+            "SENTINEL_TASK_KEY equals SENTINEL_SECRET_KEY; the task key must be one the web app "
+            "does not hold (docs/security.md)."
+        )
     # Checked last, so that a malformed setting is reported before a missing key.
     if not config.secret_key:
         if not debug:
@@ -323,6 +335,18 @@ def _security(env: Mapping[str, str]) -> dict[str, Any]:
             "SENTINEL_REMOTE_GROUPS_HEADER is set without SENTINEL_REMOTE_USER_HEADER; groups "
             "are read only from a proxy that also names the user."
         )
+    if "SENTINEL_NUM_PROXIES" in env:
+        raise ImproperlyConfigured(
+            "SENTINEL_NUM_PROXIES is replaced by SENTINEL_TRUSTED_PROXIES: list the addresses or "
+            "CIDRs of the proxies in front instead of counting them (docs/security.md)."
+        )
+    proxies = _trusted_proxies(env.get("SENTINEL_TRUSTED_PROXIES", ""))
+    if headers["SENTINEL_REMOTE_USER_HEADER"] and not proxies:
+        raise ImproperlyConfigured(
+            "SENTINEL_REMOTE_USER_HEADER is set but SENTINEL_TRUSTED_PROXIES names no proxy; list "
+            "the addresses or CIDRs the SSO proxy connects from, or anyone reaching the app could "
+            "send the header and be whoever they name."
+        )
     # Off unless named: without a proxy that overwrites it, a client could claim HTTPS.
     proxy_header = env.get("SENTINEL_SECURE_PROXY_SSL_HEADER", "")
     origins = _list(env.get("SENTINEL_CSRF_TRUSTED_ORIGINS", ""))
@@ -344,7 +368,7 @@ def _security(env: Mapping[str, str]) -> dict[str, Any]:
         ),
         "secure_proxy_ssl_header": _proxy_header(proxy_header),
         "csrf_trusted_origins": origins,
-        "num_proxies": _count("SENTINEL_NUM_PROXIES", env.get("SENTINEL_NUM_PROXIES", "0")),
+        "trusted_proxies": proxies,
         "secure_cookies": _bool(
             "SENTINEL_SECURE_COOKIES",
             env.get("SENTINEL_SECURE_COOKIES", "false" if _debug(env) else "true"),
@@ -365,11 +389,24 @@ def _providers_file(raw: str) -> str:
     return path
 
 
-def _count(name: str, raw: str) -> int:
-    value = raw.strip()
-    if not value.isdigit() or int(value) > 10:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number from 0 to 10.")
-    return int(value)
+def _trusted_proxies(raw: str) -> tuple[str, ...]:
+    """Return SENTINEL_TRUSTED_PROXIES's networks as text (``10.0.0.7/32``, ``10.42.0.0/16``)."""
+    networks = []
+    for item in _list(raw):
+        try:
+            network = ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"SENTINEL_TRUSTED_PROXIES: {item!r} is not an IP address or CIDR, e.g. "
+                "10.0.0.7 or 10.42.0.0/16."
+            ) from None
+        if network.prefixlen == 0:
+            # Every address: the header and X-Forwarded-For would be anyone's to write.
+            raise ImproperlyConfigured(
+                f"SENTINEL_TRUSTED_PROXIES: {item!r} trusts every address; name the proxies."
+            )
+        networks.append(str(network))
+    return tuple(networks)
 
 
 def _debug(env: Mapping[str, str]) -> bool:

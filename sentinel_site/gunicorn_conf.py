@@ -24,9 +24,9 @@ def post_worker_init(worker: Any) -> None:
 
     Evaluation pages allocate reference cycles (prefetched rows point at each other), which
     trigger a full collection every few dozen requests; a full collection walks every object of
-    Django, DRF and drf-spectacular and took 55-65 ms, the whole p99 budget of docs/performance.md.
-    Freezing them in each worker, after the fork from the master that loaded the app, cut the
-    p99 of those pages from 80-85 ms to 30-35 ms (docs/performance.md).
+    Django, DRF and drf-spectacular, which costs about the whole p99 budget of
+    docs/performance.md. Freezing them in each worker, after the fork from the master that loaded
+    the app, keeps those walks out of the requests (the figures are in docs/performance.md).
     """
     gc.collect()
     gc.freeze()

@@ -18,7 +18,7 @@ ALLOWED_HOSTS = list(SENTINEL.allowed_hosts)
 
 INSTALLED_APPS = [
     # Django's admin with the product's site: overview first, product before framework.
-    "analyses.admin_config.SentinelAdminConfig",
+    "sentinel_site.apps.SentinelAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -28,6 +28,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_q",
     "analyses",
+    "accounts",
     "notifications",
     "sentinel_operator",
 ]
@@ -44,7 +45,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Single sign-on from a trusted proxy's header; does nothing unless that header is named.
-    "analyses.sso.ProxyUserMiddleware",
+    "accounts.sso.ProxyUserMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -107,7 +108,13 @@ Q_CLUSTER = {
     "max_attempts": 1,
     "catch_up": False,
     "ack_failures": True,
-    "save_limit": 250,
+    # No pruning pass over the stored successes: it loads every row, and their pickled fields
+    # are a way in for whoever can write the table (the web app can: docs/security.md). The
+    # operator's tasks store no success anyway (save=False).
+    "save_limit": 0,
+    # Off: a Schedule row names any function to run, and the web app can write the table.
+    # sentinel_operator.periodic queues the resync and the pruning instead.
+    "scheduler": False,
     "poll": 0.2,
     "orm": "default",
 }
@@ -145,8 +152,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["analyses.api.parsers.BoundedJSONParser"],
     # evaluate/ per user; failed token authentications per client address (429, Retry-After).
     "DEFAULT_THROTTLE_RATES": {"evaluate": "30/min", "token_failure": "60/min"},
-    # How many X-Forwarded-For hops to believe when telling clients apart (SENTINEL_NUM_PROXIES).
-    "NUM_PROXIES": SENTINEL.num_proxies,
+    # DRF's own X-Forwarded-For reading stays off (its default believes the whole header); the
+    # throttles tell clients apart by accounts.client_address (SENTINEL_TRUSTED_PROXIES).
+    "NUM_PROXIES": 0,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Maps service errors to 400/409/502/503 and adds a stable "code" to error bodies.
     "EXCEPTION_HANDLER": "analyses.api.exceptions.exception_handler",
@@ -170,14 +178,21 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    # No badge fetched from validator.swagger.io: the page talks to this server only.
-    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
+    # No badge fetched from validator.swagger.io: the page talks to this server only. No deep
+    # links: Swagger UI puts each one inside its operation's toggle button, a link in a button
+    # that keyboards and screen readers cannot tell apart; no syntax colours, whose dark theme
+    # writes numbers at 3.45:1 (docs/api.md, the docs page).
+    "SWAGGER_UI_SETTINGS": {
+        "deepLinking": False,
+        "syntaxHighlight": False,
+        "validatorUrl": None,
+    },
     # One name for the outcome choices shared by evaluations and metric results.
     "ENUM_NAME_OVERRIDES": {"OutcomeEnum": "analyses.models.OUTCOME_CHOICES"},
 }
 # --- end REST API ---------------------------------------------------------------------------
 
-# --- Who may do what, where (docs/security.md; analyses/access.py, analyses/sso.py) ---------
+# --- Who may do what, where (docs/security.md; accounts/access.py, accounts/sso.py) ---------
 # Only these namespaces exist for the API, the admin and the services; () means all.
 SENTINEL_NAMESPACES: tuple[str, ...] = SENTINEL.namespaces
 # "django": NamespaceGrant rows; "kubernetes": a SubjectAccessReview per question.
@@ -186,11 +201,14 @@ SENTINEL_AUTHZ = SENTINEL.authz
 SENTINEL_AUTHZ_CACHE_SECONDS = 5.0
 SENTINEL_REMOTE_USER_HEADER = SENTINEL.remote_user_header
 SENTINEL_REMOTE_GROUPS_HEADER = SENTINEL.remote_groups_header
+# The proxies in front (accounts.client_address): where the SSO header may come from, and whose
+# X-Forwarded-For hops name the client the lockouts count.
+SENTINEL_TRUSTED_PROXIES: tuple[str, ...] = SENTINEL.trusted_proxies
 SENTINEL_METRICS_TOKEN = SENTINEL.metrics_token
 AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
 if SENTINEL_REMOTE_USER_HEADER:
     # Users named by the proxy are created on first sight, without a usable password.
-    AUTHENTICATION_BACKENDS.insert(0, "analyses.sso.ProxyUserBackend")
+    AUTHENTICATION_BACKENDS.insert(0, "accounts.sso.ProxyUserBackend")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": f"django.contrib.auth.password_validation.{name}"}

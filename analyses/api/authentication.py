@@ -16,9 +16,9 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
-from analyses import tokens
+from accounts import tokens
+from accounts.models import ApiToken
 from analyses.api.throttles import TokenFailureThrottle
-from analyses.token_models import ApiToken
 
 
 class TooManyFailures(AuthenticationFailed):
@@ -40,15 +40,19 @@ class ApiTokenAuthentication(BaseAuthentication):
         parts = get_authorization_header(request).split()
         if not parts or parts[0].lower() not in _KEYWORDS:
             return None
+        # The token is checked first: the lockout throttles failures, never a correct token,
+        # so others' bad tokens from the same address (a NAT, a shared proxy) block no one who
+        # holds a valid one. Checking costs a digest and an index lookup, and a 256-bit token
+        # cannot be guessed, so a locked-out client learns nothing by being answered.
         throttle = TokenFailureThrottle()
-        if throttle.blocked(request):
-            refusal = TooManyFailures()
-            # DRF's exception handler turns ``wait`` into the Retry-After header.
-            refusal.wait = math.ceil(throttle.wait() or 1)  # type: ignore[attr-defined]
-            raise refusal
         try:
             return self._authenticate(parts, request)
         except AuthenticationFailed:
+            if throttle.blocked(request):
+                refusal = TooManyFailures()
+                # DRF's exception handler turns ``wait`` into the Retry-After header.
+                refusal.wait = math.ceil(throttle.wait() or 1)  # type: ignore[attr-defined]
+                raise refusal from None
             throttle.failed(request)
             raise
 

@@ -19,7 +19,7 @@ import yaml
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from analyses import provider_access, scope
+from accounts import provider_access, scope
 from analyses.models import Analysis, Evaluation, MetricResult
 from sentinel_core.spec import (
     DNS1123_LABEL,

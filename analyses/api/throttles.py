@@ -1,8 +1,9 @@
 """DRF throttles of the REST API (docs/security.md#abuse-limits): 429 with ``Retry-After``.
 
 ``EvaluateThrottle`` limits ``evaluate/`` per user (each call makes the operator query
-Prometheus); ``TokenFailureThrottle`` limits failed token authentications per client address,
-and is consulted by ``analyses.api.authentication`` before it looks a token up. Rates come
+Prometheus); ``TokenFailureThrottle`` limits failed token authentications per client address
+(``accounts.client_address``: behind trusted proxies, the client they report), and is consulted
+by ``analyses.api.authentication`` only for a token that did not authenticate. Rates come
 from ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]``, read on every request (DRF reads them once
 at import), so that a deployment and a test can change them.
 """
@@ -15,10 +16,15 @@ from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle, UserRateThrottle
 
+from accounts.client_address import client_address
+
 
 class _LiveRates:
     def get_rate(self) -> str | None:
         return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)  # type: ignore[attr-defined]
+
+    def get_ident(self, request: Request) -> str:
+        return client_address(request)
 
 
 class EvaluateThrottle(_LiveRates, UserRateThrottle):
@@ -29,7 +35,7 @@ class EvaluateThrottle(_LiveRates, UserRateThrottle):
 class TokenFailureThrottle(_LiveRates, SimpleRateThrottle):
     """Counts failures only: ``blocked`` looks, ``failed`` records one."""
 
-    # Counted per client address (X-Forwarded-For only through NUM_PROXIES).
+    # Counted per client address (X-Forwarded-For only through SENTINEL_TRUSTED_PROXIES).
     scope = "token_failure"
 
     def get_cache_key(self, request: Request, view: Any) -> str:

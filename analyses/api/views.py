@@ -25,7 +25,8 @@ from rest_framework.filters import SearchFilter
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from analyses import access, services
+from accounts import access
+from analyses import services
 from analyses.api.filters import AnalysisFilter, EvaluationWindowFilter
 from analyses.api.pagination import AnalysisPagination, EvaluationPagination
 from analyses.api.permissions import AnalysisPermissions
@@ -142,7 +143,7 @@ class AnalysisViewSet(
     # ?search= matches any of these, case-insensitively.
     search_fields = ["name", "namespace", "target_name"]
 
-    # What each action asks of analyses.access, besides the model permission.
+    # What each action asks of accounts.access, besides the model permission.
     verbs = {
         "retrieve": access.Verb.GET,
         "evaluations": access.Verb.GET,

@@ -18,6 +18,7 @@ from datetime import datetime
 from html import escape
 from typing import Protocol, TypeVar
 
+from analyses.charts._svg import readable
 from sentinel_core.values import format_value
 
 # At least 3:1 against the white plot (graphics) and 4.5:1 for their labels (WCAG AA).
@@ -101,11 +102,10 @@ def _segments(
 
 def _legend(at: tuple[float, float], last: Pair, words: str, unit: str) -> str:
     left, top = at
-    new, old = (format_value(value or 0.0) + unit for value in last)
+    new, old = (readable(value or 0.0) + unit for value in last)
+    texts = (("new", NEW, f"new pods' {words} {new}"), ("old", OLD, f"old pods' {words} {old}"))
     items = []
-    for offset, (side, colour, text) in enumerate(
-        (("new", NEW, f"new pods' {words} {new}"), ("old", OLD, f"old pods' {words} {old}"))
-    ):
+    for offset, (side, colour, text) in enumerate(texts):
         y = top + 12 + offset * 14
         dash = ' stroke-dasharray="6 4"' if side == "old" else ""
         items.append(
@@ -115,7 +115,14 @@ def _legend(at: tuple[float, float], last: Pair, words: str, unit: str) -> str:
             f'font-size="11" font-family="system-ui, -apple-system, Segoe UI, Roboto, '
             f'sans-serif">{escape(text)}</text>'
         )
-    return f'<g class="chart-comparison-legend">{"".join(items)}</g>'
+    # On a light backing, as wide as the longer text (11 px characters average under 6.5 px):
+    # the lines may run under the legend.
+    width = 30 + 6.5 * max(len(text) for _, _, text in texts)
+    backing = (
+        f'<rect x="{left - 4:.1f}" y="{top + 1:.1f}" width="{width:.1f}" height="31" '
+        f'fill="#ffffff" fill-opacity="0.85"/>'
+    )
+    return f'<g class="chart-comparison-legend">{backing}{"".join(items)}</g>'
 
 
 def _usable(value: float | None) -> bool:

@@ -21,6 +21,7 @@ from analyses.charts._svg import (
     ROLLOUT,
     VALUE,
     clock,
+    readable,
     stamp,
     svg_text,
 )
@@ -58,13 +59,13 @@ def draw_grid(frame: Frame) -> list[str]:
 
 def _tick_label(value: float) -> str:
     # Rounding hides float noise such as 0.30000000000000004 from repeated addition.
-    return format_value(round(value, 9) + 0.0)
+    return readable(round(value, 9) + 0.0)
 
 
 def draw_threshold(frame: Frame, max_value: float, name: str = "max") -> list[str]:
     """Draw the ``maxValue`` line, its label and the shaded failing zone above it."""
     y = frame.y(max_value)
-    label = f"{name} {format_value(max_value)}"
+    label = f"{name} {readable(max_value)}"
     return [
         # Shade the failing zone so a breach reads at a glance, even without colour vision.
         f'<rect class="chart-breach-zone" x="{frame.left:.1f}" y="{frame.top:.1f}" '
@@ -103,10 +104,10 @@ def draw_baseline(frame: Frame, points: Sequence[ChartPoint]) -> list[str]:
     )
     if last is None or last.baseline is None:
         return []
-    shown = format_value(last.baseline)
+    exact = format_value(last.baseline)
     parts = [
-        f'<g class="chart-baseline" data-baseline="{escape(shown)}">'
-        f"<title>Baseline, last {escape(shown)} at {clock(last.at)} UTC</title>"
+        f'<g class="chart-baseline" data-baseline="{escape(exact)}">'
+        f"<title>Baseline, last {escape(exact)} at {clock(last.at)} UTC</title>"
     ]
     for coordinates in segments:
         if len(coordinates) == 1:
@@ -121,7 +122,7 @@ def draw_baseline(frame: Frame, points: Sequence[ChartPoint]) -> list[str]:
         svg_text(
             frame.right - 4,
             frame.y(last.baseline) + 14,
-            f"baseline {shown}",
+            f"baseline {readable(last.baseline)}",
             anchor="end",
             fill=BASELINE,
             css="chart-baseline-label",

@@ -25,8 +25,7 @@ from analyses.charts._layers import (
     draw_time_axis,
 )
 from analyses.charts._scale import ChartPoint, frame_for
-from analyses.charts._svg import clock
-from sentinel_core.values import format_value
+from analyses.charts._svg import clock, readable
 
 
 def render_rates_chart(
@@ -90,7 +89,7 @@ def _description(counted: Sequence[ChartPoint]) -> str:
     if not counted:
         return "No steps counted on both sides yet."
     last = [
-        f"{clock(p.at)} UTC: new {format_value(new or 0.0)} %, old {format_value(old or 0.0)} %"
+        f"{clock(p.at)} UTC: new {readable(new or 0.0)} %, old {readable(old or 0.0)} %"
         for p in counted[-3:]
         for new, old in (_percent(p),)
     ]

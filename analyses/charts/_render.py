@@ -33,8 +33,7 @@ from analyses.charts._layers import (
     draw_time_axis,
 )
 from analyses.charts._scale import ChartPoint, frame_for, is_breach
-from analyses.charts._svg import clock
-from sentinel_core.values import format_value
+from analyses.charts._svg import clock, readable
 
 
 def render_metric_chart(
@@ -59,7 +58,8 @@ def render_metric_chart(
     ordered = sorted(points, key=lambda point: point.at)
     frame = frame_for(ordered, max_value, float(width), float(height), log=evidence)
     breaches = sum(1 for p in ordered if is_breach(p, max_value))
-    bound = f"the maximum {format_value(max_value)}" if max_value is not None else "their limit"
+    limit = "the evidence needed" if evidence else "the maximum"
+    bound = f"{limit} {readable(max_value)}" if max_value is not None else "their limit"
     summary = f"{title}: {len(ordered)} evaluations, {breaches} above {bound}"
     # What a screen reader announces: <title> names the graph, <desc> gives the last values
     # (the page's history table lists every evaluation as text).
@@ -69,7 +69,7 @@ def render_metric_chart(
         f'viewBox="0 0 {width} {height}" width="100%" preserveAspectRatio="xMidYMid meet" '
         f'role="img" aria-labelledby="{ids}-title {ids}-desc" data-points="{len(ordered)}">',
         f'<title id="{ids}-title">Graph of {escape(summary)}</title>',
-        f'<desc id="{ids}-desc">{escape(_description(ordered, max_value))}</desc>',
+        f'<desc id="{ids}-desc">{escape(_description(ordered, max_value, evidence))}</desc>',
         *draw_grid(frame),
         *(
             draw_threshold(frame, max_value, "needed" if evidence else "max")
@@ -89,20 +89,22 @@ def render_metric_chart(
     return "".join(parts)
 
 
-def _description(points: Sequence[ChartPoint], max_value: float | None) -> str:
+def _description(points: Sequence[ChartPoint], max_value: float | None, evidence: bool) -> str:
     """Return the graph in words (its <desc>): the last values, gaps, pauses, where the rest is."""
-    bound = "" if max_value is None else f" against the maximum {format_value(max_value)}"
+    limit = "the evidence needed" if evidence else "the maximum"
+    bound = "" if max_value is None else f" against {limit} {readable(max_value)}"
     if not points:
         return f"No evaluations yet{bound}."
     measured = [p for p in points if p.value is not None and not math.isnan(p.value)]
     last = [
-        f"{format_value(p.value)} at {clock(p.at)} UTC"
+        f"{readable(p.value)} at {clock(p.at)} UTC"
         + (" (above the maximum)" if max_value is not None and p.value > max_value else "")
         for p in measured[-3:]
         if p.value is not None
     ]
     words = [
-        f"Value over time from {clock(points[0].at)} to {clock(points[-1].at)} UTC{bound}.",
+        f"{'Evidence' if evidence else 'Value'} over time from {clock(points[0].at)} "
+        f"to {clock(points[-1].at)} UTC{bound}.",
         f"Last values, oldest first: {'; '.join(last)}." if last else "No values measured.",
     ]
     gaps = len(points) - len(measured)

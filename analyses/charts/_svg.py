@@ -1,12 +1,18 @@
-"""The chart's SVG vocabulary: its colours, its text element and how it writes moments.
+"""The chart's SVG vocabulary: its colours, its text element, how it writes numbers and moments.
 
-Shared by ``_render`` and ``_layers`` so that every label looks and reads the same.
+Shared by ``_render``, ``_rates``, ``_compare`` and ``_layers`` so that every label looks and
+reads the same. A number a person reads (a label, the description) is ``readable``: six
+significant digits, as the page's tables show it (analyses/numbers.py); a tooltip or a
+``data-`` attribute keeps Prometheus's exact text.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from html import escape
+
+# Re-exported: the layers write every number through this module.
+from analyses.numbers import readable as readable
 
 # Text in these colours (max and pause labels, ticks) is at least 4.5:1 on the white card and on
 # the shaded zone (WCAG AA; tests/ui/test_accessibility.py checks it).

@@ -10,7 +10,7 @@ short; ``judge`` one metric's verdict. No I/O, no clock.
 
 The parts are private: ``_decide`` (the three functions and their types), ``_conflict``
 (``reapplied``), ``_rules`` (the Ready and Healthy conditions and their messages), ``_judge``
-(one metric against its thresholds), ``_window`` (the failure count).
+(one metric, judged by its kind: ``sentinel_core.metric_kinds``), ``_window`` (the failure count).
 """
 
 from sentinel_core.decision._conflict import after_conflict, reapplied

@@ -31,7 +31,7 @@ from sentinel_core.conditions import (
     Reason,
     Verdict,
 )
-from sentinel_core.decision._judge import SequentialContext, judge
+from sentinel_core.decision._judge import judge
 from sentinel_core.decision._rules import (
     FALSE,
     TRUE,
@@ -47,8 +47,8 @@ from sentinel_core.decision._rules import (
 from sentinel_core.decision._window import count, describe
 from sentinel_core.kinds import DEPLOYMENT
 from sentinel_core.measurement import PROVIDER_ERRORS, Measurement, MeasurementError
+from sentinel_core.metric_kinds import Situation
 from sentinel_core.rollout import is_new
-from sentinel_core.sequential_read import basis_of
 from sentinel_core.spec import (
     DEFAULT_INTERVAL_SECONDS,
     AnalysisSpec,
@@ -179,7 +179,7 @@ def decide(obs: Observation) -> Decision:
             metric,
             m,
             rollout,
-            sequential=_sequential_context(obs, spec, metric, resumed),
+            situation=_situation(obs, spec, rollout, resumed),
             kind=spec.target.kind,
         )
         for metric, m in pairs
@@ -266,8 +266,8 @@ def decide(obs: Observation) -> Decision:
         )
         history = HistoryEntry(Outcome(verdict.value), None, "", judged, pause is not None)
     else:
-        # The status keeps its metric results, so a sequential metric's through stays where it
-        # was and the next attempt counts these steps again: they were not counted here.
+        # The status keeps its metric results, so evidence read in steps stays where it was and
+        # the next attempt counts these steps again: they were not counted here.
         uncounted = tuple(replace(result, counted=None) for result in judged)
         if unavailable:
             message = errors_text(unavailable)
@@ -361,21 +361,19 @@ def _decide_invalid_spec(error: InvalidSpecError, conds: Conditions, failures: i
     )
 
 
-def _sequential_context(
-    obs: Observation, spec: AnalysisSpec, metric: MetricSpec, resumed: bool
-) -> SequentialContext | None:
-    """Return what a sequential metric's evidence continues from (docs/analysis.md)."""
-    if metric.sequential is None:
-        return None
-    basis = basis_of(
-        obs.previous,
-        metric.name,
+def _situation(
+    obs: Observation, spec: AnalysisSpec, rollout: Rollout | None, resumed: bool
+) -> Situation:
+    """Return the evaluation as the metric kinds see it (docs/architecture.md)."""
+    return Situation(
+        status=obs.previous,
+        spec=spec,
         generation=obs.generation,
-        rollout=obs.rollout if obs.rollout is not None else obs.previous.rollout,
+        rollout=rollout,
         now=obs.now,
         resumed_now=resumed,
+        target_kind=spec.target.kind,
     )
-    return SequentialContext(basis, metrics=spec.sequential_metrics, budget=spec.budget)
 
 
 def _pair(

@@ -6,14 +6,15 @@ per problem and a ``SpecSummary`` of what could be read. The limits, defaults, n
 durations here are the same as the CRD's schema (``crds/``).
 
 The parts are private: ``_parse`` (the top-level fields), ``_metrics`` (each metric), ``_types``
-(the dataclasses), ``_errors``, ``_names`` (DNS-1123 patterns), ``_durations``. The thresholds
-(``Baseline``, ``Increase``, ``MinSamples``) and ``Compare`` are defined with their judgement in
-``sentinel_core.thresholds`` and ``sentinel_core.compare``, ``Sequential`` in
-``sentinel_core.sequential_spec``, and are part of the spec's types.
+(the dataclasses), ``_errors``, ``_names`` (DNS-1123 patterns), ``_durations``. Each metric
+kind's fields (``Baseline``, ``Increase``, ``MinSamples``; ``Compare``; ``Sequential``) are
+defined with the kind, in its package under ``sentinel_core.metric_kinds``, and are part of the
+spec's types.
 """
 
-from sentinel_core.compare import Compare
-from sentinel_core.sequential_spec import Sequential
+from sentinel_core.metric_kinds.compare import Compare
+from sentinel_core.metric_kinds.sequential import Sequential
+from sentinel_core.metric_kinds.threshold import Baseline, Increase, MinSamples
 from sentinel_core.spec._durations import MIN_INTERVAL_SECONDS, check_interval, parse_duration
 from sentinel_core.spec._errors import FieldError, InvalidSpecError
 from sentinel_core.spec._metrics import MAX_METRIC_NAME_LENGTH, MAX_METRICS, MAX_QUERY_LENGTH
@@ -29,7 +30,6 @@ from sentinel_core.spec._types import (
     SpecSummary,
     Target,
 )
-from sentinel_core.thresholds import Baseline, Increase, MinSamples
 
 __all__ = [
     "DEFAULT_FAILURE_LIMIT",

@@ -2,22 +2,21 @@
 
 The fields are described in docs/resource.md.
 
-The thresholds (``maxIncrease``, ``baseline``, ``minSamples``) and ``compare`` have their own
-parsers; this module checks the metric's own fields and assembles ``MetricSpec``.
+Each metric kind parses its own fields (``sentinel_core.metric_kinds.parse_fields``: the
+threshold's ``maxIncrease``, ``baseline``, ``minSamples``, ``compare``, ``sequential``); this
+module checks the metric's own fields and assembles ``MetricSpec``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sentinel_core.compare import check_exclusive, parse_compare
+from sentinel_core import metric_kinds
 from sentinel_core.provider import parse_provider
-from sentinel_core.sequential_spec import check_sequential_exclusive, parse_sequential
 from sentinel_core.spec._durations import parse_duration
 from sentinel_core.spec._errors import FieldError, report_unknown_fields
 from sentinel_core.spec._names import DNS1123_LABEL
 from sentinel_core.spec._types import MetricSpec
-from sentinel_core.thresholds import max_value_required, parse_thresholds
 from sentinel_core.values import number
 
 # Size limits against abuse (docs/resource.md), the CRD's maxItems / maxLength: one analysis must
@@ -110,30 +109,15 @@ def parse_metrics(
         raw_max = item.get("maxValue")
         max_value = number(raw_max)
         if raw_max is None:
-            if max_value_required(item) and item.get("sequential") is None:
+            if not metric_kinds.bounded(item):
                 errors.append(FieldError(f"{item_path}.maxValue", _MAX_VALUE_REQUIRED))
         elif max_value is None:
             errors.append(FieldError(f"{item_path}.maxValue", "must be a finite number"))
         add = lambda field, message: errors.append(FieldError(field, message))  # noqa: E731
-        extra = parse_thresholds(
-            item,
-            item_path,
-            strict=strict,
-            parse_duration=parse_duration,
-            add=add,
+        # Each kind's own fields (threshold, compare, sequential), in the registry's order.
+        fields = metric_kinds.parse_fields(
+            item, item_path, strict=strict, parse_duration=parse_duration, add=add
         )
-        compare = parse_compare(
-            item.get("compare"),
-            f"{item_path}.compare",
-            strict=strict,
-            parse_duration=parse_duration,
-            add=add,
-        )
-        check_exclusive(item, item_path, add)
-        sequential = parse_sequential(
-            item.get("sequential"), f"{item_path}.sequential", strict=strict, add=add
-        )
-        check_sequential_exclusive(item, item_path, add)
         provider = parse_provider(item, item_path, add)
         if len(errors) == before:
             metrics.append(
@@ -141,12 +125,8 @@ def parse_metrics(
                     name=name,
                     query=query,
                     max_value=max_value,
-                    max_increase=extra.max_increase,
-                    baseline=extra.baseline,
-                    min_samples=extra.min_samples,
                     provider=provider,
-                    compare=compare,
-                    sequential=sequential,
+                    **fields,  # type: ignore[arg-type]
                 )
             )
     return metrics

@@ -16,11 +16,11 @@ The package's ``__init__`` is the spec's public surface; the metrics' rules live
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
+from sentinel_core import metric_kinds
 from sentinel_core.kinds import KINDS, default_by
-from sentinel_core.sequential_spec import parse_false_pause_rate
+from sentinel_core.metric_kinds.sequential import parse_false_pause_rate
 from sentinel_core.spec._durations import check_interval, parse_duration
 from sentinel_core.spec._errors import (
     FieldError,
@@ -135,28 +135,20 @@ def parse_spec(raw: object, *, path: str = "spec", strict: bool = False) -> Anal
 
 
 def _kind_defaults(metrics: list[MetricSpec], raw: object, kind: str) -> list[MetricSpec]:
-    """Give each ``compare`` or ``sequential`` written without ``by`` the label of the kind.
+    """Give each metric the defaults that depend on the target's kind (its metric kind's).
 
-    The CRD cannot default ``by`` (a default cannot depend on another field), so the kind's
-    label is filled in here, where both are known (docs/resource.md#new-pods-against-old-pods).
+    The CRD cannot default a field from another field (``compare.by`` and ``sequential.by``
+    from the target's kind), so they are filled in here, where both are known
+    (docs/resource.md#new-pods-against-old-pods).
     """
     # Keyed by name: a metric that parsed has a unique string name (anything else was refused).
-    written = {
-        (name, part): "by" in given
+    items = {
+        name: item
         for item in (raw if isinstance(raw, list) else ())
         if isinstance(item, Mapping) and isinstance(name := item.get("name"), str)
-        for part in ("compare", "sequential")
-        if isinstance(given := item.get(part), Mapping)
     }
     by = default_by(kind)
-    out = []
-    for m in metrics:
-        if m.compare is not None and not written.get((m.name, "compare"), True):
-            m = replace(m, compare=replace(m.compare, by=by))
-        if m.sequential is not None and not written.get((m.name, "sequential"), True):
-            m = replace(m, sequential=replace(m.sequential, by=by))
-        out.append(m)
-    return out
+    return [metric_kinds.kind_of(m).targeted(m, items.get(m.name, {}), by) for m in metrics]
 
 
 def _parse_failure_window(

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sentinel_core.compare import Compare
-from sentinel_core.sequential_spec import DEFAULT_FALSE_PAUSE_RATE, Sequential
-from sentinel_core.thresholds import Baseline, Increase, MinSamples
+from sentinel_core.metric_kinds.compare import Compare
+from sentinel_core.metric_kinds.sequential import DEFAULT_FALSE_PAUSE_RATE, Sequential
+from sentinel_core.metric_kinds.threshold import Baseline, Increase, MinSamples
 
 DEFAULT_TARGET_KIND = "Deployment"
 DEFAULT_INTERVAL = "30s"

@@ -1,7 +1,7 @@
 """Scenarios for the plain-SQL paths of the analyses app, run on SQLite and on PostgreSQL.
 
-``analyses.claims.claim`` and ``analyses.mirror.watch_can_skip`` write their SQL by hand
-(docs/performance.md, "Cuts 7 and 8") and ``analyses.claims.DueRead`` sends Django's SQL
+``sentinel_db.claims.claim`` and ``analyses.mirror.watch_can_skip`` write their SQL by hand
+(docs/performance.md, "Cuts 7 and 8") and ``sentinel_db.sql.DueRead`` sends Django's SQL
 without the ORM (docs/performance.md, "Cut 9"), so what the ORM did for them (adapt a
 datetime to what the database stores, convert it back) is theirs to get right on each
 database. Each scenario runs on whatever database Django is configured with and returns plain
@@ -18,8 +18,9 @@ from typing import Any
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from analyses import claims, mirror
+from analyses import mirror
 from analyses.models import Analysis
+from sentinel_db import claims
 from tests.analyses.resources import paused_status, resource
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)

@@ -1,6 +1,6 @@
 """A dispatch pass's read and claim, the watch's skip check: plain SQL on SQLite and PostgreSQL.
 
-``analyses.claims.claim`` is one ``UPDATE … RETURNING`` per pass and ``mirror.watch_can_skip``
+``sentinel_db.claims.claim`` is one ``UPDATE … RETURNING`` per pass and ``mirror.watch_can_skip``
 one ``SELECT`` per event (docs/performance.md, "Cuts 7 and 8"); ``claims.DueRead`` is the pass's
 read, compiled by Django once (docs/performance.md, "Cut 9"). The scenarios are in
 ``tests.analyses.sql_cases``; here they run on the test SQLite database and on a real PostgreSQL
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from analyses import claims
 from analyses.models import Analysis
+from sentinel_db import claims
 from testkit.databases import PostgresServer
 from tests.analyses import sql_cases
 

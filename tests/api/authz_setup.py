@@ -12,8 +12,8 @@ from typing import Any
 
 from django.contrib.auth.models import Group, User
 
-from analyses import access
-from analyses.grant_models import NamespaceGrant
+from accounts import access
+from accounts.models import NamespaceGrant
 from sentinel_cluster import kube
 
 MODES = ("django", "kubernetes")

@@ -13,7 +13,7 @@ from typing import Any
 import requests
 from django.contrib.auth.models import Permission, User
 
-from analyses.grant_models import NamespaceGrant
+from accounts.models import NamespaceGrant
 
 _users = itertools.count(1)
 

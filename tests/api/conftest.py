@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from analyses import tokens
+from accounts import tokens
 from sentinel_cluster import kube
 from testkit.clusters import Cluster
 from testkit.namespaces import fresh_namespace

@@ -21,9 +21,9 @@ from django.core.cache import cache
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from analyses import tokens
+from accounts import tokens
+from accounts.models import ApiToken
 from analyses.api.parsers import BoundedJSONParser, PayloadTooLarge
-from analyses.token_models import ApiToken
 from testkit.manifests import analysis_spec as spec
 from tests.api.client import ALL_PERMISSIONS, Api, MakeApi, make_user
 
@@ -107,6 +107,41 @@ def test_token_failures_are_throttled_with_retry_after(
     # An invented X-Forwarded-For does not make a new client (no proxy is configured).
     spoofed = wrong.get("analyses/", headers={"X-Forwarded-For": "203.0.113.9"})
     assert spoofed.status_code == 429
+
+
+def test_a_valid_token_is_never_blocked_by_others_bad_ones(
+    make_api: MakeApi, live_server: Any, settings: Any
+) -> None:
+    """Failures are throttled, a correct token never: 429 for the guesses, 200 for the holder."""
+    _rates(settings, token_failure="3/min")
+    base = f"{live_server.url}/api/v1/"
+    wrong = Api(base, {"Authorization": "Token rs_" + "0" * 64})
+    assert [wrong.get("analyses/").status_code for _ in range(4)] == [401, 401, 401, 429]
+    # Same address (the live server sees 127.0.0.1 for both), a valid token: answered.
+    assert make_api(*ALL_PERMISSIONS).get("analyses/").status_code == 200
+    assert wrong.get("analyses/").status_code == 429
+
+
+def test_token_failures_behind_trusted_proxies_count_per_client(
+    make_api: MakeApi, live_server: Any, settings: Any
+) -> None:
+    """Behind an ingress (127.0.0.1 here) each client has its own count, from X-Forwarded-For."""
+    _rates(settings, token_failure="3/min")
+    settings.SENTINEL_TRUSTED_PROXIES = ("127.0.0.1",)
+    wrong = Api(f"{live_server.url}/api/v1/", {"Authorization": "Token rs_" + "0" * 64})
+
+    def status(client: str) -> int:
+        # The client's own invented hop comes first; the proxy appended the peer it saw.
+        return wrong.get(
+            "analyses/", headers={"X-Forwarded-For": f"192.0.2.1, {client}"}
+        ).status_code
+
+    assert [status("203.0.113.9") for _ in range(4)] == [401, 401, 401, 429]
+    assert status("203.0.113.10") == 401  # another client: not locked out
+    # Without the trust, the same header is the proxy's own address for everyone.
+    settings.SENTINEL_TRUSTED_PROXIES = ()
+    cache.clear()
+    assert [status(f"203.0.113.{n}") for n in range(4)] == [401, 401, 401, 429]
 
 
 def test_an_expired_token_no_longer_authenticates(live_server: Any) -> None:

@@ -14,8 +14,8 @@ import pytest
 import requests
 from django.core.management import CommandError, call_command
 
+from accounts.models import ApiToken
 from analyses.models import Analysis
-from analyses.token_models import ApiToken
 from testkit.clusters import Cluster, kubectl_json
 from testkit.manifests import analysis_spec as spec
 from testkit.paths import REPO_ROOT

@@ -16,7 +16,8 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
-from analyses import mirror, tokens
+from accounts import access, tokens
+from analyses import mirror
 from analyses.models import Analysis
 from sentinel_cluster import kube
 from testkit.manifests import analysis_spec as spec
@@ -172,3 +173,35 @@ def test_an_unanswerable_review_denies(
     use_mode(settings, "kubernetes")
     assert api.get("analyses/").json()["results"] == []
     assert api.get(f"analyses/{namespace}/guarded/").status_code == 404
+
+
+@pytest.mark.clusters("real")
+def test_a_django_group_named_system_masters_is_not_sent_to_kubernetes(
+    namespace: str, cluster_client: kube.KubeClient, live_server: Any, settings: Any
+) -> None:
+    """Django names are an admin's or an SSO proxy's: ``system:masters`` gives no rights.
+
+    On the real API server ``system:masters`` is allowed everything; were the Django group sent
+    in the SubjectAccessReview, this user would see, edit and resume in every namespace.
+    """
+    use_mode(settings, "kubernetes")
+    _applied(cluster_client, namespace, "guarded")
+    user = make_user(*ALL_PERMISSIONS, namespaces=())
+    user.groups.add(Group.objects.create(name="system:masters"))
+    api = _api_of(user, live_server)
+    assert api.get(f"analyses/{namespace}/guarded/").status_code == 404
+    assert api.get("analyses/").json()["results"] == []
+    assert api.post(f"analyses/{namespace}/guarded/resume/").status_code == 404
+    # Other groups are still sent: one bound by RBAC gives this user its rights.
+    team = Group.objects.create(name="team-sre")
+    user.groups.add(team)
+    grant(cluster_client, namespace, group=team, resume=True)
+    access.clear_cache()
+    assert api.get(f"analyses/{namespace}/guarded/").status_code == 200
+    # A Django user with a Kubernetes system name is denied without asking, even where RBAC
+    # binds that name.
+    admin = make_user(*ALL_PERMISSIONS, namespaces=())
+    User.objects.filter(pk=admin.pk).update(username="system:sentinel-admin")
+    admin.refresh_from_db()
+    grant(cluster_client, namespace, user=admin, resume=True)
+    assert _api_of(admin, live_server).get(f"analyses/{namespace}/guarded/").status_code == 404

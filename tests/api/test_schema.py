@@ -12,7 +12,7 @@ import pytest
 import requests
 from django.utils import timezone
 
-from analyses import tokens
+from accounts import tokens
 from testkit.manifests import analysis_spec as spec
 from tests.api.client import Api, make_user
 

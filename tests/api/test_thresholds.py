@@ -12,7 +12,7 @@ import pytest
 import requests
 from django.utils import timezone
 
-from analyses import tokens
+from accounts import tokens
 from analyses.models import Analysis
 from sentinel_cluster import kube
 from sentinel_core.spec import InvalidSpecError, parse_spec

@@ -16,10 +16,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sentinel_core.compare import Compare, Effect, Sides, judge_comparison, split_sides
 from sentinel_core.conditions import ConditionType, Reason, Verdict
 from sentinel_core.decision import judge
 from sentinel_core.measurement import Measurement
+from sentinel_core.metric_kinds.compare import (
+    Compare,
+    Effect,
+    Reading,
+    Sides,
+    judge_comparison,
+    split_sides,
+)
 from sentinel_core.spec import InvalidSpecError, MetricSpec, parse_spec
 from sentinel_core.status import AnalysisStatus
 from tests.core.test_decision import World
@@ -252,7 +259,7 @@ def measured(sides_: Sides | None) -> Measurement:
         text="0.4",
         series=2,
         labels=(("pod_template_hash", "new1"),),
-        sides=sides_,
+        reading=Reading(sides=sides_),
     )
 
 

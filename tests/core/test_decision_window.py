@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from sentinel_core.conditions import ConditionStatus, ConditionType, EventReason, Reason, Verdict
 from sentinel_core.decision import Decision, decide, resume
 from sentinel_core.measurement import Measurement
+from sentinel_core.metric_kinds.threshold import Reading
 from sentinel_core.status import AnalysisStatus
 from sentinel_core.target import TargetState
 from tests.core import reference_decision
@@ -53,12 +54,14 @@ def guarded(metric: str, kind: str) -> Measurement:
     if metric != "p99-latency" or kind in ("unavailable", "invalid"):
         plain = kind if kind in ("pass", "fail", "nodata", "unavailable", "invalid") else "pass"
         return measure(metric, plain)
-    base = {"samples": 500.0, "samples_text": "500", "baseline": 0.2, "baseline_text": "0.2"}
+    base = {
+        "reading": Reading(samples=500.0, samples_text="500", baseline=0.2, baseline_text="0.2")
+    }
     if kind == "lowtraffic":
-        return replace(value(metric, 0.9), samples=3.0, samples_text="3")
+        return replace(value(metric, 0.9), reading=Reading(samples=3.0, samples_text="3"))
     if kind == "nobaseline":
         # Within maxValue, enough traffic, but the baseline 1h ago has no data.
-        return replace(value(metric, 0.2), samples=500.0, samples_text="500")
+        return replace(value(metric, 0.2), reading=Reading(samples=500.0, samples_text="500"))
     if kind == "nodata":
         return replace(no_data(metric), **base)
     return replace(value(metric, 0.1 if kind == "pass" else 0.9), **base)

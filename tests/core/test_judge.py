@@ -21,6 +21,7 @@ from sentinel_core.conditions import (
 from sentinel_core.decision import judge
 from sentinel_core.decision._judge import series_labels
 from sentinel_core.measurement import Measurement
+from sentinel_core.metric_kinds.threshold import Reading as ThresholdReading
 from sentinel_core.rollout import baseline_instant, next_rollout, template_hash
 from sentinel_core.spec import MetricSpec, parse_spec
 from sentinel_core.status import Rollout
@@ -37,7 +38,8 @@ def metric(**fields: Any) -> MetricSpec:
 
 def measured(value: float | None, **fields: Any) -> Measurement:
     text = None if value is None else f"{value:g}"
-    return Measurement(metric="p99-latency", value=value, text=text, series=1, **fields)
+    reading = ThresholdReading(**fields)
+    return Measurement(metric="p99-latency", value=value, text=text, series=1, reading=reading)
 
 
 RELATIVE = {"maxIncrease": {"percent": 20}, "baseline": {"beforeRollout": True}}
@@ -54,8 +56,7 @@ def test_the_spec_example_fails_with_its_sentence() -> None:
             series=3,
             message="worst of 3 series",
             labels=(("pod", "checkout-7d9f-x2k4"), ("route", "/pay"), ("__name__", "x")),
-            baseline=0.118,
-            baseline_text="0.118",
+            reading=ThresholdReading(baseline=0.118, baseline_text="0.118"),
         ),
         ROLLOUT,
     )
@@ -173,8 +174,7 @@ def test_decide_says_why_in_healthy_and_the_pause_event_and_detects_the_rollout(
         series=2,
         message="worst of 2 series",
         labels=(("pod", "checkout-2"),),
-        baseline=0.1,
-        baseline_text="0.1",
+        reading=ThresholdReading(baseline=0.1, baseline_text="0.1"),
     )
     first = world.decide_with((regress,), rollout=Rollout("h1"))
     assert first.status.rollout == Rollout("h1")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import UTC, datetime
 from itertools import pairwise
 
 import numpy as np
@@ -18,18 +19,19 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from sentinel_core.conditions import Verdict
-from sentinel_core.sequential import (
+from sentinel_core.metric_kinds.sequential import (
     GRID,
     Settings,
     Side,
     State,
     Step,
     advance,
+    begin,
     fresh,
     grid,
     judge_sequential,
+    key_of,
     log_ratios,
-    resume,
 )
 
 SINCE = "2026-12-03T10:02:00Z"
@@ -91,14 +93,21 @@ def test_the_order_of_steps_does_not_change_the_evidence_when_shares_are_equal(
 @given(st.lists(steps(), min_size=1, max_size=10), st.text(min_size=1, max_size=8))
 @settings(max_examples=40, deadline=None)
 def test_a_new_key_starts_afresh_and_the_same_key_continues(batch: list[Step], key: str) -> None:
-    state = advance(fresh("rollout-a/gen-1", SINCE), batch, Settings())
-    again = resume(state, "rollout-a/gen-1", "2026-12-03T11:00:00Z")
+    # begin is what the kind's measuring and judge continue the evidence from (moved here from
+    # the removed sequential.resume, which only the tests called).
+    now = datetime(2026, 12, 3, 11, 0, tzinfo=UTC)
+    started = datetime(2026, 12, 3, 10, 2, tzinfo=UTC)
+    state = advance(fresh(key_of("rollout-a", 1), SINCE), batch, Settings())
+    same = {"rollout_start": started, "resumed_at": None, "now": now}
+    again = begin(state, new_hash="rollout-a", generation=1, **same)
     assert again is state
     # A new rollout, a spec edit or a resume changes the key: nothing is carried over.
-    other = resume(state, "rollout-a/gen-1" + key, "2026-12-03T11:00:00Z")
-    assert other == fresh("rollout-a/gen-1" + key, "2026-12-03T11:00:00Z")
+    other = begin(state, new_hash="rollout-a" + key, generation=1, **same)
+    assert other == fresh(key_of("rollout-a" + key, 1), SINCE)
     assert other.evidence == 1.0 and other.new_total == 0 and other.steps == 0
-    assert resume(None, "k", SINCE) == fresh("k", SINCE)
+    edited = begin(state, new_hash="rollout-a", generation=2, **same)
+    assert edited == fresh(key_of("rollout-a", 2), "2026-12-03T11:00:00Z")
+    assert begin(None, new_hash="k", generation=1, **same) == fresh(key_of("k", 1), SINCE)
 
 
 @given(st.lists(steps(), max_size=15), margins)

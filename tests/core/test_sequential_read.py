@@ -17,12 +17,15 @@ import yaml
 
 from sentinel_core.conditions import ConditionStatus, ConditionType, Outcome, Reason, Verdict
 from sentinel_core.measurement import Measurement, MeasurementError
-from sentinel_core.sequential import Counted, Side, Step
-from sentinel_core.sequential_read import (
+from sentinel_core.metric_kinds.sequential import (
     MAX_STEPS,
     PART_LABEL,
+    Counted,
     Plan,
     Reading,
+    Sequential,
+    Side,
+    Step,
     boundary_pattern,
     instant,
     lacks_boundary,
@@ -30,7 +33,6 @@ from sentinel_core.sequential_read import (
     range_query,
     steps_of,
 )
-from sentinel_core.sequential_spec import Sequential
 from sentinel_core.spec import InvalidSpecError, parse_spec
 from sentinel_core.status import AnalysisStatus, Rollout
 from testkit.paths import CRD_PATH

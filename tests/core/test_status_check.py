@@ -24,8 +24,15 @@ from hypothesis import strategies as st
 from sentinel_core.conditions import ConditionStatus, ConditionType, EventReason, Reason, Verdict
 from sentinel_core.decision import Decision, decide, resume
 from sentinel_core.measurement import Measurement, MeasurementError
-from sentinel_core.sequential import Side, State, Step
-from sentinel_core.sequential_read import Reading, basis_of, instant, plan
+from sentinel_core.metric_kinds.sequential import (
+    Reading,
+    Side,
+    State,
+    Step,
+    basis_of,
+    instant,
+    plan,
+)
 from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus, Rollout
 from sentinel_core.status_check import MAX_CLOCK_SKEW, check, state_problem, trusted

@@ -168,7 +168,8 @@ def test_a_daemonset_is_frozen_with_on_delete_and_restored_whole() -> None:
     before = daemonset()
     assert not is_paused(DAEMON_SET, before)
     held = paused(DAEMON_SET, before)
-    assert held["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    # Only the type flips: rollingUpdate stays for the admission guard to compare.
+    assert held["spec"]["updateStrategy"] == {**ROLLING_DS, "type": "OnDelete"}
     assert json.loads(annotations(held)[Annotation.UPDATE_STRATEGY_BEFORE]) == ROLLING_DS
     assert is_paused(DAEMON_SET, held)
     after = released(DAEMON_SET, held)

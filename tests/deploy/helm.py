@@ -130,6 +130,16 @@ def as_kustomization(values: dict[str, Any], directory: Path) -> Path:
         "resources": [os.path.relpath(base, directory), *resources],
         "patches": [],
     }
+    ingress = values.get("webIngress", {}).get("namespace")
+    if ingress:
+        # The patch docs/operations.md gives for another ingress controller's namespace.
+        label = "/spec/ingress/0/from/0/namespaceSelector/matchLabels/kubernetes.io~1metadata.name"
+        kustomization["patches"].append(
+            {
+                "target": {"kind": "NetworkPolicy", "name": "rollout-sentinel-web-ingress"},
+                "patch": yaml.safe_dump([{"op": "replace", "path": label, "value": ingress}]),
+            }
+        )
     image = values.get("image", {})
     if "repository" in image or "tag" in image:
         kustomization["images"] = [

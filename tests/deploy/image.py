@@ -39,6 +39,11 @@ from testkit.paths import REPO_ROOT
 from testkit.processes import check_may_start
 from testkit.waiting import wait_until
 
+# The operator's own Secret (deploy/base/operator.yaml), as the administrator creates it: the
+# task-signing key the web Pod never holds (docs/security.md).
+OPERATOR_SECRET = "rollout-sentinel-operator"
+OPERATOR_SECRET_ENV = {"SENTINEL_TASK_KEY": f"image-tests-task-key-{uuid.uuid4().hex}"}
+
 PODMAN = REPO_ROOT / "containers" / "podman.sh"
 BUILD = REPO_ROOT / "containers" / "build.sh"
 # A cold build (base from Debian, dependencies from PyPI) takes minutes on two cores.
@@ -272,6 +277,8 @@ class Pod:
         for source in container.get("envFrom", []):
             if "configMapRef" in source:
                 env.update(self.config)
+            elif source["secretRef"]["name"] == OPERATOR_SECRET:
+                env.update(OPERATOR_SECRET_ENV)
             elif "secretRef" in source:
                 env.update(self.secret_env)
         fields = {"metadata.name": self.name, "metadata.namespace": self.namespace}

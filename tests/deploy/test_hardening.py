@@ -24,6 +24,7 @@ from tests.deploy.kustomize import HOME, OPERATOR_ACCOUNT, OVERLAYS, WEB_ACCOUNT
 
 TEAMS = ("team-a", "team-b")  # the namespaces the `namespaced` overlay binds Roles in
 WEB_PORT = 8000
+INGRESS = "ingress-nginx"  # the namespace the web port admits by default
 METRICS_PORT = 9100
 # Egress (protocol, port): DNS, the API server (Service port and endpoint port), Prometheus.
 BASE_EGRESS = {("UDP", 53), ("TCP", 53), ("TCP", 443), ("TCP", 6443), ("TCP", 9090)}
@@ -166,6 +167,19 @@ def test_network_policies_let_in_two_ports_and_out_only_what_is_needed(
             ("TCP", METRICS_PORT)
         },
     }
+    # The web port admits only the ingress controller's namespace (the chart's webIngress).
+    (web,) = [p for p in policies if p["metadata"]["name"] == "rollout-sentinel-web-ingress"]
+    assert web["spec"]["ingress"] == [
+        {
+            "from": [
+                {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": INGRESS}}}
+            ],
+            "ports": [{"protocol": "TCP", "port": WEB_PORT}],
+        }
+    ]
+    # No ingress rule of any policy admits every source.
+    for policy in policies:
+        assert all(rule.get("from") for rule in policy["spec"].get("ingress", []))
     egress = set()
     for policy in policies:
         egress |= _ports(policy["spec"].get("egress", []))
@@ -201,17 +215,48 @@ def test_ha_redis_password_comes_from_a_secret(real: RealCluster) -> None:
     config = next(o for o in objects if o["kind"] == "ConfigMap")["data"]
     assert "SENTINEL_BROKER_URL" not in config
     assert not [o for o in objects if o["kind"] == "Secret"]  # the administrator creates it
-    for deployment in _deployments(objects):
-        container = deployment["spec"]["template"]["spec"]["containers"][0]
-        names = [e["name"] for e in container["env"]]
-        env = {e["name"]: e for e in container["env"]}
-        assert env["REDIS_PASSWORD"]["valueFrom"] == {
-            "secretKeyRef": {"name": "rollout-sentinel-redis", "key": "password"}
+    deployments = {d["metadata"]["name"]: d for d in _deployments(objects)}
+    container = deployments[OPERATOR_ACCOUNT]["spec"]["template"]["spec"]["containers"][0]
+    names = [e["name"] for e in container["env"]]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["REDIS_PASSWORD"]["valueFrom"] == {
+        "secretKeyRef": {"name": "rollout-sentinel-redis", "key": "password"}
+    }
+    # The kubelet expands $(REDIS_PASSWORD) only from a variable defined before it.
+    assert names.index("REDIS_PASSWORD") < names.index("SENTINEL_BROKER_URL")
+    url = env["SENTINEL_BROKER_URL"]["value"]
+    assert url.startswith("redis://:$(REDIS_PASSWORD)@redis.rollout-sentinel.svc:6379/")
+    # The web app queues no task: no broker, no Redis password, no way out to Redis.
+    web = deployments[WEB_ACCOUNT]["spec"]["template"]["spec"]
+    for container in [*web["containers"], *web.get("initContainers", [])]:
+        assert not {e["name"] for e in container.get("env", [])} & {
+            "REDIS_PASSWORD",
+            "SENTINEL_BROKER_URL",
         }
-        # The kubelet expands $(REDIS_PASSWORD) only from a variable defined before it.
-        assert names.index("REDIS_PASSWORD") < names.index("SENTINEL_BROKER_URL")
-        url = env["SENTINEL_BROKER_URL"]["value"]
-        assert url.startswith("redis://:$(REDIS_PASSWORD)@redis.rollout-sentinel.svc:6379/")
+        assert all(
+            s["secretRef"]["name"] == "rollout-sentinel"
+            for s in container["envFrom"]
+            if "secretRef" in s
+        )
+    for policy in (o for o in objects if o["kind"] == "NetworkPolicy"):
+        for rule in policy["spec"].get("egress", []):
+            if ("TCP", 6379) in _ports([rule]):
+                assert policy["spec"]["podSelector"] == {
+                    "matchLabels": {"app.kubernetes.io/component": "operator"}
+                }
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_only_the_operator_reads_the_task_key_secret(real: RealCluster, overlay: str) -> None:
+    objects = render(real, f"overlays/{overlay}")
+    readers = {
+        d["metadata"]["name"]
+        for d in _deployments(objects)
+        for c in _containers(d)
+        for s in c.get("envFrom", [])
+        if s.get("secretRef", {}).get("name") == "rollout-sentinel-operator"
+    }
+    assert readers == {OPERATOR_ACCOUNT}
 
 
 def test_guard_policy_matches_exactly_the_two_accounts(real: RealCluster) -> None:

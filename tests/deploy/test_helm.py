@@ -60,6 +60,7 @@ EVERYTHING: dict[str, Any] = {
     "providers": {"file": (PROVIDERS / "providers.yaml").read_text(), "secrets": PROVIDER_SECRETS},
     "notifications": {"config": NOTIFY},
     "monitoring": {"enabled": True},
+    "webIngress": {"namespace": "traefik"},
     # mode namespaced: one namespace kept, one dropped, one new.
     "namespaces": ["team-b", "payments"],
 }
@@ -137,6 +138,14 @@ def test_values_reach_the_objects(tmp_path: Path) -> None:
         "secretName": "sentinel-provider-mimir",
         "defaultMode": 0o400,
     }
+    (web_ingress,) = [
+        o
+        for o in changed.values()
+        if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "rollout-sentinel-web-ingress"
+    ]
+    assert web_ingress["spec"]["ingress"][0]["from"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "traefik"}}}
+    ]
     namespaced = Helm(tmp_path / "c").template({**EVERYTHING, "mode": "namespaced"})
     bindings = [o["metadata"] for o in namespaced if o["kind"] == "RoleBinding"]
     watched = sorted((m["namespace"], m["name"]) for m in bindings if m["namespace"] != HOME)
@@ -161,6 +170,10 @@ def test_values_reach_the_objects(tmp_path: Path) -> None:
         ),
         (["--set", "modee=ha"], "at '': additional properties 'modee' not allowed"),
         (
+            ["--set", "webIngress.namespace=Ingress_Nginx"],
+            "at '/webIngress/namespace': 'Ingress_Nginx' does not match pattern",
+        ),
+        (
             [
                 "--set",
                 "providers.secrets[0].name=Thanos",
@@ -179,7 +192,7 @@ def test_values_reach_the_objects(tmp_path: Path) -> None:
             "notifications: set config or existingSecret, not both",
         ),
     ],
-    ids=["mode", "typo", "provider-name", "namespace", "notifications"],
+    ids=["mode", "typo", "ingress-namespace", "provider-name", "namespace", "notifications"],
 )
 def test_helm_refuses_bad_values_saying_why(args: list[str], message: str, tmp_path: Path) -> None:
     namespace = [] if "--namespace" in args else ["--namespace", "rollout-sentinel"]

@@ -10,7 +10,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.urls import reverse
 
-from analyses.grant_models import NamespaceGrant
+from accounts.models import NamespaceGrant
 from analyses.models import Analysis
 from notifications.config import Channel, NotifyConfig
 from notifications.models import Delivery

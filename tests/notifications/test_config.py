@@ -1,7 +1,7 @@
 """SENTINEL_NOTIFY_CONFIG: the file's shape, and one clear line for every mistake.
 
 docs/notifications.md describes the file; the line names file, channel and field, as the
-providers file's does (``analyses.config_files``).
+providers file's does (``sentinel_config.files``).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import time
 from datetime import UTC, datetime
 
 from sentinel_core.measurement import MeasurementError
+from sentinel_core.metric_kinds import Facts
 from sentinel_core.spec import MetricSpec, parse_spec
 from sentinel_operator.measuring import measure_metric
 from sentinel_operator.prometheus import PrometheusClient
@@ -48,9 +49,9 @@ def test_the_baseline_is_the_query_at_an_earlier_instant(
     metric = _metric(case, maxIncrease={"percent": 20}, baseline={"beforeRollout": True})
     fault_proxy.reset()
 
-    got = measure_metric(PrometheusClient(fault_proxy.url), metric, baseline_at=before)
+    got = measure_metric(PrometheusClient(fault_proxy.url), metric, Facts(baseline_at=before))
 
-    assert (got.value, got.baseline, got.baseline_text) == (0.16, 0.1, "0.1")
+    assert (got.value, got.reading.baseline, got.reading.baseline_text) == (0.16, 0.1, "0.1")
     sent = [r.params for r in fault_proxy.requests]
     assert len(sent) == 2 and "time" not in sent[0]
     assert float(sent[1]["time"][0]) == round(before.timestamp(), 3)
@@ -63,8 +64,8 @@ def test_no_baseline_instant_means_no_baseline_query(
     _wait_value(prometheus, _gauge(case), 0.2)
     metric = _metric(case, maxIncrease={"percent": 20}, baseline={"beforeRollout": True})
     fault_proxy.reset()
-    got = measure_metric(PrometheusClient(fault_proxy.url), metric, baseline_at=None)
-    assert (got.value, got.baseline) == (0.2, None) and fault_proxy.query_count == 1
+    got = measure_metric(PrometheusClient(fault_proxy.url), metric, Facts(baseline_at=None))
+    assert (got.value, got.reading.baseline) == (0.2, None) and fault_proxy.query_count == 1
 
 
 def test_the_guard_is_one_more_query_and_an_outage_costs_one(
@@ -82,14 +83,14 @@ def test_the_guard_is_one_more_query_and_an_outage_costs_one(
     )
     client = PrometheusClient(fault_proxy.url)
     fault_proxy.reset()
-    got = measure_metric(client, metric, baseline_at=datetime.now(UTC))
-    assert (got.samples, got.samples_text, got.error) == (12.0, "12", None)
+    got = measure_metric(client, metric, Facts(baseline_at=datetime.now(UTC)))
+    assert (got.reading.samples, got.reading.samples_text, got.error) == (12.0, "12", None)
     assert fault_proxy.query_count == 3
 
     # Prometheus down: the metric's own query fails, nothing else is asked.
     fault_proxy.fail(502)
     fault_proxy.reset()
-    down = measure_metric(client, metric, baseline_at=datetime.now(UTC))
+    down = measure_metric(client, metric, Facts(baseline_at=datetime.now(UTC)))
     assert down.error == MeasurementError.UNAVAILABLE and fault_proxy.query_count == 1
 
 
@@ -99,6 +100,6 @@ def test_a_rejected_guard_query_is_an_invalid_query_of_the_metric(
     metrics_app.set(case, 0.2)
     _wait_value(prometheus, _gauge(case), 0.2)
     metric = _metric(case, maxValue=1, minSamples={"query": "sum(", "min": 1})
-    got = measure_metric(PrometheusClient(prometheus.url), metric, baseline_at=None)
+    got = measure_metric(PrometheusClient(prometheus.url), metric, Facts(baseline_at=None))
     assert got.error == MeasurementError.INVALID_QUERY
     assert got.message.startswith("minSamples query: ")

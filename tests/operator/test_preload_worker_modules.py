@@ -95,7 +95,7 @@ def test_without_channels_or_comparisons_the_operator_imports_neither_matplotlib
         " if m in sys.modules]\n"
         "assert not heavy, heavy\n"
         # Only judging a comparison imports it (tests/core/test_compare.py judges with it).
-        "import sentinel_core.compare\n"
+        "import sentinel_core.metric_kinds.compare\n"
         "assert 'scipy' not in sys.modules\n"
     )
     _run(code)

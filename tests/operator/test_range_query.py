@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from sentinel_core.measurement import MeasurementError
+from sentinel_core.metric_kinds import Facts
 from sentinel_core.spec import MetricSpec, parse_spec
 from sentinel_operator.measuring import measure_metric
 from sentinel_operator.prometheus import PrometheusClient
@@ -47,15 +48,14 @@ def test_a_compare_metric_splits_the_range_by_the_real_labels(
     got = measure_metric(
         PrometheusClient(fault_proxy.url),
         _metric(case),
-        baseline_at=None,
-        now=now,
-        step=1.0,
-        hashes=("newhash", ("oldhash", "gonehash")),
+        Facts(now=now, step=1.0, new_hash="newhash", old_hashes=("oldhash", "gonehash")),
     )
-    assert got.error is None and got.sides is not None
-    assert set(got.sides.new_values) == {0.3}
-    assert set(got.sides.old_values) <= {0.1, 0.11} and len(got.sides.old_values) >= 2
-    assert got.sides.old_hashes == ("oldhash", "gonehash")
+    assert got.error is None and got.reading.sides is not None
+    assert set(got.reading.sides.new_values) == {0.3}
+    assert (
+        set(got.reading.sides.old_values) <= {0.1, 0.11} and len(got.reading.sides.old_values) >= 2
+    )
+    assert got.reading.sides.old_hashes == ("oldhash", "gonehash")
     paths = [r.path for r in fault_proxy.requests]
     assert paths == ["/api/v1/query", "/api/v1/query_range"]
     sent = fault_proxy.requests[1].params
@@ -71,11 +71,13 @@ def test_no_old_pods_means_no_range_query(
     got = measure_metric(
         PrometheusClient(fault_proxy.url),
         _metric(case),
-        baseline_at=None,
-        now=datetime.now(UTC),
-        hashes=("newhash", ()),
+        Facts(now=datetime.now(UTC), new_hash="newhash", old_hashes=()),
     )
-    assert got.sides is not None and got.sides.old_hashes == () and fault_proxy.query_count == 1
+    assert (
+        got.reading.sides is not None
+        and got.reading.sides.old_hashes == ()
+        and fault_proxy.query_count == 1
+    )
 
 
 def test_range_errors_keep_the_instant_querys_taxonomy(

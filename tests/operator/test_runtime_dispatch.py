@@ -300,10 +300,11 @@ def test_pruning_keeps_the_retention(settings: Any) -> None:
 
 
 @pytest.mark.django_db
-def test_schedules_are_created_once() -> None:
+def test_the_schedules_of_older_versions_are_dropped_and_no_other_row() -> None:
     from django_q.models import Schedule
 
-    tasks.ensure_schedules()
-    tasks.ensure_schedules()
-    funcs = sorted(Schedule.objects.values_list("func", flat=True))
-    assert funcs == ["sentinel_operator.tasks.prune_task", "sentinel_operator.tasks.resync_task"]
+    for name in (tasks.RESYNC_SCHEDULE, tasks.PRUNE_SCHEDULE, "someone-elses"):
+        Schedule.objects.create(name=name, func="sentinel_operator.tasks.prune_task")
+    tasks.drop_schedules()
+    tasks.drop_schedules()
+    assert list(Schedule.objects.values_list("name", flat=True)) == ["someone-elses"]

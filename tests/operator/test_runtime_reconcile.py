@@ -15,10 +15,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connection
 
-from analyses import mirror, services
+from analyses import due, mirror, services
 from analyses.models import Analysis, Evaluation
 from sentinel_cluster import kube
-from sentinel_operator import due
 from sentinel_operator.outcome import Deleted, Evaluated, Outcome, Result, record
 from sentinel_operator.outcome import result as result_of
 from sentinel_operator.prometheus import PrometheusClient

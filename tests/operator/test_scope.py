@@ -166,7 +166,7 @@ def test_reconcile_task_refuses_a_namespace_outside_its_scope(
         settings.SENTINEL, prometheus_url=fault_proxy.url, namespaces=(namespace,)
     )
 
-    assert tasks.reconcile_task(other_namespace, NAME) == tasks.OUT_OF_SCOPE
+    assert tasks.reconcile_one(other_namespace, NAME) == tasks.OUT_OF_SCOPE
 
     assert queries_for(fault_proxy, case) == 0
     assert not get_analysis(kube_client, other_namespace, NAME).get("status")
@@ -174,5 +174,5 @@ def test_reconcile_task_refuses_a_namespace_outside_its_scope(
 
     # With that namespace in scope the same call does evaluate: the scope is what refused.
     settings.SENTINEL = dataclasses.replace(settings.SENTINEL, namespaces=(other_namespace,))
-    assert tasks.reconcile_task(other_namespace, NAME) != tasks.OUT_OF_SCOPE
+    assert tasks.reconcile_one(other_namespace, NAME) != tasks.OUT_OF_SCOPE
     assert queries_for(fault_proxy, case) >= 1

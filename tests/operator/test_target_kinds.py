@@ -155,7 +155,8 @@ def test_a_daemonset_is_frozen_with_on_delete_and_resumed_by_hand(
     )
     wait_condition(kube_client, namespace, "agent", "RolloutPaused", "FailureLimitReached")
     held = _get(kube_client, "DaemonSet", namespace, "agent")
-    assert held["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    # Only the type flipped: rollingUpdate stays for the admission guard to compare.
+    assert held["spec"]["updateStrategy"] == {**before, "type": "OnDelete"}
     assert json.loads(held["metadata"]["annotations"][STRATEGY_BEFORE]) == before
     shown = kube_cluster.kubectl("get", "ra", "agent", "-n", namespace).stdout
     assert shown.splitlines()[0].split()[:3] == ["NAME", "KIND", "TARGET"]

@@ -30,7 +30,7 @@ def test_a_client_that_cannot_be_built_is_one_error_line(
     unreadable_kubeconfig: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.ERROR, logger="sentinel_operator.tasks"):
-        outcome = tasks.reconcile_task("shop", "checkout", "2026-12-03T12:00:00+00:00", "uid-1")
+        outcome = tasks.reconcile_one("shop", "checkout", "2026-12-03T12:00:00+00:00", "uid-1")
 
     assert outcome == "error"
     [record] = caplog.records

@@ -10,7 +10,10 @@ annotated under ``sentinel.example.com/``, and nothing else: an image, replicas,
 foreign annotation change is refused by the API server with the policy's message, and the
 stored Deployment is unchanged. The cluster admin, sending the same patches, is not affected.
 A StatefulSet and a DaemonSet the same way, each with its own guard: the product's own pause and
-release pass it, an image, replicas, strategy, label or foreign-annotation change does not.
+release pass it, an image, replicas, strategy, label or foreign-annotation change does not. A
+DaemonSet's strategy only flips between RollingUpdate and OnDelete with the pause's record:
+``maxUnavailable``/``maxSurge`` are never widened, not even on the way back from a pause, and a
+DaemonSet a person keeps on OnDelete is not switched to RollingUpdate.
 """
 
 from __future__ import annotations
@@ -289,7 +292,7 @@ KIND_MESSAGES = {
         "and sentinel.example.com/* annotations of a StatefulSet"
     ),
     "DaemonSet": (
-        "rollout-sentinel accounts may change only spec.updateStrategy and "
+        "rollout-sentinel accounts may change only spec.updateStrategy.type and "
         "sentinel.example.com/* annotations of a DaemonSet"
     ),
 }
@@ -366,7 +369,11 @@ def test_the_accounts_may_hold_and_release_the_other_kinds(
         # No controller here, so no status: the whole set is held at its replicas.
         assert held["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 5
     else:
-        assert held["spec"]["updateStrategy"] == {"type": "OnDelete"}
+        # Only the type flipped: rollingUpdate is as it was.
+        assert held["spec"]["updateStrategy"] == {
+            **before["spec"]["updateStrategy"],
+            "type": "OnDelete",
+        }
     assert writes.release(client, "shop", name, "shop/guard", claimed=True, kind=kind) == (
         True,
         True,
@@ -416,3 +423,131 @@ def test_any_other_change_of_the_other_kinds_is_refused(
     assert after["metadata"].get("annotations") == before["metadata"].get("annotations")
     # The cluster admin's identical patch goes through.
     assert _patch_kind(cluster, None, kind, name, patch, patch_type).returncode == 0
+
+
+# -- a DaemonSet's update strategy: OnDelete and back, never wider -------------------------------
+
+STRATEGY_MESSAGE = (
+    "rollout-sentinel accounts may only switch a DaemonSet's spec.updateStrategy.type to "
+    "OnDelete with its pause record and back, never change spec.updateStrategy.rollingUpdate"
+)
+RECORD_MESSAGE = (
+    "rollout-sentinel accounts may write a DaemonSet's "
+    "sentinel.example.com/update-strategy-before only when switching it to OnDelete"
+)
+RECORD = "sentinel.example.com/update-strategy-before"
+WIDE = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%", "maxSurge": 0}}
+STRATEGY_REFUSED: dict[str, tuple[dict[str, Any], str]] = {
+    # kube-proxy's whole fleet restarted at once.
+    "max-unavailable": (
+        {"spec": {"updateStrategy": {"rollingUpdate": {"maxUnavailable": "100%"}}}},
+        STRATEGY_MESSAGE,
+    ),
+    "max-surge": (
+        {"spec": {"updateStrategy": {"rollingUpdate": {"maxSurge": 3, "maxUnavailable": 0}}}},
+        STRATEGY_MESSAGE,
+    ),
+    "on-delete-without-record": (
+        {"spec": {"updateStrategy": {"type": "OnDelete"}}},
+        STRATEGY_MESSAGE,
+    ),
+    "on-delete-widened": (
+        {
+            "spec": {
+                "updateStrategy": {"type": "OnDelete", "rollingUpdate": WIDE["rollingUpdate"]}
+            },
+            "metadata": {"annotations": {RECORD: json.dumps(WIDE)}},
+        },
+        STRATEGY_MESSAGE,
+    ),
+    "record-alone": ({"metadata": {"annotations": {RECORD: json.dumps(WIDE)}}}, RECORD_MESSAGE),
+}
+
+
+def _daemonset(cluster: RealCluster, name: str, strategy: dict[str, Any] | None = None) -> None:
+    manifest = workload_manifest("DaemonSet", name, "shop", IMAGE)
+    if strategy is not None:
+        manifest["spec"]["updateStrategy"] = strategy
+    kubectl_apply(cluster, manifest)
+
+
+def _refused_for_both(
+    cluster: RealCluster, tokens: dict[str, str], name: str, patch: dict[str, Any], message: str
+) -> None:
+    before = _get_kind(cluster, "DaemonSet", name)
+    for account in ACCOUNTS:
+        result = _patch_kind(cluster, tokens[account], "DaemonSet", name, patch, "merge")
+        assert result.returncode != 0, (account, patch)
+        assert "ValidatingAdmissionPolicy 'rollout-sentinel-daemonset-guard'" in result.stderr
+        assert message in result.stderr, result.stderr
+    after = _get_kind(cluster, "DaemonSet", name)
+    assert after["spec"] == before["spec"]
+    assert after["metadata"].get("annotations") == before["metadata"].get("annotations")
+
+
+@pytest.mark.parametrize("change", sorted(STRATEGY_REFUSED))
+def test_a_daemonsets_strategy_is_never_widened(
+    cluster: RealCluster, tokens: dict[str, str], kind_policies_active: None, change: str
+) -> None:
+    name = f"strategy-{change}"
+    _daemonset(cluster, name)
+    patch, message = STRATEGY_REFUSED[change]
+    _refused_for_both(cluster, tokens, name, patch, message)
+    # The cluster admin's identical patch goes through.
+    assert _patch_kind(cluster, None, "DaemonSet", name, patch, "merge").returncode == 0
+
+
+def test_a_held_daemonset_goes_back_only_to_its_own_strategy(
+    cluster: RealCluster, tokens: dict[str, str], kind_policies_active: None, tmp_path: Path
+) -> None:
+    """The release may flip the type back; it may not bring a wider rollingUpdate with it."""
+    _daemonset(cluster, "held-agent")
+    before = _get_kind(cluster, "DaemonSet", "held-agent")
+    client = kube.KubeClient(
+        kube.load_api_client(str(kubeconfig_for_token(cluster, tokens[OPERATOR], tmp_path / "k")))
+    )
+    order = PauseTarget(
+        "shop",
+        "held-agent",
+        ("shop/guard",),
+        datetime.now(UTC),
+        "shop/guard: test",
+        kind="DaemonSet",
+    )
+    writes.pause(client, order, before)
+    assert _get_kind(cluster, "DaemonSet", "held-agent")["spec"]["updateStrategy"]["type"] == (
+        "OnDelete"
+    )
+    widened = {"spec": {"updateStrategy": WIDE}, "metadata": {"annotations": {RECORD: None}}}
+    _refused_for_both(cluster, tokens, "held-agent", widened, STRATEGY_MESSAGE)
+    # Rewriting the record while held (to restore something wider later) is refused too.
+    rewrite = {"metadata": {"annotations": {RECORD: json.dumps(WIDE)}}}
+    _refused_for_both(cluster, tokens, "held-agent", rewrite, RECORD_MESSAGE)
+    # The type back, the record gone: the product's own release.
+    back = {
+        "spec": {"updateStrategy": {"type": "RollingUpdate"}},
+        "metadata": {"annotations": {RECORD: None}},
+    }
+    result = _patch_kind(cluster, tokens[WEB], "DaemonSet", "held-agent", back, "merge")
+    assert result.returncode == 0, result.stderr
+    assert _get_kind(cluster, "DaemonSet", "held-agent")["spec"] == before["spec"]
+
+
+def test_a_daemonset_a_person_keeps_on_delete_stays_so(
+    cluster: RealCluster, tokens: dict[str, str], kind_policies_active: None
+) -> None:
+    # With rollingUpdate kept, flipping the type alone changes nothing else: only the missing
+    # record refuses it.
+    kept = {"type": "OnDelete", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
+    _daemonset(cluster, "kept-agent", kept)
+    assert _get_kind(cluster, "DaemonSet", "kept-agent")["spec"]["updateStrategy"] == kept
+    rolling = {"spec": {"updateStrategy": {"type": "RollingUpdate"}}}
+    _refused_for_both(cluster, tokens, "kept-agent", rolling, STRATEGY_MESSAGE)
+    # Nor can the record be forged first to make the switch look like a release.
+    _refused_for_both(
+        cluster,
+        tokens,
+        "kept-agent",
+        {"metadata": {"annotations": {RECORD: json.dumps(WIDE)}}},
+        RECORD_MESSAGE,
+    )

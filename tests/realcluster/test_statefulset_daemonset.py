@@ -36,7 +36,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from analyses import mirror, tokens
+from accounts import tokens
+from analyses import mirror
 from sentinel_cluster import kube
 from testkit.clusters import kubectl_apply
 from testkit.manifests import analysis_manifest, workload_manifest
@@ -310,7 +311,7 @@ def test_a_statefulset_and_a_daemonset_are_held_mid_rollout_and_released(
     assert annotations["sentinel.example.com/partition-before"] == "0"
     assert 0 < partition < REPLICAS
     daemonset = _get(client, namespace, "agent")
-    assert daemonset["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    assert daemonset["spec"]["updateStrategy"]["type"] == "OnDelete"
     frozen = {name: _pods(cluster, namespace, name) for name in TARGETS}
     revisions = {name: _revisions(cluster, namespace, name) for name in TARGETS}
     for name, counts in revisions.items():

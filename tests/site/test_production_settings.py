@@ -96,7 +96,9 @@ def test_tls_settings_come_from_the_environment(tmp_path: Path) -> None:
         ("SENTINEL_CSRF_TRUSTED_ORIGINS", "sentinel.example.com", "is not a http or https URL"),
         ("SENTINEL_REMOTE_USER_HEADER", "X User", "is not an HTTP header name"),
         ("SENTINEL_REMOTE_GROUPS_HEADER", "X-Groups", "without SENTINEL_REMOTE_USER_HEADER"),
-        ("SENTINEL_NUM_PROXIES", "many", "whole number from 0 to 10"),
+        ("SENTINEL_NUM_PROXIES", "1", "replaced by SENTINEL_TRUSTED_PROXIES"),
+        ("SENTINEL_TRUSTED_PROXIES", "10.0.0.7,ingress", "'ingress' is not an IP address or CIDR"),
+        ("SENTINEL_TRUSTED_PROXIES", "0.0.0.0/0", "trusts every address"),
         ("SENTINEL_SECURE_COOKIES", "maybe", "is not a boolean"),
     ],
 )
@@ -106,3 +108,42 @@ def test_malformed_security_settings_are_one_sentence(
     with pytest.raises(ImproperlyConfigured, match=name) as info:
         config.load({"SENTINEL_SECRET_KEY": STRONG_KEY, name: value}, tmp_path)
     assert fragment in str(info.value)
+
+
+def test_the_sso_header_without_trusted_proxies_stops_start_up_in_one_line() -> None:
+    env = {"SENTINEL_SECRET_KEY": STRONG_KEY, "SENTINEL_REMOTE_USER_HEADER": "X-Forwarded-User"}
+    result = _manage("check", env=env)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(
+        "rollout-sentinel: configuration error: SENTINEL_REMOTE_USER_HEADER is set but "
+        "SENTINEL_TRUSTED_PROXIES names no proxy"
+    )
+    trusted = _manage("check", env={**env, "SENTINEL_TRUSTED_PROXIES": "10.42.0.0/16"})
+    assert trusted.returncode == 0, trusted.stderr
+
+
+def test_trusted_proxies_are_read_as_networks(tmp_path: Path) -> None:
+    cfg = config.load(
+        {"SENTINEL_SECRET_KEY": STRONG_KEY, "SENTINEL_TRUSTED_PROXIES": "10.0.0.7, 10.42.0.0/16"},
+        tmp_path,
+    )
+    assert cfg.trusted_proxies == ("10.0.0.7/32", "10.42.0.0/16")
+    assert config.load({"SENTINEL_SECRET_KEY": STRONG_KEY}, tmp_path).trusted_proxies == ()
+
+
+def test_the_operator_without_its_task_key_stops_in_one_line() -> None:
+    result = _manage("runoperator", env={"SENTINEL_SECRET_KEY": STRONG_KEY})
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("CommandError: SENTINEL_TASK_KEY must be set for the operator")
+
+
+def test_the_task_key_may_not_be_the_secret_key(tmp_path: Path) -> None:
+    same = {"SENTINEL_SECRET_KEY": STRONG_KEY, "SENTINEL_TASK_KEY": STRONG_KEY}
+    with pytest.raises(ImproperlyConfigured, match="SENTINEL_TASK_KEY equals"):
+        config.load(same, tmp_path)
+    other = config.load({**same, "SENTINEL_TASK_KEY": "another-" + STRONG_KEY}, tmp_path)
+    assert other.task_key == "another-" + STRONG_KEY

@@ -13,7 +13,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from pytest_django.fixtures import Settings
 
-from analyses.grant_models import NamespaceGrant
+from accounts.models import NamespaceGrant
 from testkit.devcluster import DevCluster
 
 

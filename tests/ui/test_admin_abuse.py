@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.contrib.auth.password_validation import validate_password
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
@@ -19,8 +19,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from analyses import tokens
-from analyses.token_models import ApiToken
+from accounts import tokens
+from accounts.models import ApiToken
 from tests.ui import factories
 
 pytestmark = pytest.mark.django_db
@@ -96,11 +96,22 @@ def test_a_revoked_token_cannot_be_unrevoked_in_the_admin(
 ) -> None:
     issued = tokens.issue(superuser, now=timezone.now(), name="ci")
     ApiToken.objects.filter(pk=issued.token.pk).update(revoked=True)
-    url = reverse("admin:analyses_apitoken_change", args=[issued.token.pk])
+    url = reverse("admin:accounts_apitoken_change", args=[issued.token.pk])
     page = staff_client.get(url).content.decode()
     assert 'name="revoked"' not in page
     staff_client.post(url, {"name": "ci"})
     assert ApiToken.objects.get(pk=issued.token.pk).revoked is True
+
+
+def _sso(settings: Any, proxies: tuple[str, ...] = ("127.0.0.1",)) -> None:
+    # The test client's requests come from 127.0.0.1: the trusted proxy unless told otherwise.
+    settings.SENTINEL_REMOTE_USER_HEADER = "X-Forwarded-User"
+    settings.SENTINEL_REMOTE_GROUPS_HEADER = "X-Forwarded-Groups"
+    settings.SENTINEL_TRUSTED_PROXIES = proxies
+    settings.AUTHENTICATION_BACKENDS = [
+        "accounts.sso.ProxyUserBackend",
+        "django.contrib.auth.backends.ModelBackend",
+    ]
 
 
 def test_sso_header_logs_in_and_syncs_groups_only_when_configured(settings: Any) -> None:
@@ -108,12 +119,7 @@ def test_sso_header_logs_in_and_syncs_groups_only_when_configured(settings: Any)
     assert Client().get("/admin/", headers=headers).status_code == 302  # header ignored
     assert not User.objects.filter(username="carol").exists()
 
-    settings.SENTINEL_REMOTE_USER_HEADER = "X-Forwarded-User"
-    settings.SENTINEL_REMOTE_GROUPS_HEADER = "X-Forwarded-Groups"
-    settings.AUTHENTICATION_BACKENDS = [
-        "analyses.sso.ProxyUserBackend",
-        "django.contrib.auth.backends.ModelBackend",
-    ]
+    _sso(settings)
     client = Client()
     client.get("/admin/", headers=headers)
     carol = User.objects.get(username="carol")
@@ -127,3 +133,49 @@ def test_sso_header_logs_in_and_syncs_groups_only_when_configured(settings: Any)
     # Without the header, the proxy's session ends.
     client.get("/admin/")
     assert "_auth_user_id" not in client.session
+
+
+def test_the_sso_header_from_elsewhere_authenticates_no_one(settings: Any) -> None:
+    """A pod reaching the app without the proxy cannot be admin by sending the header."""
+    User.objects.create_superuser("admin", None, "a-Long-enough-passphrase-7")
+    _sso(settings, proxies=("10.42.0.0/16",))
+    headers = {"X-Forwarded-User": "admin", "X-Forwarded-Groups": "sre"}
+    elsewhere = Client(REMOTE_ADDR="10.1.2.3")
+    assert elsewhere.get("/admin/", headers=headers).status_code == 302  # to the login page
+    assert "_auth_user_id" not in elsewhere.session
+    assert elsewhere.get("/api/v1/analyses/", headers=headers).status_code == 401
+    assert not Group.objects.filter(name="sre").exists()
+    # The same request through the proxy's address is the proxy's user.
+    through = Client(REMOTE_ADDR="10.42.7.7")
+    assert through.get("/admin/", headers=headers).status_code == 200
+    assert through.session["_auth_user_id"] == str(User.objects.get(username="admin").pk)
+    # A session the proxy opened ends when a request without the proxy comes in on it.
+    through.defaults["REMOTE_ADDR"] = "10.1.2.3"
+    through.get("/admin/", headers=headers)
+    assert "_auth_user_id" not in through.session
+
+
+def test_login_failures_behind_the_ingress_count_per_client(settings: Any) -> None:
+    """Behind trusted proxies the lockout is the client's, not the ingress controller's."""
+    settings.SENTINEL_LOGIN_ATTEMPTS = 3
+    settings.SENTINEL_TRUSTED_PROXIES = ("10.42.0.0/16",)
+    User.objects.create_superuser("root", None, "a-Long-enough-passphrase-7")
+    url = reverse("admin:login")
+    ingress = Client(REMOTE_ADDR="10.42.1.5")
+
+    def attempt(client: str, username: str, password: str = "guess") -> str:
+        headers = {"X-Forwarded-For": f"198.51.100.77, {client}"}
+        form = {"username": username, "password": password}
+        return ingress.post(url, form, headers=headers).content.decode()
+
+    for name in ("a", "b", "c"):
+        attempt("203.0.113.9", f"nobody-{name}")
+    # That client is locked out whatever the user name (its address failed three times) ...
+    assert "Too many failed logins" in attempt("203.0.113.9", "nobody-d")
+    # ... another client through the same ingress is not, and logs in.
+    ingress.post(
+        url,
+        {"username": "root", "password": "a-Long-enough-passphrase-7"},
+        headers={"X-Forwarded-For": "203.0.113.10"},
+    )
+    assert "_auth_user_id" in ingress.session

@@ -147,13 +147,13 @@ def test_the_admin_neither_shows_nor_adds_analyses_outside_the_scope(
 def test_namespace_grants_are_edited_in_the_admin(staff_client: Client) -> None:
     someone = User.objects.create_user("someone", None, None)
     response = staff_client.post(
-        reverse("admin:analyses_namespacegrant_add"),
+        reverse("admin:accounts_namespacegrant_add"),
         {"user": someone.pk, "namespace": "shop", "can_view": "on", "can_resume": "on"},
     )
     assert response.status_code == 302, response.content.decode()[:2000]
     assert someone.namespace_grants.get().can_resume
     both = staff_client.post(
-        reverse("admin:analyses_namespacegrant_add"),
+        reverse("admin:accounts_namespacegrant_add"),
         {"user": someone.pk, "group": Group.objects.create(name="g").pk, "namespace": "x"},
     )
     assert "Choose either a user or a group." in both.content.decode()

@@ -13,7 +13,7 @@ from django.http import HttpResponse
 from django.test import Client
 from django.urls import reverse
 
-from analyses.admin_metric_groups import UNTICKED_MESSAGE
+from analyses.admin.metric_groups import UNTICKED_MESSAGE
 from analyses.models import Analysis
 from testkit.devcluster import DevCluster
 from tests.ui.forms import change_form, cluster_analysis, post_add, with_fields

@@ -1,4 +1,4 @@
-"""Pin the Django internals ``analyses.admin_compat`` relies on, so an upgrade fails here loudly.
+"""Pin the Django internals ``analyses.admin.compat`` relies on, so an upgrade fails here loudly.
 
 Each test names the private API it checks; when one fails after a Django upgrade, find the new
 way in Django's ``contrib/admin/options.py`` and change ``admin_compat`` (the only user).
@@ -12,14 +12,14 @@ import django
 from django.contrib.admin import ModelAdmin
 from django.db.models.base import ModelState
 
-from analyses import admin_compat
+from analyses.admin import compat as admin_compat
 from analyses.models import Analysis
 from tests.ui import factories
 
 
 def test_django_is_the_5_2_series_admin_compat_was_written_for() -> None:
     assert django.VERSION[:2] == (5, 2), (
-        f"Django {django.get_version()}: re-check analyses/admin_compat.py against it"
+        f"Django {django.get_version()}: re-check analyses/admin/compat.py against it"
     )
 
 

@@ -1,4 +1,4 @@
-"""Where a refused save's reasons go (analyses.admin_forms.place): each on the form field that
+"""Where a refused save's reasons go (analyses.admin.forms.place): each on the form field that
 answers for its path, as the REST API names it; a path no field answers for stays above the
 form, with the path, so the reader still learns which part of the resource it means.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyses.admin_forms import MetricForm, Problem, place
+from analyses.admin.forms import MetricForm, Problem, place
 
 pytestmark = pytest.mark.django_db
 

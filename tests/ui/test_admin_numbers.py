@@ -1,4 +1,4 @@
-"""Numbers as the admin shows them (analyses.admin_numbers): six significant digits, the exact
+"""Numbers as the admin shows them (analyses.numbers): six significant digits, the exact
 value on hover, while the REST API keeps every digit.
 
 Floating point leaves values such as ``0.9950000000000001`` behind; a threshold, a status value or a
@@ -14,8 +14,8 @@ from django.template import Context, Template
 from django.test import Client
 from django.urls import reverse
 
-from analyses.admin_numbers import exact, number_html, readable
 from analyses.models import Analysis, MetricResult
+from analyses.numbers import exact, number_html, readable
 from tests.ui import factories
 
 # What arithmetic leaves behind: one digit of noise past the value meant (0.995).

@@ -1,4 +1,4 @@
-"""The admin site around the pages (analyses.admin_site): sections in the product's order,
+"""The admin site around the pages (sentinel_site.admin_site): sections in the product's order,
 django-q2's tables for superusers only, titles that say what a page lists or shows.
 
 Django's test client against the site's HTML: the index's sections, the sidebar of a list page,
@@ -14,8 +14,8 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.urls import reverse
 
-from analyses import tokens
-from analyses.grant_models import NamespaceGrant
+from accounts import tokens
+from accounts.models import NamespaceGrant
 from tests.ui import factories
 
 pytestmark = pytest.mark.django_db
@@ -77,8 +77,8 @@ def test_the_task_tables_are_for_superusers_only(db: None) -> None:
     [
         (reverse("admin:analyses_analysis_changelist"), "Analyses"),
         (reverse("admin:notifications_delivery_changelist"), "Deliveries"),
-        (reverse("admin:analyses_apitoken_changelist"), "API tokens"),
-        (reverse("admin:analyses_namespacegrant_changelist"), "Namespace grants"),
+        (reverse("admin:accounts_apitoken_changelist"), "API tokens"),
+        (reverse("admin:accounts_namespacegrant_changelist"), "Namespace grants"),
         (reverse("admin:auth_user_changelist"), "Users"),
         (reverse("admin:django_q_failure_changelist"), "Failed tasks"),
         (reverse("admin:analyses_analysis_add"), "Add analysis"),
@@ -107,6 +107,6 @@ def test_change_pages_are_titled_by_their_object(
     viewed = viewer_client.get(reverse("admin:analyses_analysis_change", args=[checkout.pk]))
     assert "<h1>Analysis shop/checkout</h1>" in viewed.content.decode()
 
-    edit = staff_client.get(reverse("admin:analyses_apitoken_change", args=[token.pk]))
+    edit = staff_client.get(reverse("admin:accounts_apitoken_change", args=[token.pk]))
     assert f"<h1>Edit API token {token}</h1>" in edit.content.decode()
     assert f"<title>Edit API token {token} | Rollout Sentinel</title>" in edit.content.decode()

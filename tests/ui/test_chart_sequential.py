@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 
 from analyses import mirror
-from analyses.admin_views import chart_points, metric_charts
+from analyses.admin.views import chart_points, metric_charts
 from analyses.charts import render_metric_chart, render_rates_chart
 from analyses.models import Evaluation, MetricResult
 from tests.analyses.resources import resource

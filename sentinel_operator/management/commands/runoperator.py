@@ -53,6 +53,13 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        if not settings.SENTINEL.task_key and not settings.DEBUG:
+            raise CommandError(
+                "SENTINEL_TASK_KEY must be set for the operator when SENTINEL_DEBUG is off: "
+                "its tasks are signed with it, never with the web app's SENTINEL_SECRET_KEY; "
+                "put it in the operator's own Secret (docs/operations.md).",
+                returncode=2,
+            )
         try:
             # The schema was checked with the settings; the secret files only the operator reads.
             check_at_start(settings.SENTINEL.providers_file)
@@ -88,11 +95,11 @@ class Command(BaseCommand):
 def share_with_workers() -> None:
     """Make what the forked django-q2 processes need pages they share with this one.
 
-    Measured per worker after 100 messages (docs/reliability.md): Apprise loading its plugins on
-    the first message cost about 24 MB of private memory per worker; and Python's collector,
-    walking every object inherited from this process, wrote to (and so copied) the pages they
-    sit on. ``gc.freeze`` moves them out of the collector's reach. ``runtime.run`` imports
-    matplotlib and the rest before it forks (``preload_worker_modules``).
+    Apprise loading its plugins on a worker's first message makes them that worker's private
+    memory (docs/reliability.md); and Python's collector, walking every object inherited from
+    this process, writes to (and so copies) the pages they sit on. ``gc.freeze`` moves them out
+    of the collector's reach. ``runtime.run`` imports matplotlib and the rest before it forks
+    (``preload_worker_modules``).
     """
     runtime.preload_worker_modules()
     if settings.SENTINEL_NOTIFY.channels:

@@ -1,0 +1,133 @@
+"""The sequential kind: new pods against old pods on counts, an e-process (docs/analysis.md).
+
+The kind is ``KIND``; its parts are private: ``_spec`` (the ``sequential`` field and
+``spec.falsePauseRate``), ``_read`` (where the evidence starts, which steps to read, the one range
+query, its answer as steps), ``_evidence`` (the arithmetic of the evidence, its state in the
+status, the verdict and its sentence), ``_judge`` (the evidence continued and judged).
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+from sentinel_core.measurement import Measurement
+from sentinel_core.metric_kinds._kind import MetricKind, Parsing, Recorded, with_sides_label
+from sentinel_core.metric_kinds.sequential._evidence import (
+    GRID,
+    Counted,
+    Settings,
+    Side,
+    State,
+    Step,
+    accumulate,
+    advance,
+    counted,
+    evidence_of,
+    fresh,
+    grid,
+    judge_sequential,
+    log_ratios,
+    reached,
+)
+from sentinel_core.metric_kinds.sequential._judge import judge
+from sentinel_core.metric_kinds.sequential._read import (
+    MAX_STEPS,
+    PART_LABEL,
+    Basis,
+    Plan,
+    Reading,
+    basis_of,
+    begin,
+    boundaries_query,
+    boundary_pattern,
+    facts,
+    instant,
+    key_of,
+    lacks_boundary,
+    measure,
+    plan,
+    range_query,
+    steps_of,
+)
+from sentinel_core.metric_kinds.sequential._spec import (
+    DEFAULT_FALSE_PAUSE_RATE,
+    DEFAULT_MIN_EVENTS,
+    MAX_SELECTOR_LENGTH,
+    Sequential,
+    check_sequential_exclusive,
+    parse_false_pause_rate,
+    parse_sequential,
+)
+
+
+def _parse(item: Mapping[str, object], p: Parsing) -> dict[str, object]:
+    raw, path = item.get("sequential"), f"{p.path}.sequential"
+    sequential = parse_sequential(raw, path, strict=p.strict, add=p.add)
+    check_sequential_exclusive(item, p.path, p.add)
+    return {"sequential": sequential}
+
+
+def _applies(metric: Any) -> bool:
+    return metric.sequential is not None
+
+
+def _recorded(m: Measurement, result: Any) -> Recorded:
+    # The value is the evidence, the limit the evidence needed; the counts have their own column.
+    if result is None or result.sequential is None:
+        return Recorded()
+    return Recorded(value=result.sequential.evidence, value_text=result.value or "")
+
+
+KIND = MetricKind(
+    name="sequential",
+    applies=_applies,
+    # null is absent, as the API server prunes it.
+    bounded=lambda item: item.get("sequential") is not None,
+    parse=_parse,
+    sides=True,
+    targeted=lambda metric, item, by: with_sides_label(metric, item, "sequential", by),
+    facts=facts,
+    measure=measure,
+    judge=judge,
+    recorded=_recorded,
+)
+
+__all__ = [
+    "DEFAULT_FALSE_PAUSE_RATE",
+    "DEFAULT_MIN_EVENTS",
+    "GRID",
+    "KIND",
+    "MAX_SELECTOR_LENGTH",
+    "MAX_STEPS",
+    "PART_LABEL",
+    "Basis",
+    "Counted",
+    "Plan",
+    "Reading",
+    "Sequential",
+    "Settings",
+    "Side",
+    "State",
+    "Step",
+    "accumulate",
+    "advance",
+    "basis_of",
+    "begin",
+    "boundaries_query",
+    "boundary_pattern",
+    "check_sequential_exclusive",
+    "counted",
+    "evidence_of",
+    "fresh",
+    "grid",
+    "instant",
+    "judge_sequential",
+    "key_of",
+    "lacks_boundary",
+    "log_ratios",
+    "parse_false_pause_rate",
+    "parse_sequential",
+    "plan",
+    "range_query",
+    "reached",
+    "steps_of",
+]
