@@ -148,6 +148,9 @@ class EventReason(StrEnum):
     # The spec was pointed at another target (kubectl) while this analysis held its old one:
     # that pause stays, and this names it (docs/status.md#pausing-each-kind).
     PAUSE_LEFT_BEHIND = "PauseLeftBehind"
+    # Parts of the status read back that the operator cannot have written were discarded and
+    # recomputed (docs/status.md#what-the-operator-trusts-in-its-status).
+    STATUS_DISCARDED = "StatusDiscarded"
 
 
 EVENT_TYPES: MappingProxyType[EventReason, EventType] = MappingProxyType(
@@ -163,6 +166,7 @@ EVENT_TYPES: MappingProxyType[EventReason, EventType] = MappingProxyType(
         EventReason.ROLLOUT_DETECTED: EventType.NORMAL,
         EventReason.UNTRUSTED_PAUSE_RECORD: EventType.WARNING,
         EventReason.PAUSE_LEFT_BEHIND: EventType.WARNING,
+        EventReason.STATUS_DISCARDED: EventType.WARNING,
     }
 )
 

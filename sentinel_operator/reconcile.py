@@ -63,6 +63,7 @@ from sentinel_core.rollout import (
 )
 from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus, Rollout
+from sentinel_core.status_check import trusted
 from sentinel_core.target import TargetState
 from sentinel_operator.history import Attempt
 from sentinel_operator.measuring import NO_HASHES, measure_from
@@ -161,7 +162,10 @@ class Reconciler:
         resource = AnalysisResource.read(raw)
         spec = resource.valid_spec
         measurements: tuple[Measurement, ...] = ()
-        rollout = resource.status.rollout
+        # The status as decide will go on from it: the rollout and each sequential metric's
+        # steps are read from there (docs/status.md#what-the-operator-trusts-in-its-status).
+        status = trusted(resource.status, spec=spec, generation=resource.generation, now=started)
+        rollout = status.rollout
         try:
             target, workload = TargetState(exists=False), None
             left_behind: tuple[str, ...] = ()
@@ -170,7 +174,9 @@ class Reconciler:
                 left_behind = self._left_behind(resource, spec)
                 read = self._revisions(spec.target.kind, workload)
                 rollout = self._rollout(spec.target.kind, rollout, workload, read, started)
-                measurements = self._measure(resource, spec, workload, read, rollout, started)
+                measurements = self._measure(
+                    resource, status, spec, workload, read, rollout, started
+                )
             decision = decide(
                 Observation(
                     namespace=namespace,
@@ -293,6 +299,7 @@ class Reconciler:
     def _measure(
         self,
         resource: AnalysisResource,
+        status: AnalysisStatus,
         spec: AnalysisSpec,
         workload: Mapping[str, Any] | None,
         read: ControllerRevisions | None,
@@ -315,7 +322,9 @@ class Reconciler:
                 self.providers,
                 resource.namespace,
                 metric,
-                kind_of(metric).facts(metric, _situation(resource, spec, rollout, now, hashes)),
+                kind_of(metric).facts(
+                    metric, _situation(resource, status, spec, rollout, now, hashes)
+                ),
             )
             for metric in spec.metrics
         )
@@ -340,6 +349,7 @@ class Reconciler:
 
 def _situation(
     resource: AnalysisResource,
+    status: AnalysisStatus,
     spec: AnalysisSpec,
     rollout: Rollout | None,
     now: datetime,
@@ -347,11 +357,11 @@ def _situation(
 ) -> Situation:
     """Return the evaluation as the metric kinds see it when they say what to measure from.
 
-    The kinds read it (a baseline's instant, where evidence continues) from the status as the
-    core will see it.
+    The kinds read it (a baseline's instant, where evidence continues) from ``status``: the
+    status as the core will see it, checked (docs/status.md#what-the-operator-trusts-in-its-status).
     """
     return Situation(
-        status=resource.status,
+        status=status,
         spec=spec,
         generation=resource.generation,
         rollout=rollout,

@@ -57,6 +57,7 @@ from sentinel_core.spec import (
     MetricSpec,
 )
 from sentinel_core.status import AnalysisStatus, Condition, MetricResult, Rollout
+from sentinel_core.status_check import check
 from sentinel_core.target import PauseTarget, TargetState
 from sentinel_core.values import format_time, utc_seconds
 
@@ -152,14 +153,25 @@ _RENEWED = (
 def decide(obs: Observation) -> Decision:
     """Return the new status and the actions for one reconcile attempt (docs/operator.md)."""
     now = utc_seconds(obs.now)
+    # What the operator cannot have written is discarded before anything reads it; the status
+    # written below holds none of it, so the event comes once.
+    checked = check(
+        obs.previous,
+        spec=obs.spec if isinstance(obs.spec, AnalysisSpec) else None,
+        generation=obs.generation,
+        now=now,
+    )
+    obs = replace(obs, previous=checked.status)
     prev = obs.previous
+    discarded = _discarded_events(checked.discarded)
     seen = prev.observed_generation
     spec_changed = seen is not None and seen != obs.generation
     # A spec edit starts the count afresh before anything else is counted.
     failures = 0 if spec_changed else prev.failures
     conds = Conditions(prev, now, obs.generation)
     if isinstance(obs.spec, InvalidSpecError):
-        return _decide_invalid_spec(obs.spec, conds, failures)
+        decision = _decide_invalid_spec(obs.spec, conds, failures)
+        return replace(decision, events=(*discarded, *decision.events))
     spec = obs.spec
     pairs = _pair(spec, obs.measurements)
     unavailable = [m for _, m in pairs if m.error == MeasurementError.UNAVAILABLE]
@@ -188,7 +200,7 @@ def decide(obs: Observation) -> Decision:
         if m.error is None
     )
     judged = tuple(j.result for j in judgements)
-    events: list[Event] = []
+    events: list[Event] = list(discarded)
     if is_new(prev.rollout, obs.rollout):
         events.append(_event(EventReason.ROLLOUT_DETECTED, _rollout_message(spec, rollout)))
 
@@ -240,11 +252,13 @@ def decide(obs: Observation) -> Decision:
     events.extend(_ready_events(prev.condition(ConditionType.READY), ready, spec_changed))
     healthy = healthy_condition(prev, conds, verdict, judgements, unavailable, rejected)
 
-    # Pause only right after an evaluation that got answers, never in the attempt that saw a
-    # resume (the person gets one interval before the next failure may pause again).
+    # Pause only right after an evaluation whose own verdict is Fail, never in the attempt that
+    # saw a resume (the person gets one interval before the next failure may pause again). A
+    # count read back from the status alone never pauses: whoever may write the status could
+    # have written it (docs/status.md#what-the-operator-trusts-in-its-status).
     pause: PauseTarget | None = None
     ours = obs.key in target.paused_by
-    limit_reached = verdict is not None and failures >= spec.failure_limit
+    limit_reached = verdict == Verdict.FAIL and failures >= spec.failure_limit
     if limit_reached and not spec.dry_run and target.exists and not let_go:
         already = target.paused and ours
         if not (already and prev.is_true(ConditionType.ROLLOUT_PAUSED)):
@@ -454,6 +468,16 @@ def _ready_events(before: Condition | None, after: Condition, spec_changed: bool
     if renewed and after.reason in (Reason.METRICS_UNAVAILABLE, *_RENEWED):
         events.append(_event(EventReason(str(after.reason)), after.message))
     return events
+
+
+def _discarded_events(discarded: tuple[str, ...]) -> tuple[Event, ...]:
+    if not discarded:
+        return ()
+    message = (
+        "discarded from the status what the operator cannot have written, and recomputed it: "
+        + "; ".join(discarded)
+    )
+    return (_event(EventReason.STATUS_DISCARDED, message),)
 
 
 def _rollout_message(spec: AnalysisSpec, rollout: Rollout | None) -> str:

@@ -381,15 +381,18 @@ def test_target_paused_by_a_person_gets_this_analysis_recorded() -> None:
 
 
 def test_status_lost_after_the_pause_landed_needs_no_second_patch() -> None:
-    # The reconciler paused the target, then its status write failed for good.
-    world = World(
-        status=AnalysisStatus(observed_generation=1, failures=2),
-        target=TargetState(exists=True, paused=True, paused_by=(KEY,)),
-    )
+    # Two failures counted (a status the operator wrote: a count alone, without the verdict
+    # and the evaluation it follows, is discarded); the reconciler paused the target, then its
+    # status write failed for good.
+    world = World()
+    for _ in range(2):
+        world.evaluate(*failing())
+    world.target = TargetState(exists=True, paused=True, paused_by=(KEY,))
+    now = world.now
     decision = world.evaluate(*failing())
     assert decision.pause is None
     assert world.cond(ConditionType.ROLLOUT_PAUSED) == ("True", "FailureLimitReached")
-    assert decision.status.paused_at == NOW
+    assert decision.status.paused_at == now
     assert reasons(decision) == [EventReason.ROLLOUT_PAUSED]
 
 

@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from analyses.api.serializers import merge_patch
-from sentinel_core.conditions import Annotation, ConditionType, EventReason, Reason
+from sentinel_core.conditions import Annotation, ConditionType, EventReason, Reason, Verdict
 from sentinel_core.decision import Observation, decide
 from sentinel_core.kinds import DAEMON_SET, DEPLOYMENT, KINDS, STATEFUL_SET
 from sentinel_core.measurement import Measurement
@@ -368,9 +368,15 @@ def claimed_status() -> AnalysisStatus:
         last_transition_time=NOW,
         observed_generation=1,
     )
-    return AnalysisStatus(observed_generation=1, failures=1, paused_at=NOW).with_conditions(
-        paused_condition
-    )
+    # As the operator writes it: the count beside the Fail that made it, so the status check
+    # (docs/status.md#what-the-operator-trusts-in-its-status) keeps it.
+    return AnalysisStatus(
+        observed_generation=1,
+        last_verdict=Verdict.FAIL,
+        failures=1,
+        last_evaluation_time=NOW,
+        paused_at=NOW,
+    ).with_conditions(paused_condition)
 
 
 def evaluate(status: AnalysisStatus, workload: dict[str, Any] | None) -> Any:

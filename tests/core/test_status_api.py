@@ -74,6 +74,7 @@ EVENTS = {
     ("Normal", "RolloutDetected"),
     ("Warning", "UntrustedPauseRecord"),
     ("Warning", "PauseLeftBehind"),
+    ("Warning", "StatusDiscarded"),
 }
 VERDICTS = {"Pass", "Fail", "Inconclusive"}
 OUTCOMES = {"Pass", "Fail", "Inconclusive", "Error"}
