@@ -29,7 +29,7 @@ from sentinel_core.metric_kinds.sequential._evidence import (
     log_ratios,
     reached,
 )
-from sentinel_core.metric_kinds.sequential._judge import judge
+from sentinel_core.metric_kinds.sequential._judge import judge, settings_of
 from sentinel_core.metric_kinds.sequential._read import (
     LOOKBACK_SECONDS,
     MAX_READ_SECONDS,
@@ -135,6 +135,7 @@ __all__ = [
     "plan",
     "reached",
     "samples_queries",
+    "settings_of",
     "step_counts",
     "steps_of",
 ]
