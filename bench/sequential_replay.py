@@ -9,7 +9,8 @@ in:  {"settings": {"falsePauseRate": 0.05, "metrics": 2, "maxIncrease": {"percen
       "before": [{"old": [[bad, total], ...]}, ...],
       "steps":  [{"new": [[bad, total], ...], "old": [[bad, total], ...]}, ...],
       "perPod": true}
-out: {"line": 1, "pausedAt": 7 | null, "evidence": 12.3, "needed": 40, "steps": 30}
+out: {"line": 1, "pausedAt": 7 | null, "evidence": 12.3, "needed": 40, "steps": 30,
+      "guarantee": "Stated" | "Conditional", "guaranteeReason": ""}
 ```
 
 ``settings`` are the analysis's fields, checked by the product's ``parse_spec`` exactly as the
@@ -18,7 +19,8 @@ all optional, the product's defaults apply). Each step is one evaluation (one st
 ``interval``, failureLimit 1): the operator's ``advance`` counts it and ``judge_sequential``
 judges the evidence, as the kind's judge does; ``pausedAt`` is the first step whose evaluation
 fails (1-based), ``evidence`` the evidence then (or after the last step), ``needed`` the
-evidence a metric needs. ``perPod: false`` sums each side's pods first, as a query without a
+evidence a metric needs, ``guarantee`` and its reason what the status would say of the bound.
+``perPod: false`` sums each side's pods first, as a query without a
 ``pod`` label reads. ``before`` (steps before the rollout, all pods old) is checked; the judgment
 does not use it today. Numbers may be fractional. A malformed line gets one error on standard
 error naming the line and the field; the other lines are still judged, and the exit status is
@@ -105,11 +107,14 @@ def replay(rollout: Rollout) -> dict[str, Any]:
         if outcome.verdict == Verdict.FAIL:
             paused_at = index
             break
+    guarantee, reason = state.guarantee
     return {
         "pausedAt": paused_at,
         "evidence": float(f"{state.evidence:.6g}"),
         "needed": settings.needed,
         "steps": state.steps,
+        "guarantee": guarantee,
+        "guaranteeReason": reason,
     }
 
 

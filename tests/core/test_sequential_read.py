@@ -325,6 +325,11 @@ def test_the_evidence_grows_step_by_step_until_it_reaches_m_over_alpha_and_fails
     assert "worse than maxIncrease 10 % allows" in result.message
     healthy = decision.status.condition(ConditionType.HEALTHY)
     assert healthy is not None and "errors-vs-old: new pods' error rate" in healthy.message
+    # Sums without a pod label: the bound is conditional, and the sentence the admin shows and
+    # the pause's notification carries (the condition's message) says so.
+    conditional = "(false-pause bound conditional: the series have no pod label"
+    assert conditional in result.message and conditional in healthy.message
+    assert result.sequential.guarantee[0] == "Conditional"
     raw = check_status(decision.status)["metricResults"][0]["sequential"]
     assert set(raw) >= {"evidence", "needed", "ratio", "newBad", "newTotal", "oldBad"}
     assert set(raw) >= {"oldTotal", "since", "through"}

@@ -62,6 +62,7 @@ def test_the_replay_gives_the_operators_evidence_and_pause_step_for_step(
     assert got["pausedAt"] == paused_at
     assert got["evidence"] == float(f"{evidence:.6g}")
     assert got["needed"] == 20.0
+    assert got["guarantee"] == story.result().sequential.guarantee[0] == "Conditional"
     if factor == 2.5:
         assert paused_at is not None  # the comparison is not vacuous: one rollout pauses
 
@@ -75,8 +76,12 @@ def test_per_pod_false_sums_each_side_as_a_query_without_a_pod_label_reads() -> 
     sides = replay(parse_line(json.dumps({"steps": steps, "perPod": False})))
     one_pod_each = replay(parse_line(json.dumps({"steps": summed})))
     per_pod = replay(parse_line(json.dumps({"steps": steps})))
-    assert sides == one_pod_each
+    judged = ("pausedAt", "evidence", "steps")
+    assert [sides[k] for k in judged] == [one_pod_each[k] for k in judged]
     assert sides["evidence"] != per_pod["evidence"]  # per pod, the old pods' spread tempers
+    assert sides["guaranteeReason"].startswith("the series have no pod label")
+    assert one_pod_each["guaranteeReason"].startswith("only 1 old pod")
+    assert per_pod["guaranteeReason"].startswith("only 3 old pods")
 
 
 def test_the_budget_is_shared_by_the_metrics_as_the_spec_says() -> None:
@@ -86,6 +91,8 @@ def test_the_budget_is_shared_by_the_metrics_as_the_spec_says() -> None:
         "evidence": 1.0,
         "needed": 300.0,
         "steps": 0,
+        "guarantee": "Conditional",
+        "guaranteeReason": "no step with events on both sides yet",
     }
 
 
