@@ -3,11 +3,12 @@
 The reconciler calls ``measure_from`` once per metric per evaluation. The metric's kind
 (``sentinel_core.metric_kinds``) says what to ask and reads the answers; this adapter knows no
 kind, only how to ask: an instant query (at an earlier instant through Prometheus's ``time``
-parameter, or now) or a range query. The first query that fails ends the metric's measurement
-with that error, named by the query (``minSamples query: …``): so every later query is asked only
-after the earlier ones answered, each at most once, and during an outage a metric still sends one
-request per attempt, never three — backing off keeps sending fewer queries than the healthy
-cadence (docs/operator.md). Their errors are the metric's: the same taxonomy, the query named.
+parameter, or now), a range query, or the raw samples of a range selector at an instant. The
+first query that fails ends the metric's measurement with that error, named by the query
+(``minSamples query: …``): so every later query is asked only after the earlier ones answered,
+each at most once, and during an outage a metric still sends one request per attempt, never
+three — backing off keeps sending fewer queries than the healthy cadence (docs/operator.md).
+Their errors are the metric's: the same taxonomy, the query named.
 
 What each kind asks, and when, is the kind's own (its ``_read`` module; docs/architecture.md,
 "Adding a metric kind").
@@ -18,11 +19,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sentinel_core.measurement import Measurement
-from sentinel_core.metric_kinds import Answer, Ask, Facts, Instant, kind_of
+from sentinel_core.metric_kinds import Answer, Ask, Facts, Instant, Samples, kind_of
 from sentinel_core.spec import MetricSpec
 from sentinel_operator.prometheus import PrometheusClient
 from sentinel_operator.providers import Providers
-from sentinel_operator.range_query import measure_range
+from sentinel_operator.range_query import measure_range, measure_samples
 
 # The target's new pods' hash and the old ones', for the kinds that tell the two sides apart.
 Hashes = tuple[str | None, tuple[str, ...]]
@@ -51,7 +52,12 @@ def _ask(prometheus: PrometheusClient, name: str, ask: Ask) -> Answer | Measurem
         if answer.error is not None and ask.label:
             return replace(answer, message=f"{ask.label}: {answer.message}")
         return answer
-    result = measure_range(prometheus, name, ask.query, start=ask.start, end=ask.end, step=ask.step)
+    if isinstance(ask, Samples):
+        result = measure_samples(prometheus, name, ask.query, at=ask.at)
+    else:
+        result = measure_range(
+            prometheus, name, ask.query, start=ask.start, end=ask.end, step=ask.step
+        )
     if result.error is not None:
         message = f"{ask.label}: {result.message}" if ask.label else result.message
         return Measurement(metric=name, error=result.error, message=message)

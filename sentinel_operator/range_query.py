@@ -65,6 +65,24 @@ def measure_range(
     return RangeResult(metric=metric, error=result.error, message=prometheus.clean(result.message))
 
 
+def measure_samples(
+    prometheus: PrometheusClient, metric: str, query: str, *, at: datetime
+) -> RangeResult:
+    """Return every raw sample of ``query`` (a range selector) evaluated at ``at``.
+
+    An instant query whose answer is a matrix: the samples as scraped, each with its own
+    timestamp, nothing extrapolated (the sequential kind's step counts, docs/analysis.md).
+    """
+    params = {"query": query, "time": f"{at.timestamp():.3f}"}
+    result = prometheus.fetch(
+        metric, "/api/v1/query", params, parse_range_answer, range_unavailable
+    )
+    prometheus.counted(Measurement(metric=metric, error=result.error, message=result.message))
+    if result.error is None:
+        return result
+    return RangeResult(metric=metric, error=result.error, message=prometheus.clean(result.message))
+
+
 def range_unavailable(metric: str, message: str) -> RangeResult:
     return RangeResult(metric=metric, error=MeasurementError.UNAVAILABLE, message=message)
 

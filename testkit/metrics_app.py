@@ -8,7 +8,10 @@ thread of their own process and steer its series from Python: a gauge
 ``GaugeSetter`` sets a test's gauge and waits until Prometheus has scraped the new value.
 ``sentinel_test_pod_value{case, pod_template_hash, pod}`` plays pods' series for compare
 (docs/analysis.md): no kubelet runs pods on realcluster, so the app serves their traffic,
-labelled with the real ReplicaSets' hashes.
+labelled with the real ReplicaSets' hashes. ``sentinel_test_pod_requests_total`` and
+``sentinel_test_pod_errors_total`` (same labels) are pods' request counters whose every event
+the test knows (``serve_pod``), for the sequential kind's exact step counts; ``restart_pod``
+resets a pod's counters to zero, as a restarted process does.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from testkit.lifecycle import StartStop
 
@@ -52,6 +55,19 @@ class MetricsApp(StartStop):
             "sentinel_test_pod_value",
             "A value per pod set by a test, labelled with its ReplicaSet's pod-template-hash.",
             ["case", "pod_template_hash", "pod"],
+            registry=self.registry,
+        )
+        pod_labels = ["case", "pod_template_hash", "pod"]
+        self._pod_requests = Counter(
+            "sentinel_test_pod_requests",
+            "Requests a test's pod served, labelled as sentinel_test_pod_value.",
+            pod_labels,
+            registry=self.registry,
+        )
+        self._pod_errors = Counter(
+            "sentinel_test_pod_errors",
+            "Requests a test's pod failed, labelled as sentinel_test_pod_value.",
+            pod_labels,
             registry=self.registry,
         )
         self._server: RunningServer | None = None
@@ -96,6 +112,21 @@ class MetricsApp(StartStop):
     def set_pod(self, case: str, template_hash: str, pod: str, value: float) -> None:
         """Set ``sentinel_test_pod_value`` of one pod of the ReplicaSet ``template_hash``."""
         self._pod_value.labels(case=case, pod_template_hash=template_hash, pod=pod).set(value)
+
+    def serve_pod(
+        self, case: str, template_hash: str, pod: str, requests: int, errors: int = 0
+    ) -> None:
+        """Count ``requests`` more requests of one pod, ``errors`` of them failed (0: create)."""
+        labels = {"case": case, "pod_template_hash": template_hash, "pod": pod}
+        self._pod_requests.labels(**labels).inc(requests)
+        self._pod_errors.labels(**labels).inc(errors)
+
+    def restart_pod(self, case: str, template_hash: str, pod: str) -> None:
+        """Reset one pod's request counters to zero, as its process restarting would."""
+        for counter in (self._pod_requests, self._pod_errors):
+            with contextlib.suppress(KeyError):
+                counter.remove(case, template_hash, pod)
+            counter.labels(case=case, pod_template_hash=template_hash, pod=pod)
 
     def clear_pods(self, case: str) -> None:
         """Remove every pod series of ``case``."""

@@ -72,8 +72,22 @@ class Range:
     label: str = ""
 
 
-Ask = Instant | Range
-# What the adapter sends back: an instant query's Measurement, a range query's series.
+@dataclass(frozen=True)
+class Samples:
+    """An instant query of a range selector at ``at``: every raw sample of its window.
+
+    Nothing is computed on the server (no ``increase``, no extrapolation): what the kind needs
+    is the counters' values as scraped.
+    """
+
+    query: str
+    at: datetime
+    label: str = ""
+
+
+Ask = Instant | Range | Samples
+# What the adapter sends back: an instant query's Measurement, a range query's or a samples
+# query's series.
 Answer = Measurement | tuple[TimedSeries, ...]
 # A kind's measuring: yields what to ask, is sent each answer, returns the metric's Measurement.
 Asking = Generator[Ask, Answer, Measurement]

@@ -134,18 +134,21 @@ def test_the_state_round_trips_through_the_status_dict(batch: list[Step], margin
         {**fresh("k", SINCE).to_dict(20), "logRatios": ["x"] * GRID},
         {**fresh("k", SINCE).to_dict(20), "dispersion": None},
         {**fresh("k", SINCE).to_dict(20), "steps": "3"},
+        {**fresh("k", SINCE).to_dict(20), "oldPods": -1},
+        {**fresh("k", SINCE).to_dict(20), "perPod": "yes"},
     ],
 )
 def test_a_malformed_status_reads_as_no_state(broken: object) -> None:
     assert State.from_dict(broken) is None
 
 
-def _state_with_evidence(evidence: float, **counts: float) -> State:
+def _state_with_evidence(evidence: float, old_pods: int = 4, **counts: float) -> State:
     return State(
         key="k",
         since=SINCE,
         through="2026-12-03T10:30:00Z",
         log_ratios=(math.log(evidence),) * GRID,
+        old_pods=old_pods,
         **counts,
     )
 
@@ -162,6 +165,63 @@ def test_the_message_names_the_ratio_the_counts_and_the_evidence() -> None:
     assert outcome.message == (
         "new pods' error rate is 2.4 \u00d7 the old pods' (31 of 1,200 vs 13 of 1,210 requests "
         "since 10:02); evidence 87 of 200 needed: no evidence of harm so far"
+    )
+
+
+def _pods(*totals: float) -> Side:
+    pods = tuple((t / 100, t) for t in totals)
+    return Side(sum(b for b, _ in pods), sum(totals), pods)
+
+
+def test_the_bound_is_stated_only_with_counts_per_pod_and_four_old_pods_when_counting_began() -> (
+    None
+):
+    def state(*steps: Step) -> State:
+        return advance(fresh("k", SINCE), steps, Settings())
+
+    def step(new: Side, old: Side, minute: int) -> Step:
+        return Step(new, old, f"2026-12-03T10:{minute:02d}:00Z")
+
+    assert fresh("k", SINCE).guarantee == (
+        "Conditional",
+        "no step with events on both sides yet",
+    )
+    four = state(step(_pods(900), _pods(900, 800, 1000, 700), 3))
+    assert four.guarantee == ("Stated", "") and four.old_pods == 4
+    # Old pods leave as the rollout proceeds: what counted is how many there were at first.
+    later = advance(four, [step(_pods(900, 900), _pods(1000), 4)], Settings())
+    assert later.guarantee == ("Stated", "")
+    # A step without events on a side decides nothing: the first with events on both does.
+    idle = step(_pods(0), _pods(0, 0, 0, 0), 3)
+    one = state(idle, step(_pods(500), _pods(500), 4))
+    assert one.old_pods == 1 and one.guarantee == (
+        "Conditional",
+        "only 1 old pod when counting began, fewer than the 4 needed to estimate how much "
+        "pods differ",
+    )
+    three = state(step(_pods(900), _pods(900, 800, 0, 1000), 3))
+    assert three.guarantee[1].startswith("only 3 old pods when counting began")
+    # Sums without a pod label, in any step with events: conditional for the whole rollout.
+    sides = state(
+        step(_pods(900), _pods(900, 800, 1000, 700), 3), step(Side(5, 900), Side(9, 3000), 4)
+    )
+    assert not sides.per_pod and sides.guarantee[1].startswith("the series have no pod label")
+    # Kept in the status; a state written before they were kept is conditional.
+    assert State.from_dict(json.loads(json.dumps(sides.to_dict(20)))) == sides
+    old = {k: v for k, v in four.to_dict(20).items() if k not in ("oldPods", "perPod")}
+    assert State.from_dict(old).guarantee[0] == "Conditional"  # type: ignore[union-attr]
+    raw = four.to_dict(20)
+    assert (raw["guarantee"], raw["guaranteeReason"], raw["oldPods"]) == ("Stated", "", 4)
+
+
+def test_a_conditional_bound_is_said_in_the_message() -> None:
+    two = _state_with_evidence(87, old_pods=2, **FIGURES)
+    outcome = judge_sequential(Settings(false_pause_rate=0.005), two, rollout=True, old_side=True)
+    assert outcome.message == (
+        "new pods' error rate is 2.4 \u00d7 the old pods' (31 of 1,200 vs 13 of 1,210 requests "
+        "since 10:02); evidence 87 of 200 needed (false-pause bound conditional: only 2 old pods "
+        "when counting began, fewer than the 4 needed to estimate how much pods differ): no "
+        "evidence of harm so far"
     )
 
 

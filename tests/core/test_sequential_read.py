@@ -18,7 +18,8 @@ import yaml
 from sentinel_core.conditions import ConditionStatus, ConditionType, Outcome, Reason, Verdict
 from sentinel_core.measurement import Measurement, MeasurementError
 from sentinel_core.metric_kinds.sequential import (
-    MAX_STEPS,
+    LOOKBACK_SECONDS,
+    MAX_READ_SECONDS,
     PART_LABEL,
     Counted,
     Plan,
@@ -30,7 +31,8 @@ from sentinel_core.metric_kinds.sequential import (
     instant,
     lacks_boundary,
     plan,
-    range_query,
+    samples_queries,
+    step_counts,
     steps_of,
 )
 from sentinel_core.spec import InvalidSpecError, parse_spec
@@ -147,23 +149,22 @@ def test_each_broken_rule_is_named_by_its_path(
 # -- what is read ----------------------------------------------------------------------------
 
 
-def test_the_range_query_reads_both_parts_per_side_and_pod_over_one_interval() -> None:
+def test_the_samples_queries_read_each_parts_raw_samples_back_to_before_the_first_step() -> None:
     counters = spec(ERRORS).metrics[0].sequential
     assert counters is not None
-    assert range_query(counters, 30) == (
-        "label_replace(sum by (pod_template_hash, pod) (increase(http_requests_total"
-        '{app="checkout", code=~"5.."}[30000ms])), "sentinel_part", "bad", "", "") or '
-        "label_replace(sum by (pod_template_hash, pod) (increase(http_requests_total"
-        '{app="checkout"}[30000ms])), "sentinel_part", "total", "", "")'
-    )
+    planned = Plan(first=T0 + timedelta(seconds=30), count=4, step_seconds=30)
+    window = f"{round((4 * 30 + LOOKBACK_SECONDS) * 1000)}ms"
+    assert samples_queries(counters, planned) == {
+        "bad": f'http_requests_total{{app="checkout", code=~"5.."}}[{window}]',
+        "total": f'http_requests_total{{app="checkout"}}[{window}]',
+    }
     histogram = spec(SLOW).metrics[0].sequential
     assert histogram is not None
-    query = range_query(histogram, 5)
-    assert 'increase(http_request_duration_seconds_count{app="checkout"}[5000ms])' in query
-    assert (
-        'increase(http_request_duration_seconds_bucket{app="checkout", le=~"0\\\\.25"}[5000ms])'
-        in query
-    )
+    one = Plan(first=T0 + timedelta(seconds=5), count=1, step_seconds=5)
+    assert samples_queries(histogram, one) == {
+        "total": 'http_request_duration_seconds_count{app="checkout"}[305000ms]',
+        "good": 'http_request_duration_seconds_bucket{app="checkout", le=~"0\\\\.25"}[305000ms]',
+    }
     # Go clients write 1, Python's 1.0: both are matched.
     assert boundary_pattern(1.0) == "1|1\\\\.0"
 
@@ -174,51 +175,90 @@ def test_the_plan_tiles_time_from_through_in_whole_steps_and_leaves_the_last_to_
     assert plan(through, T0 + timedelta(seconds=14), 5).count == 1  # type: ignore[union-attr]
     got = plan(through, T0 + timedelta(seconds=26), 5)
     assert got == Plan(first=T0 + timedelta(seconds=5), count=4, step_seconds=5)
-    assert got.last == T0 + timedelta(seconds=20)
-    # A long backlog is read in parts, each starting where the counted steps end.
+    assert got.last == T0 + timedelta(seconds=20) and got.start == T0
+    # A long backlog is read in parts of at most MAX_READ_SECONDS, each starting where the
+    # counted steps end.
     long = plan(through, T0 + timedelta(days=2), 30)
-    assert long is not None and long.count == MAX_STEPS
+    assert long is not None and long.count == MAX_READ_SECONDS // 30
+    assert plan(through, T0 + timedelta(days=2), 3600).count == 1  # type: ignore[union-attr]
+
+
+# The boundaries of three 5 s steps after T0, in seconds.
+START = T0.timestamp()
+PLANNED = Plan(first=T0 + timedelta(seconds=5), count=3, step_seconds=5)
+
+
+def test_a_steps_count_is_the_counters_difference_over_it_with_resets_from_zero() -> None:
+    samples = [
+        (START - 20, 90.0),  # before the lookback's boundary sample: only a base
+        (START, 100.0),  # the boundary sample: the base of step 0
+        (START + 2, 104.0),
+        (START + 5, 110.0),  # on step 0's end: step 0's, and the base of step 1
+        (START + 7, 3.0),  # a reset: counts 3 (from zero)
+        (START + 9, 8.0),
+        (START + 14.999, 9.0),
+        (START + 15, 12.0),
+        (START + 15.001, 50.0),  # after the plan: left to the next read
+    ]
+    assert step_counts(samples, PLANNED) == {0: 10.0, 1: 8.0, 2: 4.0}
+    # A series' first sample in the read is only a base, also within the steps: a series seen
+    # again after a long outage must not count its whole life.
+    assert step_counts([(START + 6, 4000.0), (START + 12, 4009.0)], PLANNED) == {2: 9.0}
+    # Nothing is extrapolated: one sample per step still counts only what it saw.
+    assert step_counts([(START - 1, 0.0), (START + 12, 7.0)], PLANNED) == {2: 7.0}
+
+
+def test_consecutive_reads_share_their_boundary_sample_so_each_event_counts_once() -> None:
+    samples = [
+        (START + t, float(v)) for t, v in [(-3, 1), (1, 2), (4, 5), (8, 5), (11, 9), (15, 20)]
+    ]
+    whole = sum(step_counts(samples, PLANNED).values())
+    first = Plan(first=PLANNED.first, count=1, step_seconds=5)
+    rest = Plan(first=PLANNED.first + timedelta(seconds=5), count=2, step_seconds=5)
+    parts = sum(step_counts(samples, first).values()) + sum(step_counts(samples, rest).values())
+    assert whole == parts == 19.0
 
 
 def test_the_steps_are_the_sides_counts_per_pod_and_step() -> None:
     seq = spec(ERRORS).metrics[0].sequential
     assert seq is not None
-    planned = Plan(first=T0 + timedelta(seconds=5), count=3, step_seconds=5)
-    at = [planned.first.timestamp() + 5 * i for i in range(3)]
+    # Raw samples at each boundary, from START (the base) to the third step's end.
+    at = [START + 5 * i for i in range(4)]
 
     def series(part: str, hash_: str, pod: str, values: list[float]) -> Any:
         labels = {PART_LABEL: part, "pod_template_hash": hash_, "pod": pod}
         return labels, [(t, v) for t, v in zip(at, values, strict=False)]
 
     answer = [
-        series("total", "new1", "n-a", [100, 100, 100]),
-        series("bad", "new1", "n-a", [3, 4, 5]),
-        series("total", "old1", "o-a", [50, 50, 50]),
-        series("total", "old1", "o-b", [50, 60]),
-        series("bad", "old1", "o-b", [1]),
-        series("total", "other", "x", [1000, 1000, 1000]),
+        series("total", "new1", "n-a", [0, 100, 200, 300]),
+        series("bad", "new1", "n-a", [0, 3, 7, 12]),
+        series("total", "old1", "o-a", [10, 60, 110, 160]),
+        series("total", "old1", "o-b", [0, 50, 110]),
+        series("bad", "old1", "o-b", [0, 0, 1]),
+        series("total", "other", "x", [0, 1000, 2000, 3000]),
     ]
-    steps = steps_of(seq, answer, plan=planned, new_hash="new1", old_hashes=["old1"])
+    steps = steps_of(seq, answer, plan=PLANNED, new_hash="new1", old_hashes=["old1"])
     assert [s.end for s in steps] == [
         "2026-12-03T10:02:05Z",
         "2026-12-03T10:02:10Z",
         "2026-12-03T10:02:15Z",
     ]
     assert steps[0] == Step(
-        Side(3, 100, ((3, 100),)), Side(1, 100, ((0, 50), (1, 50))), "2026-12-03T10:02:05Z"
+        Side(3, 100, ((3, 100),)), Side(0, 100, ((0, 50), (0, 50))), "2026-12-03T10:02:05Z"
     )
-    # A pod without a point in a step counts 0 there; a hash of neither side is left out.
+    assert steps[1].old == Side(1, 110, ((0, 50), (1, 60)))
+    # A pod without a sample in a step counts 0 there; a hash of neither side is left out.
     assert (steps[2].new.total, steps[2].old.total, steps[2].old.pods) == (100, 50, ((0, 50),))
 
 
 def test_a_histograms_bad_events_are_its_count_less_the_boundarys_bucket() -> None:
     seq = spec(SLOW).metrics[0].sequential
     assert seq is not None
-    planned = Plan(first=T0, count=1, step_seconds=5)
+    planned = Plan(first=T0 + timedelta(seconds=5), count=1, step_seconds=5)
     t = T0.timestamp()
     answer = [
-        ({PART_LABEL: "total", "pod_template_hash": "n", "pod": "p"}, [(t, 200.0)]),
-        ({PART_LABEL: "good", "pod_template_hash": "n", "pod": "p"}, [(t, 150.0)]),
+        ({PART_LABEL: "total", "pod_template_hash": "n", "pod": "p"}, [(t, 0.0), (t + 5, 200.0)]),
+        ({PART_LABEL: "good", "pod_template_hash": "n", "pod": "p"}, [(t, 0.0), (t + 5, 150.0)]),
     ]
     (step,) = steps_of(seq, answer, plan=planned, new_hash="n", old_hashes=["o"])
     assert (step.new.bad, step.new.total) == (50, 200)
@@ -285,6 +325,11 @@ def test_the_evidence_grows_step_by_step_until_it_reaches_m_over_alpha_and_fails
     assert "worse than maxIncrease 10 % allows" in result.message
     healthy = decision.status.condition(ConditionType.HEALTHY)
     assert healthy is not None and "errors-vs-old: new pods' error rate" in healthy.message
+    # Sums without a pod label: the bound is conditional, and the sentence the admin shows and
+    # the pause's notification carries (the condition's message) says so.
+    conditional = "(false-pause bound conditional: the series have no pod label"
+    assert conditional in result.message and conditional in healthy.message
+    assert result.sequential.guarantee[0] == "Conditional"
     raw = check_status(decision.status)["metricResults"][0]["sequential"]
     assert set(raw) >= {"evidence", "needed", "ratio", "newBad", "newTotal", "oldBad"}
     assert set(raw) >= {"oldTotal", "since", "through"}

@@ -13,7 +13,7 @@ operator asks that Prometheus through a fault proxy. ``kubectl set image`` start
 - ``good``: equal rates for at least 30 evaluations, never paused; meanwhile the operator is
   SIGKILLed (the evidence continues from the status: same ``since``, ``through`` on the grid of
   whole steps, every step counted once) and Prometheus is unreachable for several steps (those
-  steps are read in one range query when it answers again and counted then).
+  steps are read at once when it answers again and counted then).
 
 Only on realcluster: devcluster plays no controllers, so it has no ReplicaSets and a sequential
 metric there is always ``NoComparison`` (covered in tests/core/test_sequential_read.py).
@@ -31,6 +31,7 @@ import pytest
 import yaml
 
 from sentinel_cluster import kube
+from sentinel_core.metric_kinds.sequential import LOOKBACK_SECONDS
 from testkit.clusters import kube_client as admin_kube_client
 from testkit.clusters import kubectl_apply
 from testkit.fault_proxy import FaultProxy
@@ -359,11 +360,15 @@ def _good_rollout(
     assert jump >= 3 and recovered["steps"] - held["steps"] == jump
     assert recovered["since"] == since and held["steps"] >= before_outage["steps"]
     _check_tiling(recovered)
-    first_read = next(r for r in proxy.requests[recovered_at:] if r.path.endswith("query_range"))
-    points = (float(first_read.params["end"][0]) - float(first_read.params["start"][0])) / float(
-        first_read.params["step"][0]
-    ) + 1
-    assert round(points) >= 3 and first_read.params["step"] == [str(INTERVAL)]
+    # The missed steps are read at once: the raw samples of a window of at least three steps
+    # (and the lookback before them, where each series' boundary sample is).
+    first_read = next(
+        r
+        for r in proxy.requests[recovered_at:]
+        if r.path.endswith("/api/v1/query") and r.params["query"][0].endswith("ms]")
+    )
+    window = float(first_read.params["query"][0].rsplit("[", 1)[1].removesuffix("ms]")) / 1000
+    assert round((window - LOOKBACK_SECONDS) / INTERVAL) >= 3
 
     # At least 30 evaluations of equal rates, never paused.
     rows = wait_until(

@@ -1,9 +1,10 @@
 """The sequential kind: new pods against old pods on counts, an e-process (docs/analysis.md).
 
 The kind is ``KIND``; its parts are private: ``_spec`` (the ``sequential`` field and
-``spec.falsePauseRate``), ``_read`` (where the evidence starts, which steps to read, the one range
-query, its answer as steps), ``_evidence`` (the arithmetic of the evidence, its state in the
-status, the verdict and its sentence), ``_judge`` (the evidence continued and judged).
+``spec.falsePauseRate``), ``_read`` (where the evidence starts, which steps to read, the raw
+samples that count them, their differences as steps), ``_evidence`` (the arithmetic of the
+evidence, its state in the status, the verdict and its sentence), ``_judge`` (the evidence
+continued and judged).
 """
 
 from collections.abc import Mapping
@@ -28,8 +29,10 @@ from sentinel_core.metric_kinds.sequential._evidence import (
     log_ratios,
     reached,
 )
-from sentinel_core.metric_kinds.sequential._judge import judge
+from sentinel_core.metric_kinds.sequential._judge import judge, settings_of
 from sentinel_core.metric_kinds.sequential._read import (
+    LOOKBACK_SECONDS,
+    MAX_READ_SECONDS,
     MAX_STEPS,
     PART_LABEL,
     Basis,
@@ -45,7 +48,8 @@ from sentinel_core.metric_kinds.sequential._read import (
     lacks_boundary,
     measure,
     plan,
-    range_query,
+    samples_queries,
+    step_counts,
     steps_of,
 )
 from sentinel_core.metric_kinds.sequential._spec import (
@@ -96,6 +100,8 @@ __all__ = [
     "DEFAULT_MIN_EVENTS",
     "GRID",
     "KIND",
+    "LOOKBACK_SECONDS",
+    "MAX_READ_SECONDS",
     "MAX_SELECTOR_LENGTH",
     "MAX_STEPS",
     "PART_LABEL",
@@ -127,7 +133,9 @@ __all__ = [
     "parse_false_pause_rate",
     "parse_sequential",
     "plan",
-    "range_query",
     "reached",
+    "samples_queries",
+    "settings_of",
+    "step_counts",
     "steps_of",
 ]

@@ -58,6 +58,11 @@ TOP = 10.0
 # The moment estimate of kappa is noisy with few old pods and few steps; doubling it kept every
 # over-dispersed case of the calibration within its bound (docs/analysis.md).
 DISPERSION_SAFETY = 2.0
+# The fewest old pods, when counting began, with which the status states the false-pause bound:
+# fewer cannot estimate how much pods differ before that spread decides the first steps
+# (docs/analysis.md, "Where the bound is stated").
+MIN_OLD_PODS = 4
+STATED, CONDITIONAL = "Stated", "Conditional"
 # Status values are rounded to this many decimals (log ratios) so that the status stays small.
 _DECIMALS = 6
 
@@ -126,6 +131,10 @@ class State:
     excess: float = 0.0
     weight: float = 0.0
     steps: int = field(default=0)
+    # Old pods with events in the first step with events on both sides (0: none yet), and
+    # whether every such step was read per pod: what ``guarantee`` rests on.
+    old_pods: int = 0
+    per_pod: bool = True
     # The evidence at which the metric fails (Settings.needed), kept with the state in the
     # status so that a reader sees both; not part of what the evidence is about.
     needed: float = field(default=0.0, compare=False)
@@ -151,8 +160,32 @@ class State:
         """Return the old pods' estimated squared coefficient of variation (0 without pods)."""
         return max(0.0, self.excess / self.weight) if self.weight > 0 else 0.0
 
+    @property
+    def guarantee(self) -> tuple[str, str]:
+        """Return whether the status states the false-pause bound, and why not when it does not.
+
+        ``Stated`` when what the bound rests on and the operator can check holds: counts per
+        pod, and at least ``MIN_OLD_PODS`` old pods when counting began. ``Conditional`` with
+        the reason otherwise (docs/analysis.md, "Where the bound is stated").
+        """
+        if not self.per_pod:
+            return CONDITIONAL, (
+                "the series have no pod label, so pods whose error rates differ are not seen "
+                "and the bound assumes every request fails independently"
+            )
+        if self.old_pods == 0:
+            return CONDITIONAL, "no step with events on both sides yet"
+        if self.old_pods < MIN_OLD_PODS:
+            pods = "1 old pod" if self.old_pods == 1 else f"{self.old_pods} old pods"
+            return CONDITIONAL, (
+                f"only {pods} when counting began, fewer than the {MIN_OLD_PODS} needed to "
+                "estimate how much pods differ"
+            )
+        return STATED, ""
+
     def to_dict(self, needed: float | None = None) -> dict[str, Any]:
         ratio = self.ratio
+        guarantee, reason = self.guarantee
         return {
             "evidence": float(f"{self.evidence:.6g}"),
             "needed": self.needed if needed is None else needed,
@@ -167,6 +200,10 @@ class State:
             "steps": self.steps,
             "logRatios": list(self.log_ratios),
             "dispersion": {"excess": self.excess, "weight": self.weight},
+            "oldPods": self.old_pods,
+            "perPod": self.per_pod,
+            "guarantee": guarantee,
+            "guaranteeReason": reason,
         }
 
     @classmethod
@@ -193,6 +230,13 @@ class State:
             return None
         assert isinstance(key, str) and isinstance(since, str) and isinstance(through, str)
         new_bad, new_total, old_bad, old_total = (float(c or 0.0) for c in counts)
+        # A state written before these were kept: what its steps had is unknown, so the bound
+        # is not stated for it.
+        old_pods, per_pod = raw.get("oldPods", 0), raw.get("perPod", steps == 0)
+        if not isinstance(old_pods, int) or isinstance(old_pods, bool) or old_pods < 0:
+            return None
+        if not isinstance(per_pod, bool):
+            return None
         needed = number(raw.get("needed"))
         return cls(
             key=key,
@@ -206,6 +250,8 @@ class State:
             excess=excess,
             weight=weight,
             steps=steps,
+            old_pods=old_pods,
+            per_pod=per_pod,
             needed=needed if needed is not None and needed > 0 else 0.0,
         )
 
@@ -297,6 +343,10 @@ def _count(state: State, step: Step, settings: Settings) -> State:
     new_total, old_total = max(step.new.total, 0.0), max(step.old.total, 0.0)
     previous = np.asarray(state.log_ratios) if state.log_ratios else np.zeros(GRID)
     both = bool(step.new.pods) and bool(step.old.pods)
+    informative = new_total > 0 and old_total > 0
+    old_pods = state.old_pods
+    if not old_pods and informative and both:
+        old_pods = sum(1 for _, t in step.old.pods if t > 0)
     logs, excess, weight = accumulate(
         previous,
         np.asarray(state.excess),
@@ -322,6 +372,8 @@ def _count(state: State, step: Step, settings: Settings) -> State:
         excess=float(excess),
         weight=float(weight),
         steps=state.steps + 1,
+        old_pods=old_pods,
+        per_pod=state.per_pod and (both or not informative),
     )
 
 
@@ -538,7 +590,11 @@ def sentence(settings: Settings, state: State) -> str:
         head = f"new pods' {settings.rate_name} is {times} \u00d7 the old pods' ({counts})"
     else:
         head = f"new pods' {settings.rate_name} against the old pods' ({counts})"
-    return f"{head}; evidence {_evidence_text(state.evidence)} of {settings.needed:g} needed"
+    evidence = f"evidence {_evidence_text(state.evidence)} of {settings.needed:g} needed"
+    guarantee, reason = state.guarantee
+    if guarantee == CONDITIONAL:
+        evidence = f"{evidence} (false-pause bound conditional: {reason})"
+    return f"{head}; {evidence}"
 
 
 def _clip(bad: float, total: float) -> float:

@@ -25,6 +25,23 @@ from sentinel_core.metric_kinds.sequential._read import Reading, basis_of
 from sentinel_core.values import format_value, parse_time
 
 
+def settings_of(metric: Any, spec: Any) -> Settings:
+    """Return what ``metric`` (a sequential one of the analysis ``spec``) is judged with."""
+    sequential = metric.sequential
+    if sequential.histogram is not None:
+        rate = f"share of requests slower than {sequential.slower_than:g}"
+    else:
+        rate = "error rate"
+    return Settings(
+        max_increase=sequential.max_increase,
+        metrics=spec.sequential_metrics,
+        false_pause_rate=spec.budget,
+        min_events=sequential.min_events,
+        rate_name=rate,
+        events_name="requests",
+    )
+
+
 def judge(metric: Any, m: Measurement, base: Any, context: Context) -> Judgement:
     """Continue the metric's evidence with the steps read and judge it."""
     situation = context.situation
@@ -32,19 +49,7 @@ def judge(metric: Any, m: Measurement, base: Any, context: Context) -> Judgement
         # An attempt cut short (decision.interrupted): the evidence is the status's.
         why = "not judged: the attempt ended before the evidence was continued"
         return inconclusive(base, Reason.NO_COMPARISON, why)
-    spec = metric.sequential
-    if spec.histogram is not None:
-        rate, events = f"share of requests slower than {spec.slower_than:g}", "requests"
-    else:
-        rate, events = "error rate", "requests"
-    settings = Settings(
-        max_increase=spec.max_increase,
-        metrics=situation.spec.sequential_metrics,
-        false_pause_rate=situation.spec.budget,
-        min_events=spec.min_events,
-        rate_name=rate,
-        events_name=events,
-    )
+    settings = settings_of(metric, situation.spec)
     basis = basis_of(
         situation.status,
         metric.name,

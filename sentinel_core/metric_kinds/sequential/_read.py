@@ -3,15 +3,18 @@
 The kind's ``facts`` and ``measure`` (for the operator) and its judge (for the decision core)
 share these, so both derive the same answers from the same status: ``begin`` says which state
 the evidence continues from (or where a fresh one starts), ``plan`` which whole steps of
-``interval`` lie between its ``through`` and now, ``range_query`` the one PromQL query that reads
-them (both sides, per pod, bad and all events) and ``steps_of`` turns the answer into
-``_evidence.Step``s. docs/analysis.md ("Sequential judgment") describes the arithmetic.
+``interval`` lie between its ``through`` and now, ``samples_queries`` the two queries that read
+them (the raw samples of the bad and of all events' counters) and ``steps_of`` turns the answers
+into ``_evidence.Step``s. docs/analysis.md ("Sequential judgment") describes the arithmetic.
 
-Steps tile time exactly: step ``i`` is the window ``(through + (i-1)·interval, through +
-i·interval]``, Prometheus's ``increase`` over it evaluated at its end (range selectors are
-open on the left). Whatever was not read (an outage, a restart, a failover) is read by the next
-evaluation from the same ``through``; nothing is read twice because ``through`` only moves with
-the steps counted, in the status.
+A step's count is the counter's difference over the step, exactly: step ``i`` is the window
+``(through + (i-1)·interval, through + i·interval]``, and its count per series is the sum of the
+differences between consecutive raw samples whose later sample lies in it (a value lower than
+the one before is a counter reset and counts from zero, as Prometheus's ``increase`` counts it),
+nothing extrapolated. Consecutive steps share their boundary sample (the last one at or before
+the boundary), so each scraped event is counted once. Whatever was not read (an outage, a
+restart, a failover) is read by the next evaluation from the same ``through``; nothing is read
+twice because ``through`` only moves with the steps counted, in the status.
 """
 
 from __future__ import annotations
@@ -25,7 +28,14 @@ from typing import Any, Protocol
 
 from sentinel_core.conditions import ConditionType, Reason
 from sentinel_core.measurement import Measurement, MeasurementError
-from sentinel_core.metric_kinds._kind import Asking, Facts, Range, Situation, TimedSeries
+from sentinel_core.metric_kinds._kind import (
+    Asking,
+    Facts,
+    Range,
+    Samples,
+    Situation,
+    TimedSeries,
+)
 from sentinel_core.metric_kinds.sequential._evidence import Side, State, Step, fresh
 from sentinel_core.metric_kinds.sequential._spec import POD_LABEL, Sequential
 from sentinel_core.values import parse_time, utc_seconds
@@ -35,6 +45,12 @@ PART_LABEL = "sentinel_part"
 # At most this many steps per read: one answer stays small, and a long backlog (an analysis
 # created long after its rollout began, a long outage) is caught up over a few evaluations.
 MAX_STEPS = 1000
+# At most this long per read (its steps' windows): one answer of raw samples stays far below the
+# client's size cap even at a 1 s scrape interval; a longer backlog takes a few evaluations.
+MAX_READ_SECONDS = 900.0
+# How far before ``through`` a read starts, to find each series' boundary sample (the last one
+# at or before ``through``): Prometheus's own lookback, beyond which a series is stale.
+LOOKBACK_SECONDS = 300.0
 # Steps ending within this long before now are left to the next evaluation: a scrape in flight
 # would otherwise be missed by a step already counted.
 MAX_SETTLE_SECONDS = 10.0
@@ -92,6 +108,11 @@ class Plan:
     @property
     def last(self) -> datetime:
         return self.first + timedelta(seconds=self.step_seconds * (self.count - 1))
+
+    @property
+    def start(self) -> datetime:
+        """Return where the first step begins: the ``through`` it was planned from."""
+        return self.first - timedelta(seconds=self.step_seconds)
 
 
 @dataclass(frozen=True)
@@ -185,7 +206,8 @@ def plan(through: str, now: datetime, step_seconds: float) -> Plan | None:
         return None
     settle = min(step_seconds, MAX_SETTLE_SECONDS)
     available = (now - start).total_seconds() - settle
-    count = min(math.floor(available / step_seconds + 1e-9), MAX_STEPS)
+    per_read = max(1, math.floor(MAX_READ_SECONDS / step_seconds + 1e-9))
+    count = min(math.floor(available / step_seconds + 1e-9), MAX_STEPS, per_read)
     if count < 1:
         return None
     return Plan(
@@ -193,11 +215,15 @@ def plan(through: str, now: datetime, step_seconds: float) -> Plan | None:
     )
 
 
-def range_query(sequential: Sequential, step_seconds: float) -> str:
-    """Return the one PromQL query of both sides' bad and all events per pod and step."""
-    window = f"{round(step_seconds * 1000)}ms"
-    by = f"{sequential.by}, {POD_LABEL}"
-    parts: dict[str, str]
+def samples_queries(sequential: Sequential, planned: Plan) -> dict[str, str]:
+    """Return, per part, the range selector whose raw samples count ``planned``'s steps.
+
+    Evaluated at ``planned.last``, each reaches ``LOOKBACK_SECONDS`` before the first step, where
+    each series' boundary sample is. The parts are ``bad`` and ``total``, or a histogram's
+    ``total`` (``_count``) and ``good`` (the ``slowerThan`` bucket).
+    """
+    span = planned.step_seconds * planned.count + LOOKBACK_SECONDS
+    window = f"{round(span * 1000)}ms"
     if sequential.histogram is not None:
         assert sequential.slower_than is not None
         name, matchers = _split(sequential.histogram)
@@ -207,11 +233,7 @@ def range_query(sequential: Sequential, step_seconds: float) -> str:
     else:
         assert sequential.bad is not None and sequential.total is not None
         parts = {"bad": sequential.bad, "total": sequential.total}
-    return " or ".join(
-        f'label_replace(sum by ({by}) (increase({selector}[{window}])), "{PART_LABEL}", '
-        f'"{part}", "", "")'
-        for part, selector in parts.items()
-    )
+    return {part: f"{selector}[{window}]" for part, selector in parts.items()}
 
 
 def boundaries_query(sequential: Sequential) -> str:
@@ -248,14 +270,15 @@ def steps_of(
     new_hash: str,
     old_hashes: Sequence[str],
 ) -> tuple[Step, ...]:
-    """Return the planned steps' counts per side and pod from a range answer's ``series``.
+    """Return the planned steps' counts per side and pod from the raw samples of ``series``.
 
-    A step without a point for a pod counts 0 for it (Prometheus had no sample there).
+    Each series is labelled with its part (``PART_LABEL``); its counts per step are its counter's
+    differences (``step_counts``), summed per side and pod. A step without a sample of a pod
+    counts 0 for it (Prometheus had nothing scraped there).
     """
     old = set(old_hashes)
     # (step index, side, pod) -> part -> count
     counts: dict[tuple[int, str, str], dict[str, float]] = {}
-    first = plan.first.timestamp()
     for labels, points in series:
         side_hash = labels.get(sequential.by)
         side = "new" if side_hash == new_hash else "old" if side_hash in old else None
@@ -263,11 +286,9 @@ def steps_of(
         if side is None or part is None:
             continue
         pod = labels.get(POD_LABEL, "")
-        for timestamp, value in points:
-            index = round((timestamp - first) / plan.step_seconds)
-            if 0 <= index < plan.count and math.isfinite(value):
-                cell = counts.setdefault((index, side, pod), {})
-                cell[part] = cell.get(part, 0.0) + max(value, 0.0)
+        for index, value in step_counts(points, plan).items():
+            cell = counts.setdefault((index, side, pod), {})
+            cell[part] = cell.get(part, 0.0) + value
     pods: dict[tuple[int, str], list[tuple[float, float]]] = {}
     for (index, side, _pod), cell in sorted(counts.items()):
         pods.setdefault((index, side), []).append(_pod_counts(sequential, cell))
@@ -279,6 +300,35 @@ def steps_of(
         )
         for index in range(plan.count)
     )
+
+
+def step_counts(points: Sequence[tuple[float, float]], plan: Plan) -> dict[int, float]:
+    """Return one counter series' events per step index of ``plan``, from its raw samples.
+
+    A sample in step i adds its difference to the sample before it, or its whole value when
+    lower (a counter reset: the counter restarted from zero, as ``increase`` reads it). The
+    series' first sample in the read is only a base, as in ``increase``: a series first seen
+    after an outage longer than the read's lookback would otherwise count its whole life in one
+    step. Timestamps are compared in whole milliseconds, Prometheus's resolution, so a sample
+    exactly on a boundary belongs to the step that ends there.
+    """
+    start_ms = round(plan.start.timestamp() * 1000)
+    step_ms = round(plan.step_seconds * 1000)
+    counts: dict[int, float] = {}
+    previous: float | None = None
+    for moment, value in sorted(points):
+        if not math.isfinite(value) or value < 0:
+            continue
+        offset = round(moment * 1000) - start_ms
+        if offset > 0:
+            index = (offset - 1) // step_ms
+            if index >= plan.count:
+                break
+            if previous is not None:
+                added = value if value < previous else value - previous
+                counts[index] = counts.get(index, 0.0) + added
+        previous = value
+    return counts
 
 
 def instant(moment: datetime) -> str:
@@ -331,10 +381,10 @@ def facts(metric: Any, situation: Situation) -> Facts:
 
 
 def measure(metric: Any, facts: Facts) -> Asking:
-    """Ask the one range query of the whole steps since ``through`` (none without two sides).
+    """Ask the raw samples of the whole steps since ``through``: one query per part.
 
-    A histogram without the ``slowerThan`` boundary is an invalid query, whose message names the
-    boundaries it has (one more query, only then).
+    Nothing is asked without two sides. A histogram without the ``slowerThan`` boundary is an
+    invalid query, whose message names the boundaries it has (one more query, only then).
     """
     spec = metric.sequential
     new_hash, old_hashes, now = facts.new_hash, facts.old_hashes, facts.now
@@ -346,14 +396,13 @@ def measure(metric: Any, facts: Facts) -> Asking:
     )
     if new_hash is None or not old_hashes or planned is None or now is None:
         return Measurement(metric=metric.name, reading=reading)
-    series = yield Range(
-        range_query(spec, facts.step),
-        start=planned.first,
-        end=planned.last,
-        step=facts.step,
-        label=f"range query of {planned.count} steps",
-    )
-    assert isinstance(series, tuple)
+    series: list[TimedSeries] = []
+    for part, query in samples_queries(spec, planned).items():
+        answer = yield Samples(
+            query, at=planned.last, label=f"{part} samples of {planned.count} steps"
+        )
+        assert isinstance(answer, tuple)
+        series.extend(({**labels, PART_LABEL: part}, points) for labels, points in answer)
     if lacks_boundary(spec, series):
         found = yield Range(boundaries_query(spec), start=now, end=now, step=facts.step)
         assert isinstance(found, tuple)

@@ -2,8 +2,8 @@
 
 ``spec.parse_spec`` calls ``parse_sequential`` for each metric and ``parse_false_pause_rate``
 once (through the kind's surface): the rules are the CRD's, under the same field paths, the CEL
-messages word for word. The kind's ``_read`` builds its one range query from a ``Sequential``
-(``range_query``); its ``_evidence`` judges what was read. Pure: no I/O.
+messages word for word. The kind's ``_read`` builds its samples queries from a ``Sequential``
+(``samples_queries``); its ``_evidence`` judges what was read. Pure: no I/O.
 """
 
 from __future__ import annotations
