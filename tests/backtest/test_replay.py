@@ -1,0 +1,142 @@
+"""The replay engine against a real Prometheus whose past was written in (testkit.backfill).
+
+Four rollouts an hour ago: one before Prometheus held anything (no data, no verdict guessed),
+a good one, a latency regression a person rolled back, a good one again. The threshold and the
+``beforeRollout`` baseline metrics are measured at the instants the operator would have used
+and judged by the same decision core: the regression pauses at its third evaluation with the
+live sentence, the others pass every evaluation.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from sentinel_core.backtest import PastRollout, instants
+from sentinel_core.spec import parse_spec
+from sentinel_operator.backtest import Backtest, BacktestError
+from sentinel_operator.prometheus import PrometheusClient
+from sentinel_operator.providers import Providers
+from testkit.backfill import backfilled
+
+pytestmark = pytest.mark.server
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+T = NOW - timedelta(minutes=5)
+MINUTE = timedelta(minutes=1)
+
+
+def _value(moment: datetime) -> float:
+    # The regression: from ten seconds into the rollout starting at T-50m until T-40m.
+    bad = T - 50 * MINUTE + timedelta(seconds=10) <= moment < T - 40 * MINUTE
+    return 0.5 if bad else 0.1
+
+
+SAMPLES = [
+    ("lat", {"app": "web"}, _value(T - timedelta(seconds=s)), T - timedelta(seconds=s))
+    for s in range(0, 60 * 60 + 1, 5)
+]
+SPEC = {
+    "target": {"kind": "Deployment", "name": "web"},
+    "interval": "30s",
+    "failureLimit": 3,
+    "metrics": [
+        {"name": "latency", "query": 'max(lat{app="web"})', "maxValue": 0.3},
+        {
+            "name": "increase",
+            "query": 'max(lat{app="web"})',
+            "maxIncrease": {"percent": 50},
+            "baseline": {"beforeRollout": True},
+        },
+    ],
+}
+
+
+def _period(start: int, end: int, key: str, *, back: bool = False) -> PastRollout:
+    return PastRollout(
+        revision=start,
+        key=key,
+        started_at=T - start * MINUTE,
+        ended_at=T - end * MINUTE,
+        rolled_back=back,
+    )
+
+
+PERIODS = (
+    _period(75, 65, "aaa"),
+    _period(60, 50, "bbb"),
+    _period(50, 40, "ccc", back=True),
+    _period(40, 30, "ddd"),
+)
+
+
+@pytest.fixture(scope="module")
+def providers(tmp_path_factory: pytest.TempPathFactory) -> Providers:
+    server = backfilled(Path(tmp_path_factory.mktemp("backfilled")), SAMPLES)
+    with server:
+        yield Providers.single(PrometheusClient(server.url))
+
+
+def test_instants_follow_the_interval_from_the_rollout_start() -> None:
+    moments = instants(PERIODS[1], 30.0)
+    assert len(moments) == 19
+    assert moments[0] == PERIODS[1].started_at + timedelta(seconds=30)
+    # The end is where the next rollout begins: its template is the one running then.
+    assert moments[-1] == PERIODS[1].ended_at - timedelta(seconds=30)
+
+
+def test_replay_pauses_the_regression_only(providers: Providers) -> None:
+    seen: list[tuple[int, int]] = []
+    result = Backtest(None, providers).replay(  # type: ignore[arg-type]
+        "shop", "web", parse_spec(SPEC), PERIODS, progress=lambda d, t: seen.append((d, t))
+    )
+    nothing, good, bad, again = result.replays
+    assert nothing.no_data and nothing.would_pause_at is None
+    assert nothing.verdicts.inconclusive == 19 and nothing.verdicts.passed == 0
+    for replay in (good, again):
+        assert replay.would_pause_at is None and not replay.no_data
+        assert replay.verdicts.passed == 19 and replay.verdicts.failed == 0
+    assert bad.evaluation == 3
+    assert bad.would_pause_at == bad.rollout.started_at + timedelta(seconds=90)
+    assert bad.metric == "latency" and bad.value == "0.5" and bad.limit == 0.3
+    assert bad.message.startswith(
+        "paused Deployment web: 3 consecutive failed evaluations reached failureLimit 3"
+    )
+    # Both metrics failed: the live sentence names the baseline's limit too.
+    assert "increase" in bad.message
+    # After the pause the count goes on as it would live (the target held by this analysis).
+    assert bad.verdicts.failed == 19
+    assert [s.paused for s in bad.steps].count(True) == 1
+    assert bad.steps[2].metrics[1]["limit"] == pytest.approx(0.15)
+    assert result.summary["caught"] == [
+        {"revision": 50, "pausedAfterSeconds": 90.0, "beforeEndSeconds": 510.0}
+    ]
+    assert result.summary["missed"] == [] and result.summary["pausedNotRolledBack"] == []
+    assert result.exit_code == 0
+    # Per evaluation: each metric's query, and the baseline's (asked once the query answered).
+    assert result.queries == 76 * 3
+    assert seen[-1] == (76, 76)
+
+
+def test_a_pause_nobody_rolled_back_fails_the_exit_code(providers: Providers) -> None:
+    periods = (PERIODS[1], PERIODS[2].__class__(**{**PERIODS[2].__dict__, "rolled_back": False}))
+    result = Backtest(None, providers).replay("shop", "web", parse_spec(SPEC), periods)  # type: ignore[arg-type]
+    assert result.summary["pausedNotRolledBack"] == [50]
+    assert result.exit_code == 1
+
+
+def test_prometheus_down_is_one_line(tmp_path: Path) -> None:
+    with backfilled(tmp_path, SAMPLES) as server:
+        url = server.url
+    with pytest.raises(BacktestError, match="^Prometheus is unavailable: "):
+        Backtest(None, Providers.single(PrometheusClient(url))).replay(  # type: ignore[arg-type]
+            "shop", "web", parse_spec(SPEC), PERIODS[1:2]
+        )
+
+
+def test_the_query_bound_stops_the_backtest(providers: Providers) -> None:
+    backtest = Backtest(None, providers, max_queries=10)  # type: ignore[arg-type]
+    with pytest.raises(BacktestError, match="bound of 10 queries"):
+        backtest.replay("shop", "web", parse_spec(SPEC), PERIODS[1:2])
