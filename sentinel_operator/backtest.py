@@ -18,6 +18,7 @@ Queries are bounded (``max_queries`` per backtest) and rate-limited per provider
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -85,8 +86,27 @@ class Result:
         }
 
 
+class Pace:
+    """When each provider may next be asked by a backtest (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._next: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def take(self, provider: str, now: float, gap: float) -> float:
+        """Return when the caller may send its query to ``provider``; book the next slot."""
+        with self._lock:
+            due = max(self._next.get(provider, now), now)
+            self._next[provider] = due + gap
+            return due
+
+
+# Shared by every backtest of the process, so two running at once keep to one rate together.
+SHARED_PACE = Pace()
+
+
 class _Limiter:
-    """Space each provider's queries at least ``1/rate`` s apart and count them all."""
+    """Count a backtest's queries against its bound; space each provider's ``1/rate`` s apart."""
 
     def __init__(
         self,
@@ -95,11 +115,11 @@ class _Limiter:
         *,
         clock: Callable[[], float],
         sleep: Callable[[float], None],
+        pace: Pace,
     ) -> None:
         self._gap = 1.0 / rate if rate > 0 else 0.0
         self._max = max_queries
-        self._clock, self._sleep = clock, sleep
-        self._next: dict[str, float] = {}
+        self._clock, self._sleep, self._pace = clock, sleep, pace
         self.sent = 0
 
     def before(self, provider: str) -> Callable[[Ask], None]:
@@ -107,38 +127,92 @@ class _Limiter:
             if self.sent >= self._max:
                 raise BacktestError(
                     f"the backtest reached its bound of {self._max} queries; ask for fewer "
-                    "rollouts or a shorter --max-duration"
+                    "rollouts or a shorter maximum duration"
                 )
             now = self._clock()
-            due = self._next.get(provider, now)
+            due = self._pace.take(provider, now, self._gap)
             if due > now:
                 self._sleep(due - now)
-            self._next[provider] = max(due, now) + self._gap
             self.sent += 1
 
         return wait
 
 
-class Backtest:
-    """Replay analyses against one API server and the configured metric providers."""
+class Replayer:
+    """Replay a spec over given rollout periods at the configured metric providers."""
 
     def __init__(
         self,
-        client: kube.KubeClient,
         providers: Providers,
         *,
-        now: Callable[[], datetime] = lambda: datetime.now(UTC),
         queries_per_second: float = DEFAULT_QUERIES_PER_SECOND,
         max_queries: int = DEFAULT_MAX_QUERIES,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        pace: Pace = SHARED_PACE,
     ) -> None:
-        self.client = client
         self.providers = providers
-        self._now = now
         self._rate = queries_per_second
         self._max_queries = max_queries
-        self._clock, self._sleep = clock, sleep
+        self._clock, self._sleep, self._pace = clock, sleep, pace
+
+    def replay(
+        self,
+        namespace: str,
+        name: str,
+        spec: AnalysisSpec,
+        periods: tuple[PastRollout, ...],
+        *,
+        generation: int = 1,
+        progress: Callable[[int, int], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> Result:
+        """Return what ``spec`` would have done during each of ``periods`` (``run``'s core)."""
+        limiter = _Limiter(
+            self._rate, self._max_queries, clock=self._clock, sleep=self._sleep, pace=self._pace
+        )
+        self.providers.refresh()
+        total = sum(len(instants(p, spec.interval_seconds)) for p in periods)
+        done = [0]
+
+        def step() -> None:
+            if cancelled is not None and cancelled():
+                raise Cancelled("the backtest was cancelled")
+            if progress is not None:
+                progress(done[0], total)
+            done[0] += 1
+
+        replays = tuple(
+            _Replay(
+                namespace,
+                name,
+                spec,
+                generation,
+                period,
+                self.providers,
+                limiter,
+                first=index == 0,
+            ).run(step)
+            for index, period in enumerate(periods)
+        )
+        if progress is not None:
+            progress(total, total)
+        return Result(namespace, name, replays, summarize(replays), limiter.sent)
+
+
+class Backtest:
+    """Replay analyses, read with their targets' revisions from one API server."""
+
+    def __init__(
+        self,
+        client: kube.KubeClient,
+        replayer: Replayer,
+        *,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.client = client
+        self.replayer = replayer
+        self._now = now
 
     def run(
         self,
@@ -173,7 +247,7 @@ class Backtest:
         periods = past_rollouts(
             revisions, now=self._now(), max_duration=max_duration, limit=rollouts
         )
-        return self.replay(
+        return self.replayer.replay(
             namespace,
             name,
             parsed,
@@ -182,47 +256,6 @@ class Backtest:
             progress=progress,
             cancelled=cancelled,
         )
-
-    def replay(
-        self,
-        namespace: str,
-        name: str,
-        spec: AnalysisSpec,
-        periods: tuple[PastRollout, ...],
-        *,
-        generation: int = 1,
-        progress: Callable[[int, int], None] | None = None,
-        cancelled: Callable[[], bool] | None = None,
-    ) -> Result:
-        """Return what ``spec`` would have done during each of ``periods`` (``run``'s core)."""
-        limiter = _Limiter(self._rate, self._max_queries, clock=self._clock, sleep=self._sleep)
-        self.providers.refresh()
-        total = sum(len(instants(p, spec.interval_seconds)) for p in periods)
-        done = [0]
-
-        def step() -> None:
-            if cancelled is not None and cancelled():
-                raise Cancelled("the backtest was cancelled")
-            if progress is not None:
-                progress(done[0], total)
-            done[0] += 1
-
-        replays = tuple(
-            _Replay(
-                namespace,
-                name,
-                spec,
-                generation,
-                period,
-                self.providers,
-                limiter,
-                first=index == 0,
-            ).run(step)
-            for index, period in enumerate(periods)
-        )
-        if progress is not None:
-            progress(total, total)
-        return Result(namespace, name, replays, summarize(replays), limiter.sent)
 
     def _spec(
         self, namespace: str, name: str, draft: Mapping[str, Any] | None

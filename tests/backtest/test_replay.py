@@ -16,7 +16,7 @@ import pytest
 
 from sentinel_core.backtest import PastRollout, instants
 from sentinel_core.spec import parse_spec
-from sentinel_operator.backtest import Backtest, BacktestError
+from sentinel_operator.backtest import BacktestError, Pace, Replayer
 from sentinel_operator.prometheus import PrometheusClient
 from sentinel_operator.providers import Providers
 from testkit.backfill import backfilled
@@ -89,7 +89,7 @@ def test_instants_follow_the_interval_from_the_rollout_start() -> None:
 
 def test_replay_pauses_the_regression_only(providers: Providers) -> None:
     seen: list[tuple[int, int]] = []
-    result = Backtest(None, providers).replay(  # type: ignore[arg-type]
+    result = Replayer(providers).replay(
         "shop", "web", parse_spec(SPEC), PERIODS, progress=lambda d, t: seen.append((d, t))
     )
     nothing, good, bad, again = result.replays
@@ -122,7 +122,7 @@ def test_replay_pauses_the_regression_only(providers: Providers) -> None:
 
 def test_a_pause_nobody_rolled_back_fails_the_exit_code(providers: Providers) -> None:
     periods = (PERIODS[1], PERIODS[2].__class__(**{**PERIODS[2].__dict__, "rolled_back": False}))
-    result = Backtest(None, providers).replay("shop", "web", parse_spec(SPEC), periods)  # type: ignore[arg-type]
+    result = Replayer(providers).replay("shop", "web", parse_spec(SPEC), periods)
     assert result.summary["pausedNotRolledBack"] == [50]
     assert result.exit_code == 1
 
@@ -130,13 +130,24 @@ def test_a_pause_nobody_rolled_back_fails_the_exit_code(providers: Providers) ->
 def test_prometheus_down_is_one_line(tmp_path: Path) -> None:
     with backfilled(tmp_path, SAMPLES) as server:
         url = server.url
-    with pytest.raises(BacktestError, match="^Prometheus is unavailable: "):
-        Backtest(None, Providers.single(PrometheusClient(url))).replay(  # type: ignore[arg-type]
+    with pytest.raises(BacktestError, match=r"^Prometheus is unavailable: "):
+        Replayer(Providers.single(PrometheusClient(url))).replay(
             "shop", "web", parse_spec(SPEC), PERIODS[1:2]
         )
 
 
 def test_the_query_bound_stops_the_backtest(providers: Providers) -> None:
-    backtest = Backtest(None, providers, max_queries=10)  # type: ignore[arg-type]
+    backtest = Replayer(providers, max_queries=10)
     with pytest.raises(BacktestError, match="bound of 10 queries"):
         backtest.replay("shop", "web", parse_spec(SPEC), PERIODS[1:2])
+
+
+def test_queries_to_one_provider_are_spaced(providers: Providers) -> None:
+    slept: list[float] = []
+    replayer = Replayer(
+        providers, queries_per_second=4, clock=lambda: 100.0, sleep=slept.append, pace=Pace()
+    )
+    result = replayer.replay("shop", "web", parse_spec(SPEC), PERIODS[1:2])
+    # The clock stands still, so each query waits a quarter second more than the one before.
+    assert result.queries == 19 * 3
+    assert slept == [0.25 * k for k in range(1, 19 * 3)]
