@@ -91,9 +91,13 @@ class BacktestPump:
         if self._pruned is None or now - self._pruned > timedelta(hours=1):
             BacktestJob.objects.filter(finished_at__lt=now - BACKTEST_KEEP).delete()
             self._pruned = now
-        if BacktestJob.objects.filter(state=BacktestState.RUNNING).exists():
-            return 0
         queued = BacktestJob.objects.filter(state=BacktestState.QUEUED)
+        # One at a time: none running, none claimed and waiting for a worker.
+        if (
+            BacktestJob.objects.filter(state=BacktestState.RUNNING).exists()
+            or queued.filter(next_attempt_at__gt=now).exists()
+        ):
+            return 0
         due = list(
             queued.filter(next_attempt_at__lte=now)
             .order_by("next_attempt_at", "pk")

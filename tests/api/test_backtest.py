@@ -11,6 +11,7 @@ is cancelled at once by DELETE; someone who may not view the analysis gets 404.
 from __future__ import annotations
 
 import json
+import threading
 from datetime import datetime
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from sentinel_operator.backtest_jobs import BacktestPump, run_job
 from sentinel_operator.prometheus import PrometheusClient
 from sentinel_operator.providers import Providers
 from testkit.clusters import Cluster
+from testkit.waiting import wait_until
 from tests.api.client import Api, MakeApi, make_user
 from tests.backtest.history import QUERY, make_history
 
@@ -97,3 +99,41 @@ def test_backtest_job_over_rest(
     # Nothing left to queue: the cancelled draft stays cancelled.
     assert BacktestPump(is_leader=lambda: True, enqueue=enqueue).pump_due() == 0
     assert BacktestJob.objects.filter(state="cancelled").count() == 1
+
+
+def _running(url: str, api: Api) -> bool:
+    return api.get(url).json()["state"] == "running"
+
+
+def test_a_running_job_is_cancelled_between_evaluations(
+    make_api: MakeApi,
+    api_cluster: Cluster,
+    cluster_client: kube.KubeClient,
+    namespace: str,
+    cluster_kind: str,
+    tmp_path: Path,
+) -> None:
+    history = make_history(api_cluster, cluster_client, namespace, tmp_path / "prometheus")
+    mirror.upsert_from_resource(history.created)
+    viewer = make_api("view_analysis")
+    job = viewer.post(f"analyses/{namespace}/web-guard/backtest/", json={}).json()
+    outcome: list[str] = []
+    with history.prometheus as prometheus:
+        # Two queries a second: the job runs for seconds, long enough to be cancelled.
+        slow = Replayer(Providers.single(PrometheusClient(prometheus.url)), queries_per_second=2)
+        backtest = Backtest(cluster_client, slow)
+
+        def enqueue(pk: int, claim: datetime) -> None:
+            runner = threading.Thread(
+                target=lambda: outcome.append(run_job(pk, claim.isoformat(), backtest=backtest))
+            )
+            runner.start()
+            wait_until(lambda: _running(job["url"], viewer), timeout=10)
+            assert viewer.delete(job["url"]).json()["state"] == "running"
+            runner.join(timeout=30)
+
+        assert BacktestPump(is_leader=lambda: True, enqueue=enqueue).pump_due() == 1
+    assert outcome == ["cancelled"]
+    cancelled = viewer.get(job["url"]).json()
+    assert cancelled["state"] == "cancelled" and cancelled["rollouts"] == []
+    assert 0 < cancelled["progress"] < 1
