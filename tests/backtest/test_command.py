@@ -84,3 +84,50 @@ def test_backtest_command_on_real_replicasets(
     down = _run(kube_cluster, url, f"{namespace}/web-guard")
     assert down.returncode == 2 and "Traceback" not in down.stderr
     assert down.stderr.strip().startswith("CommandError: Prometheus is unavailable: ")
+
+
+def test_an_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "gone", "cluster": {"server": "https://127.0.0.1:9"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "gone", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    result = subprocess.run(
+        [sys.executable, str(MANAGE), "backtest", "shop/web-guard"],
+        env=with_defaults({**os.environ, "KUBECONFIG": str(kubeconfig)}),
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("CommandError: cannot read analysis shop/web-guard: ")
+
+
+def test_bad_arguments_are_one_line(tmp_path: Path) -> None:
+    for args, message in (
+        (["shop"], "the analysis is NAMESPACE/NAME"),
+        (["shop/web", "--max-duration", "soon"], "--max-duration: "),
+        (["shop/web", "--max-duration", "25h"], "--max-duration: at most 24h"),
+        (["shop/web", "--spec", str(tmp_path / "none.yaml")], "--spec "),
+    ):
+        result = subprocess.run(
+            [sys.executable, str(MANAGE), "backtest", *args],
+            env=with_defaults(dict(os.environ)),
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 2, (args, result.stderr)
+        assert result.stderr.strip().startswith(f"CommandError: {message}"), result.stderr
