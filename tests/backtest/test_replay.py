@@ -26,6 +26,7 @@ pytestmark = pytest.mark.server
 NOW = datetime.now(UTC).replace(microsecond=0)
 T = NOW - timedelta(minutes=5)
 MINUTE = timedelta(minutes=1)
+SECOND = timedelta(seconds=1)
 
 
 def _value(moment: datetime) -> float:
@@ -37,6 +38,14 @@ def _value(moment: datetime) -> float:
 SAMPLES = [
     ("lat", {"app": "web"}, _value(T - timedelta(seconds=s)), T - timedelta(seconds=s))
     for s in range(0, 60 * 60 + 1, 5)
+]
+# New pods against old ones during the regression: the new template's pods ("ccc") report
+# 0.5 and more, the old ones' ("bbb") 0.1 and more, until the old ones are gone at T-45m.
+SAMPLES += [
+    ("lat2", {"app": "web", "pod_template_hash": side}, base + 0.01 * (s % 7), T - s * SECOND)
+    for s in range(0, 60 * 60 + 1, 5)
+    for side, base in (("ccc", 0.5), ("bbb", 0.1))
+    if (side == "ccc" and 40 * 60 <= s <= 50 * 60) or (side == "bbb" and s >= 45 * 60)
 ]
 SPEC = {
     "target": {"kind": "Deployment", "name": "web"},
@@ -151,3 +160,31 @@ def test_queries_to_one_provider_are_spaced(providers: Providers) -> None:
     # The clock stands still, so each query waits a quarter second more than the one before.
     assert result.queries == 19 * 3
     assert slept == [0.25 * k for k in range(1, 19 * 3)]
+
+
+def test_compare_judges_the_new_revision_against_the_one_it_replaced(
+    providers: Providers,
+) -> None:
+    spec = {
+        **SPEC,
+        "metrics": [
+            {
+                "name": "new-vs-old",
+                "query": 'lat2{app="web"}',
+                "compare": {"lookback": "5m", "minSamples": 5},
+            }
+        ],
+    }
+    period = PastRollout(
+        revision=3,
+        key="ccc",
+        started_at=T - 50 * MINUTE,
+        ended_at=T - 40 * MINUTE,
+        previous_key="bbb",
+    )
+    (replay,) = Replayer(providers).replay("shop", "web", parse_spec(spec), (period,)).replays
+    # The new pods' samples of the range ending at each instant: too few for the first three.
+    assert [step.outcome for step in replay.steps[:4]] == ["Inconclusive"] * 3 + ["Fail"]
+    assert "under minSamples 5 per side" in replay.steps[0].metrics[0]["message"]
+    assert replay.evaluation == 6 and replay.metric == "new-vs-old"
+    assert "new pods' median" in replay.message and "above old pods'" in replay.message
