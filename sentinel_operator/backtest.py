@@ -341,7 +341,8 @@ class _Replay:
             )
             if self.first and index == 1:
                 _require_answers(measurements)
-            answered = answered or any(m.value is not None for m in measurements)
+            # Data: a value, a series, or a verdict only data gives (a kind reading counts).
+            answered = answered or any(m.value is not None or m.series > 0 for m in measurements)
             target = (
                 TargetState(exists=True, paused=True, paused_by=(key,))
                 if paused is not None
@@ -389,7 +390,8 @@ class _Replay:
             # A transient attempt is retried live with backoff; a replay moves on to the next
             # instant with the status as it stood, the error counted.
             status = decision.status if not decision.transient else status
-        no_data = bool(steps) and not answered and verdicts.errors == 0
+        decisive = verdicts.passed + verdicts.failed > 0
+        no_data = bool(steps) and not answered and not decisive and verdicts.errors == 0
         if no_data or paused is None:
             return RolloutReplay(period, verdicts, tuple(steps), no_data=no_data)
         at, index, message, metric, value, limit = paused

@@ -22,13 +22,18 @@ Sample = tuple[str, Mapping[str, str], float, datetime]
 
 
 def openmetrics(samples: Iterable[Sample]) -> str:
-    """Return ``samples`` as OpenMetrics text: gauges, grouped by name, oldest first."""
+    """Return ``samples`` as OpenMetrics text, grouped by name, oldest first.
+
+    Gauges, but a name ending in ``_total`` is a counter (its values must not go down).
+    """
     by_name: dict[str, list[Sample]] = {}
     for sample in samples:
         by_name.setdefault(sample[0], []).append(sample)
     lines: list[str] = []
     for name, group in by_name.items():
-        lines.append(f"# TYPE {name} gauge")
+        # A name ending in _total is a counter; its OpenMetrics family is the name without it.
+        family = name.removesuffix("_total")
+        lines.append(f"# TYPE {family} {'counter' if family != name else 'gauge'}")
         for _, labels, value, moment in sorted(group, key=lambda s: s[3]):
             text = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
             lines.append(f"{name}{{{text}}} {value!r} {moment.timestamp():.3f}")

@@ -47,6 +47,19 @@ SAMPLES += [
     for side, base in (("ccc", 0.5), ("bbb", 0.1))
     if (side == "ccc" and 40 * 60 <= s <= 50 * 60) or (side == "bbb" and s >= 45 * 60)
 ]
+# Requests counted per pod: the new pods ("ccc") fail one request in four from T-50m, the old
+# ones ("bbb") one in a hundred; ten requests a second each.
+SAMPLES += [
+    (
+        "http_requests_total",
+        {"app": "web", "pod": f"web-{side}", "pod_template_hash": side, "code": code},
+        rate * (s - start),
+        T - (60 * 60 - s) * SECOND,
+    )
+    for side, start, bad in (("bbb", 0, 0.01), ("ccc", 10 * 60, 0.25))
+    for code, rate in (("500", 10 * bad), ("200", 10 * (1 - bad)))
+    for s in range(start, 20 * 60 + 1, 5)
+]
 SPEC = {
     "target": {"kind": "Deployment", "name": "web"},
     "interval": "30s",
@@ -188,3 +201,35 @@ def test_compare_judges_the_new_revision_against_the_one_it_replaced(
     assert "under minSamples 5 per side" in replay.steps[0].metrics[0]["message"]
     assert replay.evaluation == 6 and replay.metric == "new-vs-old"
     assert "new pods' median" in replay.message and "above old pods'" in replay.message
+
+
+def test_sequential_counts_the_new_pods_errors_against_the_old(providers: Providers) -> None:
+    spec = {
+        **SPEC,
+        "metrics": [
+            {
+                "name": "errors",
+                "sequential": {
+                    "bad": 'http_requests_total{app="web", code="500"}',
+                    "total": 'http_requests_total{app="web"}',
+                    "minEvents": 50,
+                },
+            }
+        ],
+    }
+    period = PastRollout(
+        revision=3,
+        key="ccc",
+        started_at=T - 50 * MINUTE,
+        ended_at=T - 40 * MINUTE,
+        previous_key="bbb",
+    )
+    (replay,) = Replayer(providers).replay("shop", "web", parse_spec(spec), (period,)).replays
+    messages = [step.metrics[0]["message"] for step in replay.steps]
+    assert replay.steps[0].outcome == "Inconclusive" and "under minEvents 50" in messages[0]
+    # Each evaluation counts the steps since the last one, the evidence carried in the status
+    # from one replayed evaluation to the next, as live.
+    assert "(75 of 300 vs 3 of 300 requests" in messages[1]
+    assert "(150 of 600 vs 6 of 600 requests" in messages[2]
+    assert replay.evaluation == 4 and replay.metric == "errors"
+    assert "error rate is 25 \u00d7 the old pods'" in replay.message
