@@ -286,3 +286,71 @@ class MetricResult(models.Model):
         shown = self.value_text or "no data"
         bound = f" (max {self.max_value:g})" if self.max_value is not None else ""
         return f"{self.name}={shown}{bound}: {self.verdict}"
+
+
+class BacktestState(StrEnum):
+    """Where a backtest job stands (docs/backtest.md)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+# A finished backtest is kept this long, then pruned by the operator (docs/backtest.md).
+BACKTEST_KEEP = timedelta(days=7)
+
+
+class BacktestJob(models.Model):
+    """One backtest of an analysis: asked through the REST API, run by an operator worker.
+
+    The web app writes the row ``queued`` with ``next_attempt_at`` set; the operator's leader
+    claims it (a compare-and-set on ``next_attempt_at``), a worker runs it, storing its progress
+    and finally its result (the same JSON as ``manage.py backtest --json``). docs/backtest.md.
+    """
+
+    namespace = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
+    requested_by = models.CharField(max_length=150, blank=True)
+    # A draft spec to try instead of the analysis's own; None: the saved one.
+    draft = models.JSONField(null=True, blank=True)
+    rollouts = models.PositiveSmallIntegerField()
+    max_duration_seconds = models.FloatField()
+    state = models.CharField(
+        max_length=10, choices=_choices(BacktestState), default=BacktestState.QUEUED
+    )
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # A running job's worker touches it as it goes; one silent too long has lost its worker.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # When the leader may queue it (the claim column, as Delivery.next_attempt_at); None: never.
+    next_attempt_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["namespace", "name", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"backtest {self.pk} of {self.namespace}/{self.name} ({self.state})"
+
+    @property
+    def finished(self) -> bool:
+        return self.state in (
+            BacktestState.SUCCEEDED,
+            BacktestState.FAILED,
+            BacktestState.CANCELLED,
+        )
+
+    @property
+    def progress(self) -> float:
+        """Return the share of evaluations replayed, 0 to 1."""
+        if self.finished and self.state == BacktestState.SUCCEEDED:
+            return 1.0
+        return round(self.done / self.total, 3) if self.total else 0.0

@@ -16,7 +16,9 @@ What each kind asks, and when, is the kind's own (its ``_read`` module; docs/arc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from datetime import datetime
 
 from sentinel_core.measurement import Measurement
 from sentinel_core.metric_kinds import Answer, Ask, Facts, Instant, Samples, kind_of
@@ -28,14 +30,31 @@ from sentinel_operator.range_query import measure_range, measure_samples
 # The target's new pods' hash and the old ones', for the kinds that tell the two sides apart.
 Hashes = tuple[str | None, tuple[str, ...]]
 NO_HASHES: Hashes = (None, ())
+# Called before each query is sent (a backtest's rate limit and query budget).
+BeforeAsk = Callable[[Ask], None]
 
 
-def measure_metric(prometheus: PrometheusClient, metric: MetricSpec, facts: Facts) -> Measurement:
-    """Return ``metric``'s measurement: ask what its kind asks, send it each answer."""
+def measure_metric(
+    prometheus: PrometheusClient,
+    metric: MetricSpec,
+    facts: Facts,
+    *,
+    at: datetime | None = None,
+    before: BeforeAsk | None = None,
+) -> Measurement:
+    """Return ``metric``'s measurement: ask what its kind asks, send it each answer.
+
+    ``at`` is the instant of the queries a kind asks "now" (None: Prometheus's now); a backtest
+    replays a past evaluation with it (docs/backtest.md). ``before`` sees each query first.
+    """
     asking = kind_of(metric).measure(metric, facts)
     try:
         ask = next(asking)
         while True:
+            if at is not None and isinstance(ask, Instant) and ask.at is None:
+                ask = replace(ask, at=at)
+            if before is not None:
+                before(ask)
             answer = _ask(prometheus, metric.name, ask)
             if isinstance(answer, Measurement) and answer.error is not None:
                 asking.close()
@@ -65,15 +84,22 @@ def _ask(prometheus: PrometheusClient, name: str, ask: Ask) -> Answer | Measurem
 
 
 def measure_from(
-    providers: Providers, namespace: str, metric: MetricSpec, facts: Facts
+    providers: Providers,
+    namespace: str,
+    metric: MetricSpec,
+    facts: Facts,
+    *,
+    at: datetime | None = None,
+    before: BeforeAsk | None = None,
 ) -> Measurement:
     """Measure ``metric`` through its provider, or refuse it without any query.
 
     Providers and who may use them: docs/operations.md#metric-providers.
 
-    One client serves every query of the metric alike.
+    One client serves every query of the metric alike; ``at`` and ``before`` as in
+    ``measure_metric``.
     """
     picked = providers.pick(metric.provider, namespace)
     if isinstance(picked, Measurement):
         return replace(picked, metric=metric.name)
-    return measure_metric(picked, metric, facts)
+    return measure_metric(picked, metric, facts, at=at, before=before)

@@ -44,6 +44,7 @@ from prometheus_client.exposition import MetricsHandler
 from notifications.pump import DeliveryPump
 from sentinel_cluster import kube
 from sentinel_operator import lifeline, metrics, tasks
+from sentinel_operator.backtest_jobs import BacktestPump
 from sentinel_operator.dispatcher import Dispatcher
 from sentinel_operator.leader import LeaderElector
 from sentinel_operator.periodic import Periodic
@@ -251,6 +252,9 @@ class OperatorRuntime:
         # (docs/notifications.md).
         pump = DeliveryPump(now=_now, is_leader=self._is_leader)
         self._spawn("notify-pump", lambda: pump.run(self.stop_event))
+        # Backtests asked through the REST API, one at a time (docs/backtest.md).
+        backtests = BacktestPump(now=_now, is_leader=self._is_leader)
+        self._spawn("backtest-pump", lambda: backtests.run(self.stop_event))
         # The full resync and the pruning: queued by the leader, never by django-q2's scheduler.
         periodic = Periodic(is_leader=self._is_leader)
         self._spawn("periodic", lambda: periodic.run(self.stop_event))

@@ -29,7 +29,7 @@ from django.views.generic import RedirectView
 
 from accounts import access, provider_access
 from analyses import services
-from analyses.admin import compat, views
+from analyses.admin import backtest, compat, views
 from analyses.admin.forms import (
     METRIC_FIELDSETS,
     AnalysisForm,
@@ -332,8 +332,24 @@ class AnalysisAdmin(admin.ModelAdmin):
                 site.admin_view(require_POST(self._evaluate)),
                 name="analyses_analysis_evaluate",
             ),
+            path(
+                "<path:object_id>/backtest/",
+                site.admin_view(require_POST(self._backtest)),
+                name="analyses_analysis_backtest",
+            ),
+            path(
+                "<path:object_id>/backtest/<int:job_id>/",
+                site.admin_view(self._backtest_job),
+                name="analyses_analysis_backtest_job",
+            ),
             *super().get_urls(),
         ]
+
+    def _backtest(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return backtest.start(self, request, object_id)
+
+    def _backtest_job(self, request: HttpRequest, object_id: str, job_id: int) -> HttpResponse:
+        return backtest.page(self, request, object_id, str(job_id))
 
     def _resume(self, request: HttpRequest, object_id: str) -> HttpResponse:
         return views.resume(self, request, object_id)

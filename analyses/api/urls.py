@@ -11,6 +11,7 @@ from typing import Any
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from analyses.api.backtests import BacktestJobView, BacktestListView
 from analyses.api.exceptions import NotFoundView
 from analyses.api.views import AnalysisViewSet
 
@@ -42,6 +43,8 @@ urlpatterns = [
     path(f"{_ONE}evaluations/", _detail_action("evaluations", "get"), name="analysis-evaluations"),
     path(f"{_ONE}resume/", _detail_action("resume", "post"), name="analysis-resume"),
     path(f"{_ONE}evaluate/", _detail_action("evaluate", "post"), name="analysis-evaluate"),
+    path(f"{_ONE}backtest/", BacktestListView.as_view(), name="analysis-backtest"),
+    path(f"{_ONE}backtest/<int:pk>/", BacktestJobView.as_view(), name="analysis-backtest-job"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI, served from drf-spectacular-sidecar's static files. (Not Redoc: its page
     # loads fonts from Google.)

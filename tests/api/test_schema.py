@@ -44,8 +44,18 @@ def test_schema_describes_every_endpoint(live_server: Any) -> None:
         f"{one}resume/": {"post"},
         f"{one}evaluate/": {"post"},
         f"{one}notifications/": {"get"},
+        f"{one}backtest/": {"post"},
+        f"{one}backtest/{{id}}/": {"get", "delete"},
     }
     components = schema["components"]["schemas"]
+    # The backtest job's shape (docs/backtest.md).
+    job = components["BacktestJob"]["properties"]
+    assert {"state", "progress", "rollouts", "summary", "url"} <= set(job)
+    rollout = components["BacktestRollout"]["properties"]
+    assert {"revision", "rolledBack", "wouldPauseAt", "verdicts", "noData", "message"} <= set(
+        rollout
+    )
+    assert schema["paths"][f"{one}backtest/"]["post"]["responses"].keys() >= {"202", "403"}
     # spec and status are described by the CRD's own schema.
     assert components["AnalysisSpec"]["properties"]["failureLimit"]["minimum"] == 1
     assert "conditions" in components["AnalysisStatus"]["properties"]

@@ -1,0 +1,79 @@
+"""The admin's backtest: a button on the analysis page and a page that follows the job.
+
+``AnalysisAdmin`` routes ``<id>/backtest/`` (POST: store a job for the saved spec, as the REST
+API does) and ``<id>/backtest/<job>/`` (the job's page: a progress bar while it runs, reloading
+itself every two seconds, then a row per rollout). The operator runs the job
+(docs/backtest.md). Whoever may view the analysis may backtest it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+
+from accounts import access
+from analyses.models import Analysis, BacktestJob
+from sentinel_core.backtest import DEFAULT_MAX_DURATION_SECONDS, DEFAULT_ROLLOUTS
+
+
+class BacktestAdmin(Protocol):
+    """What the backtest pages need from the model admin that routes them."""
+
+    def get_object(self, request: HttpRequest, object_id: str) -> Analysis | None: ...
+
+    @property
+    def admin_site(self) -> Any: ...
+
+
+def start(admin: BacktestAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
+    """Store a backtest job of the saved spec and show its page (POST)."""
+    analysis = _viewable(admin, request, object_id)
+    job = BacktestJob.objects.create(
+        namespace=analysis.namespace,
+        name=analysis.name,
+        requested_by=request.user.get_username(),
+        rollouts=DEFAULT_ROLLOUTS,
+        max_duration_seconds=DEFAULT_MAX_DURATION_SECONDS,
+        next_attempt_at=timezone.now(),
+    )
+    return HttpResponseRedirect(
+        reverse("admin:analyses_analysis_backtest_job", args=[analysis.pk, job.pk])
+    )
+
+
+def page(admin: BacktestAdmin, request: HttpRequest, object_id: str, job_id: str) -> HttpResponse:
+    """Show a backtest job: its progress while it runs, its rollouts once done."""
+    analysis = _viewable(admin, request, object_id)
+    job = get_object_or_404(
+        BacktestJob, pk=int(job_id), namespace=analysis.namespace, name=analysis.name
+    )
+    result = job.result or {}
+    context = {
+        **admin.admin_site.each_context(request),
+        "title": f"Backtest of {analysis}",
+        "analysis": analysis,
+        "job": job,
+        "percent": round(job.progress * 100),
+        "rollouts": result.get("rollouts", []),
+        "summary": result.get("summary"),
+        "analysis_url": reverse("admin:analyses_analysis_change", args=[analysis.pk]),
+    }
+    return TemplateResponse(request, "admin/analyses/analysis/backtest.html", context)
+
+
+def _viewable(admin: BacktestAdmin, request: HttpRequest, object_id: str) -> Analysis:
+    # An analysis the user may not see is 404; one seen but not viewable here is 403.
+    analysis = admin.get_object(request, object_id)
+    if analysis is None or analysis.is_deleted:
+        raise Http404("No such analysis.")
+    if not request.user.has_perm("analyses.view_analysis") or not access.allows(
+        request.user, access.Verb.GET, analysis.namespace
+    ):
+        raise PermissionDenied
+    return analysis

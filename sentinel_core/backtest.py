@@ -1,0 +1,233 @@
+"""Backtest, the pure part: a target's past rollouts, the instants to replay, the verdicts' summary.
+
+A backtest replays an analysis over the target's past rollouts (docs/backtest.md).
+``sentinel_cluster.past_revisions`` reads the revisions (a Deployment's ReplicaSets, a
+StatefulSet's or DaemonSet's ControllerRevisions) as ``PastRevision``; ``past_rollouts`` turns
+them into the periods to replay, marking those a person rolled back; ``instants`` says when the
+operator would have evaluated each; ``sentinel_operator.backtest`` measures and decides at each
+instant and builds a ``RolloutReplay``; ``summarize`` compares the would-be pauses with the
+rollbacks. No I/O, no clock: "now" is handed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sentinel_core.values import format_time
+
+# At most this many rollouts per backtest, the newest first (docs/backtest.md).
+MAX_ROLLOUTS = 50
+DEFAULT_ROLLOUTS = 10
+# A rollout's period ends at the next one's start, or this long after its own.
+DEFAULT_MAX_DURATION_SECONDS = 3600.0
+MAX_DURATION_LIMIT_SECONDS = 24 * 3600.0
+
+
+@dataclass(frozen=True)
+class PastRevision:
+    """One revision of the target as its controller recorded it.
+
+    ``key`` is what the target's pods are labelled with (``pod-template-hash``, a StatefulSet's
+    revision name, a DaemonSet's ``controller-revision-hash``); ``numbers`` every revision
+    number it held (a Deployment's ``deployment.kubernetes.io/revision`` and its
+    ``revision-history``; a ControllerRevision's ``revision``): more than one when a rollback
+    brought it back.
+    """
+
+    key: str
+    created: datetime
+    numbers: tuple[int, ...]
+    name: str = ""
+
+    @property
+    def first(self) -> int:
+        return min(self.numbers) if self.numbers else -1
+
+
+@dataclass(frozen=True)
+class PastRollout:
+    """One rollout to replay: from its revision's creation to the next one's, or a bound."""
+
+    revision: int
+    key: str
+    started_at: datetime
+    ended_at: datetime
+    # A later revision brought an older template back: a person rolled this one back.
+    rolled_back: bool = False
+    # The revisions it replaced whose pods it compares against (compare, sequential).
+    previous_key: str | None = None
+
+
+def past_rollouts(
+    revisions: Sequence[PastRevision],
+    *,
+    now: datetime,
+    max_duration: float = DEFAULT_MAX_DURATION_SECONDS,
+    limit: int = DEFAULT_ROLLOUTS,
+) -> tuple[PastRollout, ...]:
+    """Return the newest ``limit`` rollouts of ``revisions``, oldest first.
+
+    Each revision's creation starts a rollout (the first one too: its predecessor may have
+    been deleted by ``revisionHistoryLimit``); it ends at the next revision's creation, at
+    ``max_duration`` seconds after its start, or now, whichever comes first. A revision is
+    rolled back when the next revision number after its first belongs to a revision created
+    before it: an older template came back (the rollback itself is not a new rollout).
+    """
+    ordered = sorted(revisions, key=lambda r: (r.created, r.first))
+    by_number = {n: r for r in ordered for n in r.numbers}
+    rollouts: list[PastRollout] = []
+    for index, revision in enumerate(ordered):
+        end = revision.created + timedelta(seconds=max_duration)
+        if index + 1 < len(ordered):
+            end = min(end, ordered[index + 1].created)
+        end = min(end, now)
+        later = sorted(n for n in by_number if n > revision.first)
+        back = bool(later) and by_number[later[0]].created < revision.created
+        previous = ordered[index - 1].key if index > 0 else None
+        rollouts.append(
+            PastRollout(
+                revision=revision.first,
+                key=revision.key,
+                started_at=revision.created,
+                ended_at=max(end, revision.created),
+                rolled_back=back,
+                previous_key=previous,
+            )
+        )
+    return tuple(rollouts[-limit:]) if limit > 0 else ()
+
+
+def instants(rollout: PastRollout, interval: float) -> tuple[datetime, ...]:
+    """Return when the operator would have evaluated during ``rollout``, every ``interval``.
+
+    The first evaluation one interval after the rollout began (the operator notices a rollout
+    at its next evaluation), the last one before its end (where the next rollout begins).
+    """
+    out: list[datetime] = []
+    step = timedelta(seconds=interval)
+    moment = rollout.started_at + step
+    while moment < rollout.ended_at:
+        out.append(moment)
+        moment += step
+    return tuple(out)
+
+
+@dataclass
+class Verdicts:
+    """How many evaluations of a rollout were Pass, Fail, Inconclusive, or errors."""
+
+    passed: int = 0
+    failed: int = 0
+    inconclusive: int = 0
+    errors: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "pass": self.passed,
+            "fail": self.failed,
+            "inconclusive": self.inconclusive,
+            "error": self.errors,
+        }
+
+
+@dataclass(frozen=True)
+class Step:
+    """One replayed evaluation: its instant, outcome, and each metric's value and verdict."""
+
+    at: datetime
+    outcome: str
+    metrics: tuple[dict[str, Any], ...] = ()
+    paused: bool = False
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"at": format_time(self.at), "outcome": self.outcome}
+        out["metrics"] = list(self.metrics)
+        if self.paused:
+            out["paused"] = True
+        if self.message:
+            out["message"] = self.message
+        return out
+
+
+@dataclass(frozen=True)
+class RolloutReplay:
+    """What the analysis would have done during one past rollout."""
+
+    rollout: PastRollout
+    verdicts: Verdicts
+    steps: tuple[Step, ...]
+    would_pause_at: datetime | None = None
+    # Which evaluation (1 = the first) would have paused it.
+    evaluation: int | None = None
+    metric: str | None = None
+    value: str | None = None
+    limit: float | None = None
+    # The sentence the live status would have carried (RolloutPaused's message).
+    message: str = ""
+    # Prometheus held nothing for this period (retention): no verdict is guessed.
+    no_data: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        r = self.rollout
+        return {
+            "revision": r.revision,
+            "hash": r.key,
+            "startedAt": format_time(r.started_at),
+            "endedAt": format_time(r.ended_at),
+            "rolledBack": r.rolled_back,
+            "wouldPauseAt": format_time(self.would_pause_at) if self.would_pause_at else None,
+            "evaluation": self.evaluation,
+            "metric": self.metric,
+            "value": self.value,
+            "limit": self.limit,
+            "message": self.message,
+            "verdicts": self.verdicts.to_dict(),
+            "noData": self.no_data,
+            "evaluations": [s.to_dict() for s in self.steps],
+        }
+
+
+def summarize(replays: Sequence[RolloutReplay]) -> dict[str, Any]:
+    """Return the summary: pauses against rollbacks (docs/backtest.md).
+
+    ``caught``: rolled back by a person and paused by the guard, with how long after its start
+    (the rollback's own time is not recorded by Kubernetes: the rollout's end bounds it);
+    ``missed``: rolled back, never paused; ``falsePauses``: paused, not rolled back.
+    """
+    caught = [
+        {
+            "revision": r.rollout.revision,
+            "pausedAfterSeconds": (r.would_pause_at - r.rollout.started_at).total_seconds(),
+            "beforeEndSeconds": (r.rollout.ended_at - r.would_pause_at).total_seconds(),
+        }
+        for r in replays
+        if r.rollout.rolled_back and r.would_pause_at is not None
+    ]
+    missed = [
+        r.rollout.revision
+        for r in replays
+        if r.rollout.rolled_back and r.would_pause_at is None and not r.no_data
+    ]
+    false_pauses = [
+        r.rollout.revision
+        for r in replays
+        if not r.rollout.rolled_back and r.would_pause_at is not None
+    ]
+    return {
+        "rollouts": len(replays),
+        "wouldPause": sum(1 for r in replays if r.would_pause_at is not None),
+        "rolledBack": sum(1 for r in replays if r.rollout.rolled_back),
+        "noData": sum(1 for r in replays if r.no_data),
+        "caught": caught,
+        "missed": missed,
+        "pausedNotRolledBack": false_pauses,
+    }
+
+
+def exit_code(replays: Sequence[RolloutReplay]) -> int:
+    """Return 1 when the guard would have paused a rollout nobody rolled back, else 0."""
+    return 1 if any(r.would_pause_at and not r.rollout.rolled_back for r in replays) else 0

@@ -1,0 +1,139 @@
+"""``POST …/backtest/`` and its job on the real control plane (docs/backtest.md).
+
+The Deployment's past is ``tests.backtest.history``'s. A viewer asks for a backtest (202 and
+the job's URL; queued); the operator's pump claims the job and its task runs it (here in this
+process through the pump's ``enqueue`` seam, with a replay against the Prometheus holding that
+past); the job's JSON then carries every rollout and the summary. A draft needs the right to
+change the analysis; a draft using a provider the namespace may not use is a 400; a queued job
+is cancelled at once by DELETE; someone who may not view the analysis gets 404.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from accounts import tokens
+from analyses import mirror
+from analyses.models import BacktestJob
+from sentinel_cluster import kube
+from sentinel_operator.backtest import Backtest, Replayer
+from sentinel_operator.backtest_jobs import BacktestPump, run_job
+from sentinel_operator.prometheus import PrometheusClient
+from sentinel_operator.providers import Providers
+from testkit.clusters import Cluster
+from testkit.waiting import wait_until
+from tests.api.client import Api, MakeApi, make_user
+from tests.backtest.history import QUERY, make_history
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.clusters("real")]
+
+
+def test_backtest_job_over_rest(
+    make_api: MakeApi,
+    api_cluster: Cluster,
+    cluster_client: kube.KubeClient,
+    namespace: str,
+    cluster_kind: str,
+    tmp_path: Path,
+) -> None:
+    history = make_history(api_cluster, cluster_client, namespace, tmp_path / "prometheus")
+    mirror.upsert_from_resource(history.created)
+    viewer = make_api("view_analysis")
+    base = f"analyses/{namespace}/web-guard/backtest/"
+
+    asked = viewer.post(base, json={"rollouts": 5, "maxDuration": "1h"})
+    assert asked.status_code == 202, asked.text
+    job = asked.json()
+    assert job["state"] == "queued" and job["progress"] == 0.0 and job["rollouts"] == []
+    assert asked.headers["Location"] == job["url"]
+
+    # A draft is an edit: a viewer may not; one who may change it may, within the allow-list.
+    draft = {
+        **history.analysis["spec"],
+        "metrics": [{"name": "l", "query": QUERY, "maxValue": 0.05}],
+    }
+    assert viewer.post(base, json={"spec": draft}).status_code == 403
+    editor = make_api("view_analysis", "change_analysis")
+    elsewhere = {**draft, "metrics": [{**draft["metrics"][0], "provider": "thanos"}]}
+    refused = editor.post(base, json={"spec": elsewhere})
+    assert refused.status_code == 400 and "spec.metrics[0].provider" in refused.text
+    queued = editor.post(base, json={"spec": draft})
+    assert queued.status_code == 202
+    cancelled = editor.delete(queued.json()["url"])
+    assert cancelled.json()["state"] == "cancelled"
+    assert viewer.post(base, json={"rollouts": 51}).status_code == 400
+    # No right in the namespace: the analysis is not even seen.
+    stranger = make_user("view_analysis", namespaces=())
+    issued = tokens.issue(stranger, now=timezone.now())
+    outsider = Api(viewer.base, {"Authorization": f"Token {issued.plaintext}"})
+    assert outsider.post(base, json={}).status_code == 404
+
+    with history.prometheus as prometheus:
+        backtest = Backtest(
+            cluster_client, Replayer(Providers.single(PrometheusClient(prometheus.url)))
+        )
+        ran: list[str] = []
+
+        def enqueue(pk: int, claim: datetime) -> None:
+            ran.append(run_job(pk, claim.isoformat(), backtest=backtest))
+
+        pump = BacktestPump(is_leader=lambda: True, enqueue=enqueue)
+        assert pump.pump_due() == 1
+    assert ran == ["succeeded"]
+    done = viewer.get(job["url"]).json()
+    print(json.dumps(done, indent=2))
+    assert done["state"] == "succeeded" and done["progress"] == 1.0
+    assert [r["revision"] for r in done["rollouts"]] == [1, 2, 4]
+    assert [r["rolledBack"] for r in done["rollouts"]] == [False, True, False]
+    bad = done["rollouts"][1]
+    assert bad["evaluation"] == 2 and bad["metric"] == "latency" and bad["value"] == "0.5"
+    assert bad["message"].startswith("paused Deployment web: 2 consecutive failed evaluations")
+    assert done["summary"]["caught"][0]["revision"] == 2
+    assert done["summary"]["pausedNotRolledBack"] == []
+    # Nothing left to queue: the cancelled draft stays cancelled.
+    assert BacktestPump(is_leader=lambda: True, enqueue=enqueue).pump_due() == 0
+    assert BacktestJob.objects.filter(state="cancelled").count() == 1
+
+
+def _running(url: str, api: Api) -> bool:
+    return api.get(url).json()["state"] == "running"
+
+
+def test_a_running_job_is_cancelled_between_evaluations(
+    make_api: MakeApi,
+    api_cluster: Cluster,
+    cluster_client: kube.KubeClient,
+    namespace: str,
+    cluster_kind: str,
+    tmp_path: Path,
+) -> None:
+    history = make_history(api_cluster, cluster_client, namespace, tmp_path / "prometheus")
+    mirror.upsert_from_resource(history.created)
+    viewer = make_api("view_analysis")
+    job = viewer.post(f"analyses/{namespace}/web-guard/backtest/", json={}).json()
+    outcome: list[str] = []
+    with history.prometheus as prometheus:
+        # Two queries a second: the job runs for seconds, long enough to be cancelled.
+        slow = Replayer(Providers.single(PrometheusClient(prometheus.url)), queries_per_second=2)
+        backtest = Backtest(cluster_client, slow)
+
+        def enqueue(pk: int, claim: datetime) -> None:
+            runner = threading.Thread(
+                target=lambda: outcome.append(run_job(pk, claim.isoformat(), backtest=backtest))
+            )
+            runner.start()
+            wait_until(lambda: _running(job["url"], viewer), timeout=10)
+            assert viewer.delete(job["url"]).json()["state"] == "running"
+            runner.join(timeout=30)
+
+        assert BacktestPump(is_leader=lambda: True, enqueue=enqueue).pump_due() == 1
+    assert outcome == ["cancelled"]
+    cancelled = viewer.get(job["url"]).json()
+    assert cancelled["state"] == "cancelled" and cancelled["rollouts"] == []
+    assert 0 < cancelled["progress"] < 1

@@ -1,0 +1,114 @@
+"""The admin's Backtest button and the job's page (docs/backtest.md), without a cluster.
+
+The button stores a queued job for the saved spec (the operator runs it); the page shows the
+progress while the job runs, reloading itself, and a row per rollout once it succeeded.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+from django.urls import reverse
+
+from accounts.models import NamespaceGrant
+from analyses.models import BacktestJob, BacktestState
+from tests.ui import factories
+
+pytestmark = pytest.mark.django_db
+
+# What a finished job stores: the JSON of manage.py backtest --json (abridged to two rollouts).
+RESULT = {
+    "analysis": "default/checkout",
+    "rollouts": [
+        {
+            "revision": 1,
+            "hash": "6f857f95c",
+            "startedAt": "2026-12-06T18:51:55Z",
+            "endedAt": "2026-12-06T18:52:06Z",
+            "rolledBack": False,
+            "wouldPauseAt": None,
+            "evaluation": None,
+            "metric": None,
+            "value": None,
+            "limit": None,
+            "message": "",
+            "verdicts": {"pass": 2, "fail": 0, "inconclusive": 0, "error": 0},
+            "noData": False,
+            "evaluations": [],
+        },
+        {
+            "revision": 2,
+            "hash": "7b7d84ccb8",
+            "startedAt": "2026-12-06T18:52:06Z",
+            "endedAt": "2026-12-06T18:52:28Z",
+            "rolledBack": True,
+            "wouldPauseAt": "2026-12-06T18:52:16Z",
+            "evaluation": 2,
+            "metric": "latency",
+            "value": "0.5",
+            "limit": 0.3,
+            "message": "paused Deployment checkout: 2 consecutive failed evaluations reached "
+            "failureLimit 2: latency is 0.5, above maxValue 0.3",
+            "verdicts": {"pass": 2, "fail": 2, "inconclusive": 0, "error": 0},
+            "noData": False,
+            "evaluations": [],
+        },
+    ],
+    "summary": {
+        "rollouts": 2,
+        "wouldPause": 1,
+        "rolledBack": 1,
+        "noData": 0,
+        "caught": [{"revision": 2, "pausedAfterSeconds": 10.0, "beforeEndSeconds": 12.0}],
+        "missed": [],
+        "pausedNotRolledBack": [],
+        "queries": 8,
+    },
+}
+
+
+def test_the_button_queues_a_job_and_its_page_follows_it(viewer_client: Client) -> None:
+    row = factories.analysis("checkout")
+    detail = viewer_client.get(reverse("admin:analyses_analysis_change", args=[row.pk]))
+    start = reverse("admin:analyses_analysis_backtest", args=[row.pk])
+    assert f'action="{start}"' in detail.content.decode()
+    assert viewer_client.get(start).status_code == 405
+
+    answer = viewer_client.post(start)
+    job = BacktestJob.objects.get()
+    assert (job.namespace, job.name, job.state) == (row.namespace, row.name, "queued")
+    assert job.requested_by == "viewer" and job.draft is None and job.rollouts == 10
+    page = reverse("admin:analyses_analysis_backtest_job", args=[row.pk, job.pk])
+    assert answer.status_code == 302 and answer["Location"] == page
+
+    running = viewer_client.get(page).content.decode()
+    assert "State: <strong>queued</strong>" in running
+    assert '<progress id="backtest-progress" max="100" value="0">' in running
+    assert 'http-equiv="refresh"' in running
+
+    BacktestJob.objects.filter(pk=job.pk).update(
+        state=BacktestState.SUCCEEDED, result=RESULT, done=8, total=8
+    )
+    done = viewer_client.get(page).content.decode()
+    assert 'http-equiv="refresh"' not in done and "<progress" not in done
+    assert "2 rollouts: 1 would have paused, 1 rolled back by a person" in done
+    assert "at evaluation 2, 2026-12-06T18:52:16Z: paused Deployment checkout" in done
+    begin = done.index('id="backtest-rollouts"')
+    table = done[begin : done.index("</table>", begin)]
+    # The header and one row per rollout.
+    assert table.count("<tr>") == 3
+
+
+def test_someone_who_may_not_view_it_gets_nothing() -> None:
+    row = factories.analysis("checkout")
+    user = User.objects.create_user("elsewhere", None, None, is_staff=True)
+    user.user_permissions.add(
+        Permission.objects.get(codename="view_analysis", content_type__app_label="analyses")
+    )
+    NamespaceGrant.objects.create(user=user, namespace="other", can_view=True)
+    client = Client()
+    client.force_login(user)
+    start = reverse("admin:analyses_analysis_backtest", args=[row.pk])
+    assert client.post(start).status_code in (302, 404)
+    assert not BacktestJob.objects.exists()
