@@ -3,8 +3,9 @@
 ``migrate_database`` makes the template once; ``OperatorProcess`` is one operator (its own
 SQLite copy, ``/metrics`` port, Lease name and identity) whose history rows (``evaluations``,
 ``mirror_row``, ``query``) and ``/metrics`` samples (``metric``, ``samples``) tests read
-directly; ``OperatorStarter`` starts several for one test and stops them all; ``SharedOperator``
-is one operator watching a pool of namespaces, shared by a test module. Used by the fixtures of
+directly; ``OperatorStarter`` starts several for one test and stops them all; ``ProxiedStart``
+starts them watching the test's namespace through its fault proxy; ``SharedOperator`` is one
+operator watching a pool of namespaces, shared by a test module. Used by the fixtures of
 ``tests/support`` and ``tests/operator``, ``tests/deploy`` and ``bench.harness``.
 """
 
@@ -20,6 +21,7 @@ import sys
 import urllib.request
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -251,6 +253,24 @@ def _parse_samples(text: str) -> list[tuple[str, str, float]]:
 
 
 StartOperator = Callable[..., OperatorProcess]
+
+
+@dataclass(frozen=True)
+class ProxiedStart:
+    """Start ``runoperator`` processes watching one namespace, asking Prometheus via a proxy.
+
+    For tests that hold or break the operator's Prometheus queries through ``fault_proxy`` and
+    set the rest through environment variables: ``start(SENTINEL_Q_WORKERS="1")``.
+    """
+
+    start_operator: StartOperator
+    fault_proxy: FaultProxy
+    namespace: str
+
+    def __call__(self, **env: str) -> OperatorProcess:
+        return self.start_operator(
+            prometheus_url=self.fault_proxy.url, namespaces=[self.namespace], env=env
+        )
 
 
 class OperatorStarter:

@@ -36,7 +36,7 @@ from testkit.fault_proxy import FaultProxy
 from testkit.manifests import analysed_deployments, gauge_metric
 from testkit.metrics_app import GaugeSetter
 from testkit.observe import wait_rows
-from testkit.operator import OperatorProcess, StartOperator
+from testkit.operator import OperatorProcess, ProxiedStart, StartOperator
 from testkit.processes import alive, descendants, holding_sockets
 from testkit.waiting import wait_until
 
@@ -90,21 +90,13 @@ def _started_after(operator: OperatorProcess, namespace: str, moment: datetime) 
 
 
 def test_a_sigkilled_operator_leaves_no_process_and_its_restart_serves_the_port(
-    start_operator: StartOperator,
-    kube_cluster: Cluster,
-    fault_proxy: FaultProxy,
-    gauge: GaugeSetter,
-    namespace: str,
-    case: str,
+    start_proxied: ProxiedStart, kube_cluster: Cluster, gauge: GaugeSetter, case: str
 ) -> None:
-    operator = start_operator(
-        prometheus_url=fault_proxy.url,
-        namespaces=[namespace],
-        env={
-            "SENTINEL_Q_WORKERS": "2",
-            # A held query stays held until the test lets it go, never timed out meanwhile.
-            "SENTINEL_PROMETHEUS_TIMEOUT": "30",
-        },
+    namespace, fault_proxy = start_proxied.namespace, start_proxied.fault_proxy
+    operator = start_proxied(
+        SENTINEL_Q_WORKERS="2",
+        # A held query stays held until the test lets it go, never timed out meanwhile.
+        SENTINEL_PROMETHEUS_TIMEOUT="30",
     )
     gauge(0.1)
     metrics = [gauge_metric(case, 0.5)]

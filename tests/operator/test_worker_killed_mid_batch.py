@@ -28,11 +28,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from testkit.clusters import Cluster, kubectl_apply
-from testkit.fault_proxy import FaultProxy
 from testkit.manifests import analysed_deployments, gauge_metric
 from testkit.metrics_app import GaugeSetter
 from testkit.observe import wait_rows
-from testkit.operator import OperatorProcess, StartOperator
+from testkit.operator import OperatorProcess, ProxiedStart
 from testkit.processes import descendants, holding_sockets
 from testkit.waiting import wait_until
 
@@ -68,23 +67,15 @@ def _worker_pids(operator: OperatorProcess) -> dict[int, str]:
 
 
 def test_a_worker_killed_mid_batch_leaves_its_members_to_their_claims(
-    start_operator: StartOperator,
-    kube_cluster: Cluster,
-    fault_proxy: FaultProxy,
-    gauge: GaugeSetter,
-    namespace: str,
-    case: str,
+    start_proxied: ProxiedStart, kube_cluster: Cluster, gauge: GaugeSetter, case: str
 ) -> None:
-    operator = start_operator(
-        prometheus_url=fault_proxy.url,
-        namespaces=[namespace],
-        env={
-            "SENTINEL_CLAIM_TIMEOUT": str(CLAIM),
-            # One worker: a pass's claims are one task, and killing it is killing the batch.
-            "SENTINEL_Q_WORKERS": "1",
-            # The three first evaluations may be a second or so apart; claimed together after.
-            "SENTINEL_DISPATCH_AHEAD": "2",
-        },
+    namespace, fault_proxy = start_proxied.namespace, start_proxied.fault_proxy
+    operator = start_proxied(
+        SENTINEL_CLAIM_TIMEOUT=str(CLAIM),
+        # One worker: a pass's claims are one task, and killing it is killing the batch.
+        SENTINEL_Q_WORKERS="1",
+        # The three first evaluations may be a second or so apart; claimed together after.
+        SENTINEL_DISPATCH_AHEAD="2",
     )
     gauge(0.1)
     metrics = [gauge_metric(case, 0.5)]

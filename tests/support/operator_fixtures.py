@@ -5,7 +5,8 @@ Registered for the whole suite by the root ``tests/conftest.py``; thin wrappers 
 ``start_operator`` starts operators on copies of it (several replicas, restarts, a
 ServiceAccount kubeconfig through ``kubeconfig=``) against the test's ``kube_cluster`` and
 stops them after the test; ``operator`` is one process watching the test's ``namespace``
-through a fresh ``fault_proxy``.
+through a fresh ``fault_proxy``; ``start_proxied`` starts such processes with the test's own
+environment variables.
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ import pytest
 
 from testkit.clusters import Cluster
 from testkit.fault_proxy import FaultProxy
-from testkit.operator import OperatorProcess, OperatorStarter, StartOperator, migrate_database
+from testkit.operator import (
+    OperatorProcess,
+    OperatorStarter,
+    ProxiedStart,
+    StartOperator,
+    migrate_database,
+)
 
 
 @pytest.fixture(scope="session")
@@ -49,3 +56,11 @@ def operator(
 ) -> OperatorProcess:
     """One ``runoperator`` watching ``namespace``, asking Prometheus through ``fault_proxy``."""
     return start_operator(prometheus_url=fault_proxy.url, namespaces=[namespace])
+
+
+@pytest.fixture
+def start_proxied(
+    start_operator: StartOperator, fault_proxy: FaultProxy, namespace: str
+) -> ProxiedStart:
+    """Start ``runoperator`` processes watching ``namespace`` through ``fault_proxy``."""
+    return ProxiedStart(start_operator, fault_proxy, namespace)
