@@ -47,6 +47,10 @@ TABLE = {
         # this namespace.
         "UnknownProvider",
         "ProviderNotAllowed",
+        # docs/templates.md: the analysis's templates could not be resolved.
+        "TemplateNotFound",
+        "MissingArgument",
+        "InvalidTemplate",
     },
     ("Ready", "Unknown"): set(),
     ("Healthy", "True"): {"WithinThresholds"},
