@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sentinel_core.conditions import Reason
-from sentinel_core.spec import DEFAULT_TARGET_KIND, InvalidSpecError, parse_spec
+from sentinel_core.spec import DEFAULT_TARGET_KIND, FieldError, InvalidSpecError, parse_spec
 from sentinel_core.templates._placeholders import PlaceholderError, lookup_in, substitute
 
 # Cap against abuse: every template named is read at each evaluation.
@@ -86,6 +86,16 @@ class TemplateError(ValueError):
         super().__init__(message)
         self.reason = reason
         self.message = message
+
+
+class TemplateSpecError(InvalidSpecError):
+    """The spec of an analysis whose templates could not be resolved, as the decision core
+    reads it: ``Ready=False`` with ``reason`` and ``message`` (docs/status.md)."""
+
+    def __init__(self, error: TemplateError) -> None:
+        super().__init__([FieldError("spec.templates", error.message)])
+        self.reason = error.reason
+        self.message = error.message
 
 
 def template_refs(raw_spec: Mapping[str, Any]) -> tuple[TemplateRef, ...]:

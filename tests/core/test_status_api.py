@@ -97,6 +97,8 @@ STATUS_FIELDS = {
     "conditions",
     "window",
     "rollout",
+    # docs/templates.md: the template generations the spec was resolved from.
+    "templates",
 }
 
 

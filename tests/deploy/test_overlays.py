@@ -46,6 +46,11 @@ OPERATOR_RULES = [
         "verbs": ["update", "patch"],
     },
     {
+        "apiGroups": ["sentinel.example.com"],
+        "resources": ["rolloutanalysistemplates", "clusterrolloutanalysistemplates"],
+        "verbs": ["get"],
+    },
+    {
         "apiGroups": ["apps"],
         "resources": ["deployments"],
         "verbs": ["get", "list", "watch", "patch"],
