@@ -347,7 +347,7 @@ class _StatusWrite:
         raw: Mapping[str, Any],
         read: AnalysisStatus,
         decision: Decision,
-        templates: tuple[dict[str, Any], ...] = (),
+        templates: tuple[dict[str, Any], ...] | None = None,
     ) -> None:
         self._raw, self._read, self._decided = raw, read, decision
         self.decision = decision
@@ -368,7 +368,7 @@ class _StatusWrite:
                 fresh=AnalysisStatus.from_dict(fresh.get("status")),
             )
         written = self.written.to_dict()
-        if self._templates:
+        if self._templates is not None:
             written["templates"] = list(self._templates)
         return written
 

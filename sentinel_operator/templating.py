@@ -41,7 +41,10 @@ class Resolution:
     """The analysis object to parse, its ``status.templates`` and whether one of them changed."""
 
     obj: Mapping[str, Any]
-    templates: tuple[dict[str, Any], ...] = ()
+    # None: the analysis names no template, so its status has no ``templates``. Empty while
+    # resolution fails, so that the evaluation after it counts afresh (the template may have
+    # been deleted and created again, another guard under the same name and generation).
+    templates: tuple[dict[str, Any], ...] | None = None
     changed: bool = False
     error: TemplateSpecError | None = None
 
@@ -67,7 +70,7 @@ def resolve_object(client: kube.KubeClient, obj: Mapping[str, Any]) -> Resolutio
             )
         resolved = resolve(spec, namespace, read)
     except TemplateError as exc:
-        return Resolution(obj, error=TemplateSpecError(exc))
+        return Resolution(obj, templates=(), error=TemplateSpecError(exc))
     used = tuple(template.to_dict() for template in resolved.templates)
     before = (obj.get("status") or {}).get("templates")
     changed = isinstance(before, list) and before != list(used)

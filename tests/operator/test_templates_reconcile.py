@@ -191,7 +191,18 @@ def test_a_deleted_template_makes_its_users_not_ready_and_never_paused(
     assert (ready["status"], ready["reason"]) == ("False", "TemplateNotFound")
     assert ready["message"] == f"ClusterRolloutAnalysisTemplate {name} not found"
     assert status["failures"] == 2  # nothing counted since
+    assert status["templates"] == []
     assert condition({"status": status}, "RolloutPaused")["status"] == "False"
+    assert not _paused(kube_client, namespace)
+
+    # Created again, it is another guard under the same name and generation: counted afresh.
+    body = {key: cluster_template[key] for key in ("apiVersion", "kind", "spec")}
+    kube_client.request("POST", _CLUSTER, body={**body, "metadata": {"name": name}})
+    reconciler.reconcile(namespace, "ra")
+    status = _get(kube_client, namespace, "ra")["status"]
+    assert condition({"status": status}, "Ready")["status"] == "True"
+    assert status["failures"] == 1
+    assert status["templates"] == [{"name": name, "clusterScope": True, "generation": 1}]
     assert not _paused(kube_client, namespace)
 
 
