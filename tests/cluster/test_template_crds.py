@@ -246,3 +246,44 @@ def test_kubectl_explain_describes_a_templates_fields(kube_cluster: Cluster, kin
         result = kube_cluster.kubectl("explain", f"{kind}.{field}")
         description = result.stdout.split("DESCRIPTION:", 1)[1].strip()
         assert len(description) > 20, (field, result.stdout)
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        "spec.templates",
+        "spec.templates.clusterScope",
+        "spec.args",
+        "spec.args.value",
+        "status.templates",
+    ],
+)
+def test_kubectl_explain_describes_an_analysis_s_template_fields(
+    kube_cluster: Cluster, field: str
+) -> None:
+    result = kube_cluster.kubectl("explain", f"rolloutanalysis.{field}")
+    description = result.stdout.split("DESCRIPTION:", 1)[1].strip()
+    assert len(description) > 20, (field, result.stdout)
+
+
+def test_an_analysis_needs_metrics_or_templates(
+    kube_client: kube.KubeClient, namespace: str
+) -> None:
+    body = {
+        "apiVersion": f"{kube.GROUP}/{kube.VERSION}",
+        "kind": "RolloutAnalysis",
+        "metadata": {"name": "bare"},
+        "spec": {"target": {"name": "checkout"}},
+    }
+    with pytest.raises(kube.Invalid) as invalid:
+        kube_client.request("POST", kube.analyses_path(namespace), body=body)
+    assert [(c.get("field"), c.get("reason")) for c in invalid.value.causes] == [
+        ("spec.metrics", "FieldValueRequired")
+    ]
+    body["spec"]["templates"] = [{"name": "golden-signals", "clusterScope": True}]
+    created = kube_client.request("POST", kube.analyses_path(namespace), body=body)
+    assert created["spec"]["templates"] == [{"name": "golden-signals", "clusterScope": True}]
+    body["metadata"]["name"] = "defaulted"
+    body["spec"]["templates"] = [{"name": "latency"}]
+    created = kube_client.request("POST", kube.analyses_path(namespace), body=body)
+    assert created["spec"]["templates"] == [{"name": "latency", "clusterScope": False}]
