@@ -34,9 +34,11 @@ from analyses.models import Analysis
 from sentinel_cluster import clients, kube, writes
 from sentinel_cluster.events import record_events
 from sentinel_core.decision import Resumption, resume
+from sentinel_core.pause_record import read_record
 from sentinel_core.resource import AnalysisResource
-from sentinel_core.spec import DEFAULT_TARGET_KIND, AnalysisSpec
+from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus
+from sentinel_core.target import Released
 
 # Top-level spec fields that may be absent (docs/resource.md): an update leaving one out removes it.
 _OPTIONAL_SPEC_FIELDS = ("failureWindow", "notify")
@@ -74,15 +76,49 @@ class ResourceRejected(ServiceError):
         self.field_errors = dict(field_errors)
 
 
+class NothingToRelease(ResourceConflict):
+    """A resume of an analysis that holds no pause on its target: nothing was changed."""
+
+    code = "nothing_to_release"
+
+
+class UntrustedPauseRecord(ResourceConflict):
+    """The pause record on the target disagrees with it: nothing was restored or changed."""
+
+    code = "untrusted_pause_record"
+
+
 @dataclass(frozen=True)
 class ResumeResult:
-    """What ``resume_analysis`` did."""
+    """What ``resume_analysis`` did: this analysis let go of its hold on the target."""
 
     analysis: Analysis
-    # Whether the target Deployment exists in the analysis's namespace.
-    target_found: bool
-    # Whether this call changed the Deployment from paused to running.
-    target_unpaused: bool
+    # "Deployment shop/checkout": the target, as the messages name it.
+    target: str
+    outcome: Released
+    # The analyses that still hold the target.
+    held_by: tuple[str, ...]
+
+    @property
+    def target_unpaused(self) -> bool:
+        """Whether this call let the target roll again."""
+        return self.outcome == Released.RESTORED
+
+    @property
+    def message(self) -> str:
+        """Say in one sentence what happened to the target."""
+        key = f"{self.analysis.namespace}/{self.analysis.name}"
+        if self.outcome == Released.RESTORED:
+            return f"{self.target} is rolling out again; the failure count of {key} was reset."
+        if self.outcome == Released.OTHERS_HOLD:
+            return (
+                f"{key} no longer holds {self.target}, which stays paused: still held by "
+                f"{', '.join(self.held_by)}. The failure count of {key} was reset."
+            )
+        return (
+            f"{key} no longer holds {self.target}, which stays paused as it was before {key} "
+            f"paused it (someone else had paused it). The failure count of {key} was reset."
+        )
 
 
 # -- the client ----------------------------------------------------------------------------
@@ -158,6 +194,8 @@ def update_analysis(
     _require_scope(analysis.namespace)
     client = client or kube_client()
     path = kube.analysis_path(analysis.namespace, analysis.name)
+    with _translated(analysis.namespace, analysis.name):
+        _refuse_leaving_a_held_target(client, analysis, spec)
     new_spec: dict[str, Any] = spec.to_dict()
     # At the mirror's resourceVersion the cluster's spec is the mirror's, so its keys are the
     # ones to clear; the optional ones are cleared anyway, for a client sending a newer version.
@@ -212,15 +250,20 @@ def resume_analysis(
 ) -> ResumeResult:
     """Resume the rollout this analysis guards, as a person asked.
 
-    Only a person resumes (docs/operator.md#never-auto-resume).
+    Only a person resumes (docs/operator.md#never-auto-resume), and a pause belongs to whoever
+    made it (docs/status.md#pausing-each-kind).
 
-    Take this analysis out of the ``paused-by`` annotation of the target Deployment in the
-    analysis's namespace and unpause it if this analysis had paused it
-    (``sentinel_cluster.writes.release``), then write ``decision.resume``'s status (failures reset,
-    ``RolloutPaused=False/ResumedByUser``) through the status subresource, record the event,
-    and mirror the answer. The Deployment goes first: a status saying this analysis let go of
-    a target that still carries its pause would be a lie, whereas a running target under a
-    stale status is what the operator already handles as a ``kubectl rollout resume``.
+    Take this analysis out of the pause record of its target in the analysis's namespace
+    (``sentinel_cluster.writes.release``): the last holder gives the target back what it had
+    before the first pause. Then write ``decision.resume``'s status (failures reset,
+    ``RolloutPaused=False/ResumedByUser``) through the status subresource, record the event, and
+    mirror the answer. The target goes first: a status saying this analysis let go of a target
+    that still carries its pause would be a lie, whereas a running target under a stale status
+    is what the operator already handles as a ``kubectl rollout resume``.
+
+    Raise ``NothingToRelease`` when this analysis holds nothing on the target (none found, not
+    named by its record, or a resume by hand already let it go) and ``UntrustedPauseRecord``
+    when the record disagrees with the target; neither changes anything anywhere.
     """
     _require_scope(analysis.namespace)
     client = client or kube_client()
@@ -241,20 +284,32 @@ def resume_analysis(
         raw = _current(client, analysis, path)
         resource = AnalysisResource.read(raw)
         spec = resource.valid_spec
-        target = spec.target.name if spec is not None else ""
-        kind = spec.target.kind if spec is not None else DEFAULT_TARGET_KIND
-        try:
-            found, unpaused = (
-                writes.release(
-                    client, analysis.namespace, target, key, claimed=resource.paused, kind=kind
-                )
-                if target
-                else (False, False)
+        if spec is None:
+            raise NothingToRelease(
+                f"Nothing to release: the spec of {key} is invalid, so it names no target; "
+                "nothing was changed."
             )
+        kind, name = spec.target.kind, spec.target.name
+        what = f"{kind} {analysis.namespace}/{name}"
+        try:
+            change = writes.release(client, analysis.namespace, name, key, kind=kind)
         except kube.Conflict as exc:
-            raise ResourceConflict(
-                f"{kind} {analysis.namespace}/{target} kept changing; try resuming again."
-            ) from exc
+            raise ResourceConflict(f"{what} kept changing; try resuming again.") from exc
+        if change is None:
+            raise NothingToRelease(
+                f"Nothing to release: {what} was not found; nothing was changed."
+            )
+        if change.outcome == Released.UNTRUSTED:
+            raise UntrustedPauseRecord(
+                f"The pause record on {what} cannot be trusted ({change.detail}): nothing was "
+                f"restored or changed. Check the {kind} and set it back by hand if it should "
+                "roll (docs/status.md#when-a-pause-record-is-not-trusted)."
+            )
+        if change.outcome == Released.NOT_HELD:
+            raise NothingToRelease(
+                f"Nothing to release: {key} holds no pause on {what} ({change.detail}); "
+                "nothing was changed."
+            )
         try:
             written = writes.write_status(client, raw, resumed)
         except writes.AnalysisGone as exc:
@@ -271,7 +326,7 @@ def resume_analysis(
         signals.resumed.send(
             resume_analysis, analysis=row, uid=resource.uid, notifications=resumption.notifications
         )
-    return ResumeResult(analysis=row, target_found=found, target_unpaused=unpaused)
+    return ResumeResult(analysis=row, target=what, outcome=change.outcome, held_by=change.holders)
 
 
 def evaluate_now(analysis: Analysis, *, now: datetime | None = None) -> datetime:
@@ -356,6 +411,35 @@ def _preconditioned(
         return send(current)
     except (kube.Conflict, kube.NotFound) as exc:
         raise _changed(analysis, version, exc) from exc
+
+
+def _refuse_leaving_a_held_target(
+    client: kube.KubeClient, analysis: Analysis, spec: AnalysisSpec
+) -> None:
+    """Refuse a new ``spec.target`` while this analysis holds a pause on its current one.
+
+    Pointing it elsewhere would strand that pause where no resume of this analysis reaches it
+    (docs/status.md#pausing-each-kind): the person resumes first, then retargets.
+    """
+    # The mirror's spec, as the cluster holds it at the mirror's resourceVersion: the admin's
+    # form has already set the row's own target_name to the new one.
+    target = analysis.spec.get("target") if isinstance(analysis.spec, dict) else None
+    target = target if isinstance(target, dict) else {}
+    kind, name = analysis.target_kind, str(target.get("name") or "")
+    if not name or (spec.target.kind, spec.target.name) == (kind, name):
+        return
+    try:
+        current = client.request("GET", kube.workload_path(kind, analysis.namespace, name))
+    except kube.NotFound:
+        return
+    key = f"{analysis.namespace}/{analysis.name}"
+    if key not in read_record(kind, current).holders:
+        return
+    message = (
+        f"{key} holds a pause on {kind} {analysis.namespace}/{name}; resume it before pointing "
+        "the analysis at another target, so that the pause is not left behind."
+    )
+    raise ResourceRejected(message, {"spec.target": [message]})
 
 
 def _field_errors(exc: kube.Invalid) -> dict[str, list[str]]:

@@ -332,7 +332,7 @@ class FaultRunner:
         if done:
             self.history.add_action(record.ended, fault.kind.value, name)
         else:
-            record.skipped, record.detail = True, f"{name} was deleted meanwhile"
+            record.skipped, record.detail = True, f"{name} was deleted or released meanwhile"
 
     def _resume_api(self, name: str) -> bool:
         url = f"{self.stack.web_url}/api/v1/analyses/{self.namespace}/{name}/resume/"
@@ -349,6 +349,10 @@ class FaultRunner:
             if status == 200:
                 return True
             if status == 404:
+                return False
+            if status == 409 and '"nothing_to_release"' in text:
+                # Released meanwhile (a kubectl resume in the other lane): nothing of it left
+                # to resume, and nothing was changed (docs/api.md#resume-and-evaluate-now).
                 return False
             # 409 (the operator wrote meanwhile), 503 (API server restarting): a person retries.
             if time.time() > deadline:

@@ -6,6 +6,7 @@ Registered by ``bench.soak_invariants`` (imported at its end); definitions in
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter, defaultdict
 
 from bench.soak_invariants import (
@@ -95,9 +96,14 @@ def _traceback_errors(text: str) -> list[str]:
 
 
 def rss_slopes(history: History) -> dict[str, float]:
-    """Return each component's RSS slope (MB/min, least squares) over the second half of the run.
+    """Return each component's RSS slope (MB/min) over the second half of the run.
 
     The first half holds start-up (imports, caches, connection pools); a leak shows in the rest.
+    The slope is Theil-Sen's (the median of the slopes between every two samples), not least
+    squares': a worker's chart child, forked for a notification and gone a second later, adds
+    its ~130 MB of pages shared with the worker to the one sample that sees it, and one such
+    sample near the end made a flat tree read +7.8 MB/min (docs/reliability.md). A leak moves
+    every sample; the median follows it.
     Only the component's last incarnation counts, from a minute after it was first seen: a
     process the run restarted starts afresh.
     "operators (all)" sums both replicas over the samples where both are in their last one.
@@ -130,11 +136,14 @@ def rss_slopes(history: History) -> dict[str, float]:
     for component, points in series.items():
         if len(points) < 3:
             continue
-        mean_x = sum(x for x, _ in points) / len(points)
-        mean_y = sum(y for _, y in points) / len(points)
-        spread = sum((x - mean_x) ** 2 for x, _ in points)
-        if spread > 0:
-            slopes[component] = sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+        pairwise = [
+            (y2 - y1) / (x2 - x1)
+            for index, (x1, y1) in enumerate(points)
+            for x2, y2 in points[index + 1 :]
+            if x2 > x1
+        ]
+        if pairwise:
+            slopes[component] = statistics.median(pairwise)
     return slopes
 
 

@@ -381,7 +381,12 @@ def replicasets_path(namespace: str) -> str:
 
 def workload_path(kind: str, namespace: str, name: str) -> str:
     """Return the path of a target of ``kind`` (Deployment, StatefulSet or DaemonSet)."""
-    return f"/apis/apps/v1/namespaces/{quote(namespace)}/{PLURALS[kind]}/{quote(name)}"
+    return f"{workloads_path(kind, namespace)}/{quote(name)}"
+
+
+def workloads_path(kind: str, namespace: str) -> str:
+    """Return the collection path of the targets of ``kind`` in ``namespace``."""
+    return f"/apis/apps/v1/namespaces/{quote(namespace)}/{PLURALS[kind]}"
 
 
 def controllerrevisions_path(namespace: str, name: str | None = None) -> str:

@@ -6,8 +6,11 @@
   recomputes it from the fresh one).
 - ``pause``: merge-patch the target paused, ``paused-by`` kept a union (each kind is paused its
   own way: docs/status.md#pausing-each-kind).
-- ``release``: take one analysis out of the target's pause, unpausing it (restoring what the
-  pause changed) if it had a hand in it.
+- ``release``: take one analysis out of the target's pause; the last holder gives the target
+  back what it had before the first pause. An analysis that holds nothing, or a record that
+  cannot be trusted, changes nothing.
+- ``clean_up``: remove a pause record a person left stale (a resume by hand) or made
+  untrustworthy, leaving the spec as it is.
 
 Each re-reads on a conflict at most ``CONFLICT_RETRIES`` times and then raises ``kube.Conflict``;
 callers decide what that means to them (backoff for the operator, a 409 for a person). The
@@ -21,7 +24,13 @@ from typing import Any
 
 from sentinel_cluster import kube
 from sentinel_core.kinds import DEPLOYMENT
-from sentinel_core.target import PauseTarget, pause_patch, release_patch
+from sentinel_core.target import (
+    PauseTarget,
+    Release,
+    clean_up_patch,
+    pause_patch,
+    release_patch,
+)
 
 # Re-reads after a 409 before giving up: enough for a busy resource, short enough for a person.
 CONFLICT_RETRIES = 5
@@ -89,27 +98,48 @@ def release(
     name: str,
     key: str,
     *,
-    claimed: bool,
     kind: str = DEPLOYMENT,
-) -> tuple[bool, bool]:
+) -> Release | None:
     """Take the analysis ``key`` out of the pause of the ``kind`` ``namespace/name``.
 
-    Return (found, unpaused): whether the target exists, and whether this call unpaused it
-    (``sentinel_core.target.release_patch`` says when it may). Raise ``kube.Conflict`` when it
-    kept changing.
+    Return what was done (``sentinel_core.target.release_patch`` says what may be), or None when
+    the target does not exist. Raise ``kube.Conflict`` when it kept changing.
     """
     path = kube.workload_path(kind, namespace, name)
     for _ in range(CONFLICT_RETRIES):
         try:
-            deployment = client.request("GET", path)
+            workload = client.request("GET", path)
         except kube.NotFound:
-            return False, False
-        change = release_patch(deployment, key, claimed=claimed, kind=kind)
+            return None
+        change = release_patch(workload, key, kind=kind)
         if change.patch is None:
-            return True, False
+            return change
         try:
             client.request("PATCH", path, body=change.patch, content_type=kube.MERGE_PATCH)
         except kube.Conflict:
             continue
-        return True, change.unpauses
+        return change
     raise kube.Conflict(f"releasing {path} conflicted {CONFLICT_RETRIES} times", status=409)
+
+
+def clean_up(
+    client: kube.KubeClient, kind: str, namespace: str, name: str, workload: Mapping[str, Any]
+) -> bool:
+    """Remove the stale or untrusted pause record of ``workload`` (the target as last read).
+
+    Return whether it was removed. A 409 or 404 (the target changed or went meanwhile) leaves
+    it to the next evaluation, which reads the target afresh.
+    """
+    patch = clean_up_patch(workload, kind)
+    if patch is None:
+        return False
+    try:
+        client.request(
+            "PATCH",
+            kube.workload_path(kind, namespace, name),
+            body=patch,
+            content_type=kube.MERGE_PATCH,
+        )
+    except (kube.Conflict, kube.NotFound):
+        return False
+    return True

@@ -63,6 +63,10 @@ class Reason(StrEnum):
     FAILURE_LIMIT_REACHED = "FailureLimitReached"
     NOT_PAUSED = "NotPaused"
     RESUMED_BY_USER = "ResumedByUser"
+    # The pause record on the target disagrees with it (a person changed the target since, or
+    # the record is half-deleted or garbled): nothing is restored
+    # (docs/status.md#when-a-pause-record-is-not-trusted).
+    UNTRUSTED_PAUSE_RECORD = "UntrustedPauseRecord"
 
 
 # Which reasons each condition may carry with each status: docs/status.md's table, as data.
@@ -106,7 +110,9 @@ REASONS: MappingProxyType[ConditionType, MappingProxyType[ConditionStatus, froze
             ConditionType.ROLLOUT_PAUSED: MappingProxyType(
                 {
                     ConditionStatus.TRUE: frozenset({Reason.FAILURE_LIMIT_REACHED}),
-                    ConditionStatus.FALSE: frozenset({Reason.NOT_PAUSED, Reason.RESUMED_BY_USER}),
+                    ConditionStatus.FALSE: frozenset(
+                        {Reason.NOT_PAUSED, Reason.RESUMED_BY_USER, Reason.UNTRUSTED_PAUSE_RECORD}
+                    ),
                     ConditionStatus.UNKNOWN: frozenset(),
                 }
             ),
@@ -145,6 +151,14 @@ class EventReason(StrEnum):
     PROVIDER_NOT_ALLOWED = "ProviderNotAllowed"
     # A new pod template seen on the target: the start of beforeRollout's baseline.
     ROLLOUT_DETECTED = "RolloutDetected"
+    # The pause record on the target cannot be trusted: nothing of it will be restored.
+    UNTRUSTED_PAUSE_RECORD = "UntrustedPauseRecord"
+    # The spec was pointed at another target (kubectl) while this analysis held its old one:
+    # that pause stays, and this names it (docs/status.md#pausing-each-kind).
+    PAUSE_LEFT_BEHIND = "PauseLeftBehind"
+    # Parts of the status read back that the operator cannot have written were discarded and
+    # recomputed (docs/status.md#what-the-operator-trusts-in-its-status).
+    STATUS_DISCARDED = "StatusDiscarded"
 
 
 EVENT_TYPES: MappingProxyType[EventReason, EventType] = MappingProxyType(
@@ -158,6 +172,9 @@ EVENT_TYPES: MappingProxyType[EventReason, EventType] = MappingProxyType(
         EventReason.UNKNOWN_PROVIDER: EventType.WARNING,
         EventReason.PROVIDER_NOT_ALLOWED: EventType.WARNING,
         EventReason.ROLLOUT_DETECTED: EventType.NORMAL,
+        EventReason.UNTRUSTED_PAUSE_RECORD: EventType.WARNING,
+        EventReason.PAUSE_LEFT_BEHIND: EventType.WARNING,
+        EventReason.STATUS_DISCARDED: EventType.WARNING,
     }
 )
 
@@ -180,10 +197,17 @@ class Outcome(StrEnum):
 
 
 class Annotation(StrEnum):
-    """Annotations the operator writes on a target it pauses."""
+    """Annotations the operator writes on a target it pauses (docs/status.md#pausing-each-kind).
+
+    Together they are the pause record, parsed strictly by ``sentinel_core.pause_record``.
+    """
 
     # Comma list of ``namespace/name`` of every analysis that tripped, in the order they did.
     PAUSED_BY = "sentinel.example.com/paused-by"
+    # "true" or "false": whether the target was already held (a Deployment paused, a
+    # StatefulSet or DaemonSet on OnDelete) when the first holder paused it; the last holder's
+    # release leaves it so.
+    PAUSED_BEFORE = "sentinel.example.com/paused-before"
     # RFC 3339 time of the latest pause.
     PAUSED_AT = "sentinel.example.com/paused-at"
     # Human-readable reason of the latest pause.

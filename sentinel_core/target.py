@@ -1,16 +1,21 @@
 """The target workload as the core sees it, and the pure half of pausing and releasing it.
 
 ``TargetState`` is what the reconciler read of the target; ``PauseTarget`` is the pause the
-decision core orders; ``pause_patch`` and ``release_patch`` compute the merge patches that carry
-a pause out or take one analysis out of it, from the target as currently read. The loops that
-send them and re-read on a 409 live in ``sentinel_cluster.writes``, used by the operator and the
-web app alike, so both keep ``paused-by`` the same way: a union of every analysis that paused.
+decision core orders; ``pause_patch``, ``release_patch`` and ``clean_up_patch`` compute the merge
+patches that carry a pause out, take one analysis out of it, or remove a record a person left
+stale or made untrustworthy. The loops that send them and re-read on a 409 live in
+``sentinel_cluster.writes``, used by the operator and the web app alike.
 
-Each kind is paused its own way (docs/status.md#pausing-each-kind): a Deployment with
-``spec.paused``; a StatefulSet by raising its ``rollingUpdate.partition`` to the lowest ordinal
-already updated; a DaemonSet by switching its ``updateStrategy`` to ``OnDelete``. What the last
-two had before is kept in an annotation and restored on release; ``is_paused`` tells, per kind,
-whether the target is held, so a person undoing the change by hand reads as a resume.
+A pause belongs to whoever made it (docs/status.md#pausing-each-kind): the record on the target
+(``sentinel_core.pause_record``) says which analyses hold it and what the target had before, for
+every kind. A release by one holder only takes it out of ``paused-by``; the last holder's gives
+the target back what it had before the first pause (a Deployment a person had paused stays
+paused); an analysis that holds nothing changes nothing; a record that disagrees with the
+target is never acted on.
+
+Each kind is paused its own way: a Deployment with ``spec.paused``; a StatefulSet by raising its
+``rollingUpdate.partition`` to the lowest ordinal already updated; a DaemonSet by switching its
+``updateStrategy`` to ``OnDelete``.
 """
 
 from __future__ import annotations
@@ -19,24 +24,36 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from sentinel_core.conditions import Annotation
 from sentinel_core.kinds import DEPLOYMENT, STATEFUL_SET
+from sentinel_core.pause_record import (
+    ALL_KEYS,
+    NO_RECORD,
+    ON_DELETE,
+    ROLLING_UPDATE,
+    PauseRecord,
+    RecordState,
+    partition,
+    read_record,
+    strategy_type,
+)
 from sentinel_core.values import format_time, integer
-
-_ON_DELETE = "OnDelete"
-_ROLLING_UPDATE = "RollingUpdate"
 
 
 @dataclass(frozen=True)
 class TargetState:
-    """What the reconciler found of the target Deployment."""
+    """What the reconciler found of the target."""
 
     exists: bool
+    # Whether the target is held: its controller rolls nothing over by itself.
     paused: bool = False
-    # ``namespace/name`` of every analysis in the paused-by annotation.
+    # ``namespace/name`` of every analysis a trusted pause record names as holding it.
     paused_by: tuple[str, ...] = ()
+    # The pause record as read and checked against the target.
+    record: PauseRecord = NO_RECORD
 
     @classmethod
     def from_deployment(cls, deployment: Mapping[str, Any] | None) -> TargetState:
@@ -48,43 +65,59 @@ class TargetState:
         """Return the state of a target of ``kind`` as the API returned it (None: not found)."""
         if workload is None:
             return cls(exists=False)
-        return cls(exists=True, paused=is_paused(kind, workload), paused_by=paused_by_of(workload))
+        record = read_record(kind, workload)
+        return cls(
+            exists=True,
+            paused=_held(kind, workload, record),
+            paused_by=record.holders,
+            record=record,
+        )
+
+    @property
+    def untrusted(self) -> str:
+        """Why the pause record cannot be trusted; "" when it can (or there is none)."""
+        return self.record.problem if self.record.state == RecordState.UNTRUSTED else ""
+
+    @property
+    def needs_clean_up(self) -> bool:
+        """Whether a record is left on the target that no release may act on."""
+        return self.record.state in (RecordState.STALE, RecordState.UNTRUSTED)
 
 
 def is_paused(kind: str, workload: Mapping[str, Any]) -> bool:
     """Return whether ``workload`` is held: its controller rolls no pod over by itself.
 
     A Deployment with ``spec.paused``. A StatefulSet or DaemonSet with ``OnDelete`` (nothing is
-    replaced until someone deletes a pod), or a StatefulSet whose partition is still at least the
-    one a pause set: lowering it by hand is a resume.
+    replaced until someone deletes a pod), or a StatefulSet whose partition is where a trusted
+    pause record says a pause set it: lowering it by hand is a resume, and a partition a person
+    set (a canary) is theirs, not a pause.
     """
-    spec = workload.get("spec") or {}
+    return _held(kind, workload, read_record(kind, workload))
+
+
+def _held(kind: str, workload: Mapping[str, Any], record: PauseRecord) -> bool:
     if kind == DEPLOYMENT:
-        return spec.get("paused") is True
-    if _strategy_type(workload) == _ON_DELETE:
+        return (workload.get("spec") or {}).get("paused") is True
+    if strategy_type(workload) == ON_DELETE:
         return True
-    if kind == STATEFUL_SET:
-        held = _int_text(_annotations(workload).get(Annotation.PAUSED_PARTITION.value))
-        return held is not None and _partition(workload) >= held
-    return False
+    return kind == STATEFUL_SET and record.state == RecordState.HELD
+
+
+def paused_by_of(workload: Mapping[str, Any], kind: str = DEPLOYMENT) -> tuple[str, ...]:
+    """Return the analyses a trusted pause record on ``workload`` names as holding it."""
+    return read_record(kind, workload).holders
 
 
 def parse_paused_by(text: object) -> tuple[str, ...]:
-    """Return the ``namespace/name`` entries of a paused-by annotation, without blanks."""
+    """Return the entries of a paused-by value split as written, without blanks (for display)."""
     if not isinstance(text, str):
         return ()
     return tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
 
 
-def paused_by_of(deployment: Mapping[str, Any]) -> tuple[str, ...]:
-    """Return the paused-by entries of a Deployment object."""
-    annotations = (deployment.get("metadata") or {}).get("annotations") or {}
-    return parse_paused_by(annotations.get(Annotation.PAUSED_BY.value, ""))
-
-
 @dataclass(frozen=True)
 class PauseTarget:
-    """Pause the target Deployment and record who paused it, when and why."""
+    """Pause the target and record who paused it, when and why."""
 
     namespace: str
     name: str
@@ -103,19 +136,29 @@ class PauseTarget:
         }
 
 
-def pause_patch(pause: PauseTarget, deployment: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the merge patch that pauses ``deployment`` as currently read.
+def pause_patch(pause: PauseTarget, workload: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the merge patch that pauses ``workload`` as currently read.
 
-    ``paused-by`` becomes the union of what the Deployment holds now and the decided list, so a
-    pause another analysis made meanwhile is kept; the resourceVersion precondition turns a
+    On a target a trusted record already holds, ``paused-by`` becomes the union of its holders
+    and the decided list, and what the first pause kept stays as it is: a second analysis must
+    not keep the held state as the one to restore. Otherwise (no record, or one left stale by a
+    resume by hand, or one that cannot be trusted) the pause writes a fresh record of the target
+    as it is now, removing whatever the old one held. The resourceVersion precondition turns a
     concurrent write into a 409 instead of a lost entry.
     """
-    meta = deployment.get("metadata") or {}
-    annotations = pause.annotations()
-    union = dict.fromkeys((*paused_by_of(deployment), *pause.paused_by))
-    annotations[Annotation.PAUSED_BY.value] = ",".join(union)
-    spec, saved = _hold(pause.kind, deployment)
-    annotations.update(saved)
+    meta = workload.get("metadata") or {}
+    record = read_record(pause.kind, workload)
+    annotations: dict[str, Any] = pause.annotations()
+    spec: dict[str, Any] = {}
+    if record.state == RecordState.HELD:
+        union = dict.fromkeys((*record.holders, *pause.paused_by))
+        annotations[Annotation.PAUSED_BY.value] = ",".join(union)
+        if pause.kind == DEPLOYMENT:
+            spec = {"paused": True}
+    else:
+        spec, kept = _hold(pause.kind, workload)
+        stale = {key: None for key in ALL_KEYS if key in _annotations(workload)}
+        annotations = stale | annotations | kept
     patch: dict[str, Any] = {
         "metadata": {
             "annotations": annotations,
@@ -128,34 +171,41 @@ def pause_patch(pause: PauseTarget, deployment: Mapping[str, Any]) -> dict[str, 
 
 
 def _hold(kind: str, workload: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    """Return the spec change that holds ``workload`` and the annotations that remember it.
-
-    What a target had before is saved only when it is not already held: a second analysis
-    tripping on a held target must not save the held state as the one to restore.
-    """
+    """Return the spec change that holds ``workload`` and the record of what it had before."""
+    before = Annotation.PAUSED_BEFORE.value
     if kind == DEPLOYMENT:
-        return {"paused": True}, {}
-    held = is_paused(kind, workload)
+        already = (workload.get("spec") or {}).get("paused") is True
+        return {"paused": True}, {before: _bool_text(already)}
+    if strategy_type(workload) == ON_DELETE:
+        # Held already (a person's OnDelete): nothing changes, and nothing will be undone.
+        return {}, {before: "true"}
     if kind == STATEFUL_SET:
-        if _strategy_type(workload) == _ON_DELETE:
-            return {}, {}
-        current = _partition(workload)
+        current = partition(workload) or 0
         frozen = max(current, _lowest_updated_ordinal(workload))
-        saved = {Annotation.PAUSED_PARTITION.value: str(frozen)}
-        if not held:
-            saved[Annotation.PARTITION_BEFORE.value] = str(current)
-        return {"updateStrategy": {"rollingUpdate": {"partition": frozen}}}, saved
-    if held:
-        return {}, {}
-    before = (workload.get("spec") or {}).get("updateStrategy") or {"type": _ROLLING_UPDATE}
+        kept = {
+            before: "false",
+            Annotation.PAUSED_PARTITION.value: str(frozen),
+            Annotation.PARTITION_BEFORE.value: str(current),
+        }
+        return {"updateStrategy": {"rollingUpdate": {"partition": frozen}}}, kept
+    saved = (workload.get("spec") or {}).get("updateStrategy") or {"type": ROLLING_UPDATE}
     return (
         # Only the type changes: rollingUpdate stays as it was (the API server keeps it under
         # OnDelete), so the admission guard can hold the accounts to flipping the type, never
         # widening maxUnavailable or maxSurge
         # (docs/operations.md#the-guard-rail-a-validatingadmissionpolicy).
-        {"updateStrategy": {"type": _ON_DELETE}},
-        {Annotation.UPDATE_STRATEGY_BEFORE.value: json.dumps(before, sort_keys=True)},
+        {"updateStrategy": {"type": ON_DELETE}},
+        {
+            before: "false",
+            Annotation.UPDATE_STRATEGY_BEFORE.value: json.dumps(
+                saved, sort_keys=True, separators=(",", ":")
+            ),
+        },
     )
+
+
+def _bool_text(value: bool) -> str:
+    return "true" if value else "false"
 
 
 def _lowest_updated_ordinal(statefulset: Mapping[str, Any]) -> int:
@@ -175,53 +225,24 @@ def _lowest_updated_ordinal(statefulset: Mapping[str, Any]) -> int:
     return max(0, replicas - max(0, updated))
 
 
-def _restore(kind: str, workload: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Return the spec change that undoes a pause of ``workload``; None when none is known."""
-    if kind == DEPLOYMENT:
-        return {"paused": False}
-    annotations = _annotations(workload)
-    if kind == STATEFUL_SET:
-        before = _int_text(annotations.get(Annotation.PARTITION_BEFORE.value))
-        if before is None:
-            return None
-        return {"updateStrategy": {"rollingUpdate": {"partition": before}}}
-    try:
-        saved = json.loads(str(annotations.get(Annotation.UPDATE_STRATEGY_BEFORE.value)))
-    except ValueError:
-        return None
-    if not isinstance(saved, dict) or saved.get("type") not in (_ROLLING_UPDATE, _ON_DELETE):
-        return None
-    return {"updateStrategy": saved}
-
-
-# The annotations that remember what a pause changed; a release that undoes it removes them.
-_SAVED = (
-    Annotation.PAUSED_PARTITION.value,
-    Annotation.PARTITION_BEFORE.value,
-    Annotation.UPDATE_STRATEGY_BEFORE.value,
-)
-
-
-def _int_text(value: object) -> int | None:
-    """Return an annotation's whole number (``"3"``); None for anything else."""
-    text = value.strip() if isinstance(value, str) else ""
-    return int(text) if text.isdigit() else None
-
-
 def _annotations(workload: Mapping[str, Any]) -> Mapping[str, Any]:
     annotations = (workload.get("metadata") or {}).get("annotations") or {}
     return annotations if isinstance(annotations, Mapping) else {}
 
 
-def _strategy_type(workload: Mapping[str, Any]) -> str:
-    strategy = (workload.get("spec") or {}).get("updateStrategy") or {}
-    return str(strategy.get("type") or _ROLLING_UPDATE)
+class Released(StrEnum):
+    """What taking one analysis out of a target's pause did (the resume's answer)."""
 
-
-def _partition(statefulset: Mapping[str, Any]) -> int:
-    strategy = (statefulset.get("spec") or {}).get("updateStrategy") or {}
-    partition = integer((strategy.get("rollingUpdate") or {}).get("partition", 0))
-    return partition if partition is not None else 0
+    # The last holder let go: the target has what it had before the first pause, running.
+    RESTORED = "restored"
+    # The last holder let go of a target that was held before the first pause: it stays held.
+    KEPT_HELD_BEFORE = "kept-held-before"
+    # Other analyses still hold it: only this one left ``paused-by``.
+    OTHERS_HOLD = "others-hold"
+    # This analysis holds nothing on the target: nothing changed.
+    NOT_HELD = "not-held"
+    # The record cannot be trusted: nothing changed.
+    UNTRUSTED = "untrusted"
 
 
 @dataclass(frozen=True)
@@ -230,45 +251,71 @@ class Release:
 
     # The merge patch to send; None when nothing changes.
     patch: dict[str, Any] | None
-    # Whether the patch unpauses the Deployment.
-    unpauses: bool
+    outcome: Released
+    # The analyses that hold the target after the release.
+    holders: tuple[str, ...] = ()
+    # Whether the target is held after the release (by anyone, a person included).
+    held: bool = False
+    # UNTRUSTED: why the record is not trusted; NOT_HELD: who or what holds the target.
+    detail: str = ""
+
+    @property
+    def unpauses(self) -> bool:
+        """Whether the patch lets the target roll again."""
+        return self.outcome == Released.RESTORED
 
 
-def release_patch(
-    deployment: Mapping[str, Any], key: str, *, claimed: bool, kind: str = DEPLOYMENT
-) -> Release:
-    """Return how to take the analysis ``key`` out of the pause of ``deployment`` (of ``kind``).
+def release_patch(workload: Mapping[str, Any], key: str, *, kind: str = DEPLOYMENT) -> Release:
+    """Return how to take the analysis ``key`` out of the pause of ``workload`` (of ``kind``).
 
-    The target is unpaused only when this analysis had a hand in the pause: it is listed in
-    ``paused-by`` or its status says it paused the target (``claimed``). A pause that only a
-    person or other analyses made is theirs to lift. A StatefulSet or DaemonSet gets back the
-    partition or strategy saved when it was paused; without a saved one (a person set
-    ``OnDelete``) there is nothing of ours to undo.
+    Only a trusted record that names ``key`` is acted on. With other holders left, ``key``
+    leaves ``paused-by`` and nothing else changes; as the last holder, the target gets back what
+    the record says it had before the first pause and the whole record goes. Anything else
+    (no record, a stale one, one naming only others, one that cannot be trusted) changes
+    nothing: the answer says why.
     """
-    meta = deployment.get("metadata") or {}
-    paused_by = paused_by_of(deployment)
-    remaining = tuple(entry for entry in paused_by if entry != key)
-    restore = _restore(kind, deployment)
-    unpause = (
-        restore is not None and is_paused(kind, deployment) and (claimed or remaining != paused_by)
-    )
-    if not unpause and remaining == paused_by:
-        return Release(patch=None, unpauses=False)
+    meta = workload.get("metadata") or {}
+    record = read_record(kind, workload)
+    held = _held(kind, workload, record)
+    if record.state == RecordState.UNTRUSTED:
+        return Release(None, Released.UNTRUSTED, held=held, detail=record.problem)
+    if record.state != RecordState.HELD or key not in record.holders:
+        return Release(
+            None, Released.NOT_HELD, record.holders, held, _holder_text(kind, held, record)
+        )
+    remaining = tuple(entry for entry in record.holders if entry != key)
     # The precondition keeps a concurrent pause by another analysis from being lost.
     patch: dict[str, Any] = {"metadata": {"resourceVersion": meta.get("resourceVersion")}}
-    annotations: dict[str, Any] = {}
-    saved = [k for k in _SAVED if k in _annotations(deployment)]
-    if unpause:
-        patch["spec"] = restore
-        # Restored: what was saved is spent; a later pause saves afresh.
-        annotations |= dict.fromkeys(saved)
-    if remaining != paused_by:
-        annotations |= (
-            {Annotation.PAUSED_BY.value: ",".join(remaining)}
-            if remaining
-            # Nobody holds the target any more: the whole pause record goes.
-            else dict.fromkeys((*(a.value for a in Annotation if a.value not in _SAVED), *saved))
-        )
-    if annotations:
-        patch["metadata"]["annotations"] = annotations
-    return Release(patch=patch, unpauses=unpause)
+    if remaining:
+        patch["metadata"]["annotations"] = {Annotation.PAUSED_BY.value: ",".join(remaining)}
+        return Release(patch, Released.OTHERS_HOLD, remaining, held=True)
+    patch["metadata"]["annotations"] = {k: None for k in ALL_KEYS if k in _annotations(workload)}
+    if record.restore is None:
+        return Release(patch, Released.KEPT_HELD_BEFORE, held=True)
+    patch["spec"] = record.restore
+    return Release(patch, Released.RESTORED, held=False)
+
+
+def _holder_text(kind: str, held: bool, record: PauseRecord) -> str:
+    """Return who holds a target an analysis does not hold, as a clause."""
+    if record.state == RecordState.HELD and record.holders:
+        return "it is held by " + ", ".join(record.holders)
+    if held:
+        return f"the {kind} was paused by someone else"
+    return f"the {kind} is not paused"
+
+
+def clean_up_patch(workload: Mapping[str, Any], kind: str) -> dict[str, Any] | None:
+    """Return the merge patch removing a stale or untrusted record; None when there is none.
+
+    Only annotations go: the spec is left as the person left it.
+    """
+    if read_record(kind, workload).state not in (RecordState.STALE, RecordState.UNTRUSTED):
+        return None
+    meta = workload.get("metadata") or {}
+    return {
+        "metadata": {
+            "resourceVersion": meta.get("resourceVersion"),
+            "annotations": {k: None for k in ALL_KEYS if k in _annotations(workload)},
+        }
+    }

@@ -23,8 +23,9 @@ The contract, once (controller-runtime's; docs/status.md#requeue-and-backoff):
 One attempt, in order, each step once: GET the analysis and read it (``AnalysisResource.read``,
 the one parse of the attempt, handed along from here); GET the target (its kind) in the
 analysis's own namespace only (404 is ``TargetState(exists=False)``, not an error); measure
-every metric (none when the spec is invalid); ``decide``; carry out the pause (``writes.pause``)
-BEFORE the status write; write status through ``/status`` (``writes.write_status``: on a 409
+every metric (none when the spec is invalid); ``decide``; carry out the pause (``writes.pause``),
+or remove a pause record left stale or untrustworthy (``writes.clean_up``), BEFORE the status
+write; write status through ``/status`` (``writes.write_status``: on a 409
 re-read and re-apply the decided status, never measure or count again, keeping a person's
 resume made in between and announcing it once: ``sentinel_core.decision.after_conflict``). The
 attempt then ends in one ``outcome.Outcome``, which ``outcome.record`` writes down: events, then
@@ -48,10 +49,12 @@ from analyses import mirror
 from notifications import store as notifications
 from sentinel_cluster import kube, revisions, writes
 from sentinel_cluster.replicasets import compared_hashes, newest_replicaset_created
+from sentinel_core.conditions import ConditionType
 from sentinel_core.decision import Decision, Observation, after_conflict, decide
-from sentinel_core.kinds import DEPLOYMENT
+from sentinel_core.kinds import DEPLOYMENT, KINDS
 from sentinel_core.measurement import Measurement
 from sentinel_core.metric_kinds import Situation, kind_of
+from sentinel_core.pause_record import read_record
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.rollout import (
     ControllerRevisions,
@@ -61,6 +64,7 @@ from sentinel_core.rollout import (
 )
 from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus, Rollout
+from sentinel_core.status_check import trusted
 from sentinel_core.target import TargetState
 from sentinel_operator import templating
 from sentinel_operator.history import Attempt
@@ -164,14 +168,21 @@ class Reconciler:
         resource = _resolved_resource(raw, resolution)
         spec = resource.valid_spec
         measurements: tuple[Measurement, ...] = ()
-        rollout = resource.status.rollout
+        # The status as decide will go on from it: the rollout and each sequential metric's
+        # steps are read from there (docs/status.md#what-the-operator-trusts-in-its-status).
+        status = trusted(resource.status, spec=spec, generation=resource.generation, now=started)
+        rollout = status.rollout
         try:
             target, workload = TargetState(exists=False), None
+            left_behind: tuple[str, ...] = ()
             if spec is not None:
                 target, workload = self._target(namespace, spec)
+                left_behind = self._left_behind(resource, spec)
                 read = self._revisions(spec.target.kind, workload)
                 rollout = self._rollout(spec.target.kind, rollout, workload, read, started)
-                measurements = self._measure(resource, spec, workload, read, rollout, started)
+                measurements = self._measure(
+                    resource, status, spec, workload, read, rollout, started
+                )
             decision = decide(
                 Observation(
                     namespace=namespace,
@@ -184,6 +195,7 @@ class Reconciler:
                     now=started,
                     rollout=rollout,
                     notify_context=notifications.context_for(resource.uid, resource.status),
+                    left_behind=left_behind,
                 )
             )
             # Pause first: a status claiming RolloutPaused over an unpaused target would later
@@ -197,6 +209,12 @@ class Reconciler:
                     decision.pause.namespace,
                     decision.pause.name,
                     decision.pause.reason,
+                )
+            elif target.needs_clean_up and workload is not None and spec is not None:
+                # A record a person left stale (a resume by hand) or made untrustworthy: it goes,
+                # so that no later release acts on it (docs/status.md#pausing-each-kind).
+                writes.clean_up(
+                    self.client, spec.target.kind, namespace, spec.target.name, workload
                 )
             write = _StatusWrite(raw, resource.status, decision, resolution.templates)
             answer = writes.write_status(self.client, raw, write.status_for)
@@ -223,6 +241,28 @@ class Reconciler:
         except kube.NotFound:
             return TargetState(exists=False), None
         return TargetState.from_workload(kind, workload), workload
+
+    def _left_behind(self, resource: AnalysisResource, spec: AnalysisSpec) -> tuple[str, ...]:
+        """Return the other targets this analysis still holds after its spec was edited.
+
+        Read only in the attempt that sees a new generation of an analysis whose status claims a
+        pause (a kubectl edit may have pointed it elsewhere; the REST API and the admin refuse
+        that), so a steady state costs nothing: one list per kind, in its own namespace.
+        """
+        status = resource.status
+        seen = status.observed_generation
+        if not status.is_true(ConditionType.ROLLOUT_PAUSED) or seen in (None, resource.generation):
+            return ()
+        found = []
+        for kind in KINDS:
+            listed = self.client.request("GET", kube.workloads_path(kind, resource.namespace))
+            for item in listed.get("items") or []:
+                name = str((item.get("metadata") or {}).get("name") or "")
+                if (kind, name) == (spec.target.kind, spec.target.name):
+                    continue
+                if resource.key in read_record(kind, item).holders:
+                    found.append(f"{kind} {name}")
+        return tuple(found)
 
     def _revisions(
         self, kind: str, workload: Mapping[str, Any] | None
@@ -265,6 +305,7 @@ class Reconciler:
     def _measure(
         self,
         resource: AnalysisResource,
+        status: AnalysisStatus,
         spec: AnalysisSpec,
         workload: Mapping[str, Any] | None,
         read: ControllerRevisions | None,
@@ -287,7 +328,9 @@ class Reconciler:
                 self.providers,
                 resource.namespace,
                 metric,
-                kind_of(metric).facts(metric, _situation(resource, spec, rollout, now, hashes)),
+                kind_of(metric).facts(
+                    metric, _situation(resource, status, spec, rollout, now, hashes)
+                ),
             )
             for metric in spec.metrics
         )
@@ -312,6 +355,7 @@ class Reconciler:
 
 def _situation(
     resource: AnalysisResource,
+    status: AnalysisStatus,
     spec: AnalysisSpec,
     rollout: Rollout | None,
     now: datetime,
@@ -319,11 +363,11 @@ def _situation(
 ) -> Situation:
     """Return the evaluation as the metric kinds see it when they say what to measure from.
 
-    The kinds read it (a baseline's instant, where evidence continues) from the status as the
-    core will see it.
+    The kinds read it (a baseline's instant, where evidence continues) from ``status``: the
+    status as the core will see it, checked (docs/status.md#what-the-operator-trusts-in-its-status).
     """
     return Situation(
-        status=resource.status,
+        status=status,
         spec=spec,
         generation=resource.generation,
         rollout=rollout,

@@ -4,7 +4,8 @@ What runs, and where:
 
 - the django-q2 cluster (``django_q.cluster.Cluster``): a sentinel process forking the worker
   processes that execute ``tasks.reconcile_batch_task`` and the periodic jobs. It is started first,
-  before any thread exists, because it forks;
+  before any thread exists, because it forks, and its processes die with this one, however this
+  one dies (``_sentinel_of``, ``lifeline``);
 - the leader elector, ticking in the main thread every ``retry_period``;
 - the watch (one thread per namespace scope) and the due-time dispatcher (one thread), both
   active only while this replica holds the Lease;
@@ -17,7 +18,6 @@ the command turns it into one line on stderr and exit code 2.
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import random
@@ -43,7 +43,7 @@ from prometheus_client.exposition import MetricsHandler
 
 from notifications.pump import DeliveryPump
 from sentinel_cluster import kube
-from sentinel_operator import metrics, tasks
+from sentinel_operator import lifeline, metrics, tasks
 from sentinel_operator.dispatcher import Dispatcher
 from sentinel_operator.leader import LeaderElector
 from sentinel_operator.periodic import Periodic
@@ -161,7 +161,9 @@ class OperatorRuntime:
             raise StartupError(
                 f"the database is not ready ({exc}); run `python manage.py migrate` first"
             ) from exc
-        # Bound now so that a busy port stops us before anything is forked; served later.
+        # Bound now so that a busy port stops us before anything is forked; served later. The
+        # forked processes close their copy at once (``_sentinel_of``): one of them outliving
+        # us must not keep the port from our replacement.
         self._http = self._bind_metrics()
         if self.options.workers:
             preload_worker_modules()
@@ -216,9 +218,11 @@ class OperatorRuntime:
         self.stop_event.set()
 
     def _start_cluster(self) -> None:
+        assert self._http is not None  # bound first: see run()
         # Children must not share the parent's database connections.
         db.connections.close_all()
-        cluster = _start_q_cluster()
+        lifeline.open_pipe()
+        cluster = _start_q_cluster(self._http.socket)
         self._cluster = cluster
 
     def _bind_metrics(self) -> ThreadingHTTPServer:
@@ -263,29 +267,49 @@ class OperatorRuntime:
         self._threads.append(thread)
 
 
-def _sentinel_of(parent: int, stop_event: Any, *args: Any) -> None:
-    """Run django-q2's Sentinel, stopping it cleanly if the operator process dies.
+def _sentinel_of(parent: int, listener: socket.socket, stop_event: Any, *args: Any) -> None:
+    """Run django-q2's Sentinel, its processes tied to the operator process's life.
 
-    django-q2's sentinel never checks its parent, so after a SIGKILL of the operator its
-    workers would go on taking tasks. The kernel sends SIGUSR1 when the parent dies
-    (PR_SET_PDEATHSIG), and that sets the cluster's stop event: workers finish their task and
-    exit as on a normal stop.
+    django-q2's sentinel never checks its parent, and outside a container nothing kills the
+    orphans of a killed process. So, before the sentinel forks anything:
+
+    - the operator's ``/metrics`` listener and the write end of the lifeline pipe, inherited
+      by the fork, are closed: only the operator holds them;
+    - the kernel sends SIGUSR1 when the operator dies (PR_SET_PDEATHSIG), which sets the
+      cluster's stop event: the pusher takes no more tasks, a running evaluation finishes and
+      none starts (workers ask ``lifeline.operator_gone``), and the processes exit as on a
+      normal stop. Should that stop hang, the sentinel exits once a task's time limit has
+      passed;
+    - every process the sentinel forks is SIGKILLed by the kernel when the sentinel dies.
     """
     from django_q.cluster import Sentinel
+
+    listener.close()
+    lifeline.drop_write_end()
+    # Time for the running tasks to end: django-q2's own limit on one, and a little.
+    grace = float(settings.Q_CLUSTER.get("timeout") or 60) + 5.0
 
     def on_parent_death(signum: int, frame: FrameType | None) -> None:
         # Not set() right here: the handler interrupts the guard loop inside
         # stop_event.wait(), and a multiprocessing Event's notify waits for that very sleeper.
         threading.Thread(target=stop_event.set, daemon=True).start()
+        threading.Thread(target=_exit_after, args=(grace,), daemon=True).start()
 
     signal.signal(signal.SIGUSR1, on_parent_death)
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGUSR1)
+    lifeline.die_with_parent(signal.SIGUSR1)
     if os.getppid() != parent:  # the parent died before the prctl took effect
-        stop_event.set()
+        on_parent_death(signal.SIGUSR1, None)
+    lifeline.children_die_with_this_process()
     Sentinel(stop_event, *args)
 
 
-_PR_SET_PDEATHSIG = 1
+def _exit_after(seconds: float) -> None:
+    # os._exit: the workers still there are SIGKILLed by the kernel as this process ends.
+    time.sleep(seconds)
+    log.error(
+        "django-q2 sentinel: its operator died %.0f s ago and it has not stopped; exiting", seconds
+    )
+    os._exit(1)
 
 
 def preload_worker_modules() -> None:
@@ -306,10 +330,11 @@ def preload_worker_modules() -> None:
     font_manager.fontManager.get_default_size()
 
 
-def _start_q_cluster() -> Any:
-    """Start a django-q2 ``Cluster`` whose sentinel stops when this process dies.
+def _start_q_cluster(listener: socket.socket) -> Any:
+    """Start a django-q2 ``Cluster`` whose processes stop when this process dies.
 
-    The same steps as ``Cluster.start``, with the sentinel wrapped by ``_sentinel_of``.
+    The same steps as ``Cluster.start``, with the sentinel wrapped by ``_sentinel_of``, which
+    closes its copy of ``listener``.
     """
     from django_q.cluster import Cluster, get_mp_context
 
@@ -320,7 +345,15 @@ def _start_q_cluster() -> Any:
     cluster.sentinel = ctx.Process(
         target=_sentinel_of,
         name="sentinel-q-cluster",
-        args=(os.getpid(), cluster.stop_event, cluster.start_event, cluster.cluster_id, None, None),
+        args=(
+            os.getpid(),
+            listener,
+            cluster.stop_event,
+            cluster.start_event,
+            cluster.cluster_id,
+            None,
+            None,
+        ),
     )
     cluster.sentinel.start()
     while not cluster.start_event.is_set():

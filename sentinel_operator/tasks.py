@@ -25,6 +25,7 @@ from analyses import due, mirror
 from notifications import store as notifications
 from sentinel_cluster import kube
 from sentinel_core.measurement import Measurement
+from sentinel_operator import lifeline
 from sentinel_operator.metrics import operator_metrics, provider_metrics
 from sentinel_operator.outcome import Result, result
 from sentinel_operator.providers import Providers
@@ -133,7 +134,8 @@ def reconcile_batch_task(members: Sequence[Sequence[str]], claimed_until: str) -
     back too, never started: the dispatcher may hand it to another task then, and two attempts
     at once would be two outcomes for one due time (docs/operator.md#claims). That is every
     member of a task that waited in the queue for half the claim, and of one the ORM broker
-    delivers again after its worker died.
+    delivers again after its worker died. And once the operator that forked this worker has
+    died (``lifeline``), no member starts: they are given back for the next leader.
     """
     started = time.monotonic()
     limit = settings.Q_CLUSTER.get("timeout") or 60
@@ -143,21 +145,16 @@ def reconcile_batch_task(members: Sequence[Sequence[str]], claimed_until: str) -
         due_time = datetime.fromisoformat(due_at)
         late = time.monotonic() - started > limit / 2
         if late or (until - max(due_time, datetime.now(UTC))).total_seconds() < limit:
-            left = members[index:]
-            given_back = due.release(
-                [(member[2], datetime.fromisoformat(member[3])) for member in left], until
-            )
-            # given_back < len(left): the rest moved on meanwhile (claimed again, rescheduled).
-            log.warning(
-                "reconcile batch %s: %d analyses not started, %d of them given back",
+            why = (
                 f"past half its time limit ({limit / 2:.0f} s)"
                 if late
-                else f"with claims running out within its time limit ({limit} s)",
-                len(left),
-                given_back,
+                else f"with claims running out within its time limit ({limit} s)"
             )
-            return results + [RELEASED] * len(left)
+            return results + _give_back(members[index:], until, why)
         _wait_for(due_time)
+        if lifeline.operator_gone():
+            # An orphan starts no evaluation (docs/architecture.md#processes-and-threads).
+            return results + _give_back(members[index:], until, "after its operator died")
         try:
             results.append(reconcile_one(namespace, name, due_at, uid))
         except Exception:
@@ -166,6 +163,21 @@ def reconcile_batch_task(members: Sequence[Sequence[str]], claimed_until: str) -
             log.exception("reconcile %s/%s failed; the rest of its batch goes on", namespace, name)
             results.append(Result.ERROR.value)
     return results
+
+
+def _give_back(left: Sequence[Sequence[str]], until: datetime, why: str) -> list[str]:
+    """Make ``left`` due again at its due times (``due.release``); return their results."""
+    given_back = due.release(
+        [(member[2], datetime.fromisoformat(member[3])) for member in left], until
+    )
+    # given_back < len(left): the rest moved on meanwhile (claimed again, rescheduled).
+    log.warning(
+        "reconcile batch %s: %d analyses not started, %d of them given back",
+        why,
+        len(left),
+        given_back,
+    )
+    return [RELEASED] * len(left)
 
 
 def _wait_for(due_at: datetime) -> None:

@@ -129,6 +129,18 @@ def gauge_metric(case: str, max_value: float, name: str = "value") -> dict[str, 
     }
 
 
+def pause_record(*holders: str, paused_before: bool = False) -> dict[str, str]:
+    """Return the annotations a pause by ``holders`` leaves on a Deployment, as the operator
+    writes them (docs/status.md#pausing-each-kind): who holds it and whether it was paused before.
+    """
+    return {
+        "sentinel.example.com/paused-by": ",".join(holders),
+        "sentinel.example.com/paused-before": "true" if paused_before else "false",
+        "sentinel.example.com/paused-at": "2026-11-29T10:05:00Z",
+        "sentinel.example.com/pause-reason": f"{holders[0]}: p99-latency above 0.25",
+    }
+
+
 def deployment_manifest(
     name: str,
     namespace: str | None = None,

@@ -485,24 +485,11 @@ def resume(admin: ModelAdminActions, request: HttpRequest, object_id: str) -> Ht
     except services.ServiceError as exc:
         messages.error(request, describe_failure(exc))
         return _back(analysis)
-    if not result.target_found:
-        messages.warning(
-            request,
-            f"Resumed {analysis}, but its target {analysis.target_kind} {analysis.target_name} "
-            "was not found in the cluster.",
-        )
-    elif result.target_unpaused:
-        messages.success(
-            request,
-            f"{analysis.target_kind} {analysis.namespace}/{analysis.target_name} is rolling out "
-            f"again; the failure count of {analysis} was reset.",
-        )
+    if result.target_unpaused:
+        messages.success(request, result.message)
     else:
-        messages.success(
-            request,
-            f"{analysis.target_kind} {analysis.namespace}/{analysis.target_name} was already "
-            "running (or is still held by another analysis); the failure count was reset.",
-        )
+        # Still paused (held before, or by other analyses): say so, and by whom.
+        messages.warning(request, result.message)
     admin.log_change(request, result.analysis, "Resumed the rollout.")
     return _back(analysis)
 
@@ -524,6 +511,9 @@ def evaluate(admin: ModelAdminActions, request: HttpRequest, object_id: str) -> 
 
 def describe_failure(exc: services.ServiceError) -> str:
     """Return the message shown for a write the cluster did not carry out."""
+    if isinstance(exc, services.NothingToRelease | services.UntrustedPauseRecord):
+        # Nothing changed in the cluster either: the sentence says why, without a prefix.
+        return exc.message
     if isinstance(exc, services.ClusterUnavailable):
         return f"Cluster unreachable: {exc.message}"
     if isinstance(exc, services.ResourceConflict):

@@ -69,6 +69,8 @@ def _api_exception(exc: Exception) -> Exception:
         return exceptions.ValidationError(
             {field or key: messages for field, messages in exc.field_errors.items()}
         )
+    if isinstance(exc, services.NothingToRelease | services.UntrustedPauseRecord):
+        return Conflict(exc.message, code=exc.code)
     if isinstance(exc, services.ResourceConflict):
         return Conflict(exc.message)
     if isinstance(exc, services.ClusterUnavailable):

@@ -336,6 +336,32 @@ class EvaluateSerializer(serializers.Serializer):
     )
 
 
+class ReleaseSerializer(serializers.Serializer):
+    """What a resume did to the target (docs/api.md#resume-and-evaluate-now)."""
+
+    target = serializers.CharField(help_text='The target, as "Deployment shop/checkout".')
+    outcome = serializers.ChoiceField(
+        choices=["restored", "kept-held-before", "others-hold"],
+        help_text=(
+            "restored: the target rolls again with what it had before the first pause; "
+            "kept-held-before: it stays paused, as it was before this analysis paused it; "
+            "others-hold: it stays paused, other analyses still hold it."
+        ),
+    )
+    heldBy = serializers.ListField(
+        child=serializers.CharField(),
+        source="held_by",
+        help_text="namespace/name of the analyses that still hold the target.",
+    )
+    message = serializers.CharField(help_text="The same in one sentence.")
+
+
+class ResumeSerializer(AnalysisSerializer):
+    """The analysis after a resume, and what the resume did to its target."""
+
+    release = ReleaseSerializer(read_only=True)
+
+
 class ErrorSerializer(serializers.Serializer):
     """Any error but field validation: a stable ``code`` and a sentence for humans."""
 

@@ -36,6 +36,8 @@ from analyses.api.serializers import (
     ErrorSerializer,
     EvaluateSerializer,
     EvaluationSerializer,
+    ReleaseSerializer,
+    ResumeSerializer,
 )
 from analyses.api.throttles import EvaluateThrottle
 from analyses.models import Analysis, Evaluation
@@ -223,20 +225,40 @@ class AnalysisViewSet(
     @extend_schema(
         summary="Resume the rollout",
         description=(
-            "Removes this analysis from the paused-by annotation of the target Deployment (in "
-            "the analysis's namespace) and unpauses it if this analysis paused it (a pause made "
-            "only by a person or other analyses is left alone), then resets the failure count "
-            "in the status (RolloutPaused=False/ResumedByUser)."
+            "Takes this analysis out of the pause record of its target (in the analysis's "
+            "namespace). The last analysis holding the target gives it back what it had before "
+            "the first pause: a target someone had paused before stays paused; while other "
+            "analyses hold it, it stays paused and release.heldBy names them. Then resets the "
+            "failure count in the status (RolloutPaused=False/ResumedByUser). An analysis that "
+            "holds nothing on its target (code nothing_to_release), or a pause record that "
+            "disagrees with the target (code untrusted_pause_record), is a 409 and changes "
+            "nothing (docs/status.md#pausing-each-kind)."
         ),
         request=None,
-        responses={200: AnalysisSerializer, **_WRITE_ERRORS},
+        responses={
+            200: ResumeSerializer,
+            **_WRITE_ERRORS,
+            409: _error(
+                "The analysis holds nothing on its target (nothing_to_release), its pause record "
+                "cannot be trusted (untrusted_pause_record), or the resource changed in the "
+                "cluster (conflict); nothing was changed."
+            ),
+        },
     )
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, namespace: str, name: str) -> Response:
         result = services.resume_analysis(
             self.get_object(), actor=request.user.get_username(), via="the REST API"
         )
-        return Response(AnalysisSerializer(result.analysis).data)
+        release = {
+            "target": result.target,
+            "outcome": str(result.outcome),
+            "held_by": list(result.held_by),
+            "message": result.message,
+        }
+        body = {**AnalysisSerializer(result.analysis).data}
+        body["release"] = ReleaseSerializer(release).data
+        return Response(body)
 
     @extend_schema(
         summary="Evaluate now",

@@ -48,6 +48,7 @@ from sentinel_core.decision._window import count, describe
 from sentinel_core.kinds import DEPLOYMENT
 from sentinel_core.measurement import PROVIDER_ERRORS, Measurement, MeasurementError
 from sentinel_core.metric_kinds import Situation
+from sentinel_core.pause_record import RecordState
 from sentinel_core.rollout import is_new
 from sentinel_core.spec import (
     DEFAULT_INTERVAL_SECONDS,
@@ -56,6 +57,7 @@ from sentinel_core.spec import (
     MetricSpec,
 )
 from sentinel_core.status import AnalysisStatus, Condition, MetricResult, Rollout
+from sentinel_core.status_check import check
 from sentinel_core.target import PauseTarget, TargetState
 from sentinel_core.templates import TemplateSpecError
 from sentinel_core.values import format_time, utc_seconds
@@ -81,6 +83,10 @@ class Observation:
     rollout: Rollout | None = None
     # Channel names, outage threshold and previous attempt for the intents (docs/notifications.md).
     notify_context: notify.NotifyContext = notify.NO_CONTEXT
+    # Targets other than spec.target that a trusted pause record says this analysis still
+    # holds ("Deployment checkout"), read right after a spec edit of an analysis that claimed a
+    # pause: the spec was pointed elsewhere with the pause left behind.
+    left_behind: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -134,6 +140,8 @@ class Resumption:
 
 # Measurements decided like a rejected query: reported, nothing counted, no backoff.
 _REFUSED = frozenset({MeasurementError.INVALID_QUERY, *PROVIDER_ERRORS})
+# RolloutPaused reasons kept until the next pause.
+_KEPT_REASONS = (Reason.RESUMED_BY_USER, Reason.UNTRUSTED_PAUSE_RECORD)
 # Ready reasons worth a new event after a spec edit that leaves them in place.
 _RENEWED = (
     Reason.INVALID_QUERY,
@@ -146,14 +154,25 @@ _RENEWED = (
 def decide(obs: Observation) -> Decision:
     """Return the new status and the actions for one reconcile attempt (docs/operator.md)."""
     now = utc_seconds(obs.now)
+    # What the operator cannot have written is discarded before anything reads it; the status
+    # written below holds none of it, so the event comes once.
+    checked = check(
+        obs.previous,
+        spec=obs.spec if isinstance(obs.spec, AnalysisSpec) else None,
+        generation=obs.generation,
+        now=now,
+    )
+    obs = replace(obs, previous=checked.status)
     prev = obs.previous
+    discarded = _discarded_events(checked.discarded)
     seen = prev.observed_generation
     spec_changed = seen is not None and seen != obs.generation
     # A spec edit starts the count afresh before anything else is counted.
     failures = 0 if spec_changed else prev.failures
     conds = Conditions(prev, now, obs.generation)
     if isinstance(obs.spec, InvalidSpecError):
-        return _decide_invalid_spec(obs.spec, conds, failures)
+        decision = _decide_invalid_spec(obs.spec, conds, failures)
+        return replace(decision, events=(*discarded, *decision.events))
     spec = obs.spec
     pairs = _pair(spec, obs.measurements)
     unavailable = [m for _, m in pairs if m.error == MeasurementError.UNAVAILABLE]
@@ -162,20 +181,27 @@ def decide(obs: Observation) -> Decision:
     target = obs.target
     # A person resumed the target (kubectl rollout resume): acknowledge it, count afresh (the
     # sequential evidence too, from now on).
-    resumed = prev.is_true(ConditionType.ROLLOUT_PAUSED) and target.exists and not target.paused
+    claimed = prev.is_true(ConditionType.ROLLOUT_PAUSED)
+    # Or the pause record this analysis relied on no longer agrees with the target: a person
+    # changed it, or it was garbled or removed. The pause is no longer this analysis's; it says
+    # so and counts afresh, as after a resume (docs/status.md#when-a-pause-record-is-not-trusted).
+    distrust = "" if obs.left_behind else _distrust(obs, claimed)
+    resumed = not obs.left_behind and not distrust and claimed and target.exists
+    resumed = resumed and not target.paused
+    let_go = resumed or bool(distrust)
     judgements = tuple(
         judge(
             metric,
             m,
             rollout,
-            situation=_situation(obs, spec, rollout, resumed),
+            situation=_situation(obs, spec, rollout, let_go),
             kind=spec.target.kind,
         )
         for metric, m in pairs
         if m.error is None
     )
     judged = tuple(j.result for j in judgements)
-    events: list[Event] = []
+    events: list[Event] = list(discarded)
     if is_new(prev.rollout, obs.rollout):
         events.append(_event(EventReason.ROLLOUT_DETECTED, _rollout_message(spec, rollout)))
 
@@ -190,11 +216,36 @@ def decide(obs: Observation) -> Decision:
             f"{target_text(spec)} was resumed by a person; the failure count starts again",
         )
         events.append(_event(EventReason.ROLLOUT_RESUMED, paused.message))
+    elif obs.left_behind:
+        # Never auto-resumed: the old target stays held, and the person hears where.
+        paused_at = None
+        held = ", ".join(obs.left_behind)
+        paused = conds.set(
+            ConditionType.ROLLOUT_PAUSED,
+            FALSE,
+            Reason.NOT_PAUSED,
+            f"the spec now names {target_text(spec)}, but this analysis still holds {held} "
+            "paused: nothing was released; resume it by hand or point the analysis back",
+        )
+        events.append(_event(EventReason.PAUSE_LEFT_BEHIND, paused.message))
+    elif distrust:
+        paused_at = None
+        was = paused.reason if paused is not None else None
+        paused = conds.set(
+            ConditionType.ROLLOUT_PAUSED,
+            FALSE,
+            Reason.UNTRUSTED_PAUSE_RECORD,
+            f"the pause record on {target_text(spec)} cannot be trusted ({distrust}): nothing "
+            "of it will be restored, and the failure count starts again; check the target and "
+            "set it back by hand if it should roll",
+        )
+        if was != Reason.UNTRUSTED_PAUSE_RECORD:
+            events.append(_event(EventReason.UNTRUSTED_PAUSE_RECORD, paused.message))
 
     verdict = None if unavailable or rejected else _verdict(judged)
     # A spec edit or a resume starts the count (and the window) afresh.
     window = spec.failure_window
-    counted = count(window, failures, prev.window, verdict, reset=spec_changed or resumed)
+    counted = count(window, failures, prev.window, verdict, reset=spec_changed or let_go)
     failures = counted.failures
 
     ready = ready_condition(obs.namespace, obs.target.exists, spec, conds, unavailable, rejected)
@@ -202,12 +253,14 @@ def decide(obs: Observation) -> Decision:
     events.extend(_ready_events(prev.condition(ConditionType.READY), ready, spec_changed))
     healthy = healthy_condition(prev, conds, verdict, judgements, unavailable, rejected)
 
-    # Pause only right after an evaluation that got answers, never in the attempt that saw a
-    # resume (the person gets one interval before the next failure may pause again).
+    # Pause only right after an evaluation whose own verdict is Fail, never in the attempt that
+    # saw a resume (the person gets one interval before the next failure may pause again). A
+    # count read back from the status alone never pauses: whoever may write the status could
+    # have written it (docs/status.md#what-the-operator-trusts-in-its-status).
     pause: PauseTarget | None = None
     ours = obs.key in target.paused_by
-    limit_reached = verdict is not None and failures >= spec.failure_limit
-    if limit_reached and not spec.dry_run and target.exists and not resumed:
+    limit_reached = verdict == Verdict.FAIL and failures >= spec.failure_limit
+    if limit_reached and not spec.dry_run and target.exists and not let_go:
         already = target.paused and ours
         if not (already and prev.is_true(ConditionType.ROLLOUT_PAUSED)):
             how = (
@@ -234,8 +287,11 @@ def decide(obs: Observation) -> Decision:
                 f"paused {target_text(spec)}: {detail}",
             )
             events.append(_event(EventReason.ROLLOUT_PAUSED, paused.message))
-    elif paused is None or (paused.status != TRUE and paused.reason != Reason.RESUMED_BY_USER):
-        # ResumedByUser stays until the next pause, so the resume remains visible.
+    elif not obs.left_behind and (
+        paused is None or (paused.status != TRUE and paused.reason not in _KEPT_REASONS)
+    ):
+        # ResumedByUser and UntrustedPauseRecord stay until the next pause, so that what
+        # happened remains visible.
         note = " (dryRun: never pauses)" if spec.dry_run else ""
         paused = conds.set(
             ConditionType.ROLLOUT_PAUSED,
@@ -353,6 +409,24 @@ def _decide_invalid_spec(error: InvalidSpecError, conds: Conditions, failures: i
     )
 
 
+def _distrust(obs: Observation, claimed: bool) -> str:
+    """Return why this analysis's pause record on the target is not to be trusted; "" if it is.
+
+    Only an analysis that claims the pause, or that the record names, is concerned: a record
+    that cannot be trusted, or (claimed) none at all on a target still held. Whoever else holds
+    the target then, the record says nothing this analysis could rely on.
+    """
+    target = obs.target
+    if not target.exists:
+        return ""
+    if target.untrusted and (claimed or obs.key in target.record.named):
+        return target.untrusted
+    removed = target.record.state == RecordState.NONE and obs.key not in target.paused_by
+    if claimed and target.paused and removed:
+        return "the pause record was removed from the target"
+    return ""
+
+
 def _situation(
     obs: Observation, spec: AnalysisSpec, rollout: Rollout | None, resumed: bool
 ) -> Situation:
@@ -400,6 +474,16 @@ def _ready_events(before: Condition | None, after: Condition, spec_changed: bool
     if renewed and after.reason in (Reason.METRICS_UNAVAILABLE, *_RENEWED):
         events.append(_event(EventReason(str(after.reason)), after.message))
     return events
+
+
+def _discarded_events(discarded: tuple[str, ...]) -> tuple[Event, ...]:
+    if not discarded:
+        return ()
+    message = (
+        "discarded from the status what the operator cannot have written, and recomputed it: "
+        + "; ".join(discarded)
+    )
+    return (_event(EventReason.STATUS_DISCARDED, message),)
 
 
 def _rollout_message(spec: AnalysisSpec, rollout: Rollout | None) -> str:

@@ -15,7 +15,7 @@ from sentinel_cluster import kube
 from sentinel_core.conditions import Annotation
 from testkit.clusters import Cluster, kubectl_json
 from testkit.manifests import analysis_spec as spec
-from testkit.manifests import deployment_manifest
+from testkit.manifests import deployment_manifest, pause_record
 from tests.analyses.resources import paused_status
 from tests.api.client import Api
 
@@ -23,11 +23,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _paused_by(*keys: str) -> dict[str, str]:
-    return {
-        Annotation.PAUSED_BY.value: ",".join(keys),
-        Annotation.PAUSED_AT.value: "2026-11-29T10:05:00Z",
-        Annotation.PAUSE_REASON.value: "p99-latency above 0.25",
-    }
+    # The record a pause of a running Deployment by these analyses leaves.
+    return pause_record(*keys)
 
 
 def _pause_as_the_operator(client: kube.KubeClient, namespace: str, name: str) -> dict[str, Any]:
@@ -48,6 +45,12 @@ def _create(api: Api, namespace: str, name: str, target: str = "checkout") -> No
 
 def _apply(cluster: Cluster, *objects: dict[str, Any]) -> None:
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
+
+
+def _spec_paused(cluster: Cluster, namespace: str) -> str:
+    """Return ``.spec.paused`` of the checkout Deployment as kubectl prints it."""
+    args = ("get", "deploy", "checkout", "-n", namespace, "-o", "jsonpath={.spec.paused}")
+    return cluster.kubectl(*args).stdout.strip()
 
 
 def test_resume_unpauses_the_target_and_resets_failures(
@@ -79,6 +82,13 @@ def test_resume_unpauses_the_target_and_resets_failures(
     healthy = next(c for c in status["conditions"] if c["type"] == "Healthy")
     assert healthy["reason"] == "ThresholdExceeded"
     assert response.json()["status"] == status
+    assert response.json()["release"] == {
+        "target": f"Deployment {namespace}/checkout",
+        "outcome": "restored",
+        "heldBy": [],
+        "message": f"Deployment {namespace}/checkout is rolling out again; the failure count of "
+        f"{key} was reset.",
+    }
     row = Analysis.objects.get(name="guard")
     assert (row.paused, row.failures) == (False, 0)
     events = cluster_client.request("GET", kube.events_path(namespace))["items"]
@@ -87,7 +97,7 @@ def test_resume_unpauses_the_target_and_resets_failures(
     ]
 
 
-def test_resume_keeps_another_analysis_in_paused_by(
+def test_resume_of_one_holder_leaves_the_target_paused_for_the_other(
     api: Api, namespace: str, api_cluster: Cluster, cluster_client: kube.KubeClient
 ) -> None:
     mine, theirs = f"{namespace}/latency", f"{namespace}/errors"
@@ -100,11 +110,18 @@ def test_resume_keeps_another_analysis_in_paused_by(
     _create(api, namespace, "latency")
     _pause_as_the_operator(cluster_client, namespace, "latency")
 
-    assert api.post(f"analyses/{namespace}/latency/resume/").status_code == 200
+    response = api.post(f"analyses/{namespace}/latency/resume/")
 
+    assert response.status_code == 200, response.text
+    # Released by the last holder only (docs/status.md#pausing-each-kind); the answer says who
+    # still holds it.
+    assert _spec_paused(api_cluster, namespace) == "true"
     target = kubectl_json(api_cluster, "deployment", "checkout", "-n", namespace)
-    assert target["spec"].get("paused") in (None, False)
     assert target["metadata"]["annotations"][Annotation.PAUSED_BY.value] == theirs
+    release = response.json()["release"]
+    assert (release["outcome"], release["heldBy"]) == ("others-hold", [theirs])
+    assert f"stays paused: still held by {theirs}" in release["message"]
+    assert response.json()["status"]["failures"] == 0
 
 
 def test_resume_touches_only_the_analysis_namespace(
@@ -125,31 +142,71 @@ def test_resume_touches_only_the_analysis_namespace(
 
         response = api.post(f"analyses/{namespace}/guard/resume/")
 
-        assert response.status_code == 200, response.text
+        # Its own namespace has no such target: nothing to release, nothing changed anywhere.
+        assert response.status_code == 409, response.text
+        assert response.json() == {
+            "detail": f"Nothing to release: Deployment {namespace}/checkout was not found; "
+            "nothing was changed.",
+            "code": "nothing_to_release",
+        }
         elsewhere = kubectl_json(api_cluster, "deployment", "checkout", "-n", other)
         assert elsewhere["spec"]["paused"] is True
         assert Annotation.PAUSED_BY.value in elsewhere["metadata"]["annotations"]
-        # The status is still reset: a person asked to resume.
-        assert response.json()["status"]["failures"] == 0
+        status = kubectl_json(api_cluster, "rolloutanalysis", "guard", "-n", namespace)["status"]
+        assert status["failures"] == paused_status()["failures"]
     finally:
         api_cluster.kubectl("delete", "namespace", other, "--wait=false")
 
 
-def test_resume_leaves_a_pause_it_did_not_make(
-    api: Api, namespace: str, api_cluster: Cluster
+def test_resume_of_an_analysis_that_holds_nothing_changes_nothing(
+    api: Api, namespace: str, api_cluster: Cluster, cluster_client: kube.KubeClient
 ) -> None:
-    # A person paused the rollout with kubectl; this analysis never did.
-    _apply(api_cluster, deployment_manifest("checkout", namespace, paused=True))
+    # A person paused the rollout with kubectl; this analysis never did, though its status
+    # (forged, or stale) claims the pause.
+    _apply(api_cluster, deployment_manifest("checkout", namespace))
+    api_cluster.kubectl("rollout", "pause", "deployment/checkout", "-n", namespace)
     _create(api, namespace, "guard")
+    _pause_as_the_operator(cluster_client, namespace, "guard")
+    assert _spec_paused(api_cluster, namespace) == "true"
+    before = kubectl_json(api_cluster, "rolloutanalysis", "guard", "-n", namespace)
 
     response = api.post(f"analyses/{namespace}/guard/resume/")
 
-    assert response.status_code == 200, response.text
-    assert kubectl_json(api_cluster, "deployment", "checkout", "-n", namespace)["spec"]["paused"]
-    paused = next(
-        c for c in response.json()["status"]["conditions"] if c["type"] == "RolloutPaused"
+    assert response.status_code == 409, response.text
+    assert response.json() == {
+        "detail": f"Nothing to release: {namespace}/guard holds no pause on Deployment "
+        f"{namespace}/checkout (the Deployment was paused by someone else); nothing was changed.",
+        "code": "nothing_to_release",
+    }
+    assert _spec_paused(api_cluster, namespace) == "true"
+    after = kubectl_json(api_cluster, "rolloutanalysis", "guard", "-n", namespace)
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    events = cluster_client.request("GET", kube.events_path(namespace))["items"]
+    assert not [e for e in events if e["involvedObject"]["name"] == "guard"]
+
+
+def test_resume_over_an_untrusted_record_is_409_and_restores_nothing(
+    api: Api, namespace: str, api_cluster: Cluster, cluster_client: kube.KubeClient
+) -> None:
+    key = f"{namespace}/guard"
+    record = {**_paused_by(key)}
+    # Half-deleted: without paused-before nobody can say whether a person had paused it.
+    del record[Annotation.PAUSED_BEFORE.value]
+    _apply(api_cluster, deployment_manifest("checkout", namespace, paused=True, annotations=record))
+    _create(api, namespace, "guard")
+    _pause_as_the_operator(cluster_client, namespace, "guard")
+
+    response = api.post(f"analyses/{namespace}/guard/resume/")
+
+    assert response.status_code == 409, response.text
+    assert response.json()["code"] == "untrusted_pause_record"
+    assert response.json()["detail"].startswith(
+        f"The pause record on Deployment {namespace}/checkout cannot be trusted (paused-before "
+        "is missing): nothing was restored or changed."
     )
-    assert paused["reason"] == "ResumedByUser"
+    assert _spec_paused(api_cluster, namespace) == "true"
+    target = kubectl_json(api_cluster, "deployment", "checkout", "-n", namespace)
+    assert target["metadata"]["annotations"][Annotation.PAUSED_BY.value] == key
 
 
 def test_resume_of_an_unknown_analysis_is_404(api: Api, namespace: str) -> None:
@@ -179,3 +236,37 @@ def test_evaluate_of_a_deleted_analysis_is_404(api: Api, namespace: str) -> None
     assert api.delete(f"analyses/{namespace}/guard/").status_code == 204
     assert api.post(f"analyses/{namespace}/guard/evaluate/").status_code == 404
     assert Analysis.objects.get(name="guard").next_due_at is None
+
+
+def test_pointing_a_holding_analysis_at_another_target_is_refused_until_resumed(
+    api: Api, namespace: str, api_cluster: Cluster, cluster_client: kube.KubeClient
+) -> None:
+    key = f"{namespace}/guard"
+    _apply(
+        api_cluster,
+        deployment_manifest("checkout", namespace, paused=True, annotations=_paused_by(key)),
+        deployment_manifest("payments", namespace),
+    )
+    _create(api, namespace, "guard")
+    _pause_as_the_operator(cluster_client, namespace, "guard")
+    before = kubectl_json(api_cluster, "rolloutanalysis", "guard", "-n", namespace)
+    moved = {**spec("payments")}
+
+    refused = api.patch(f"analyses/{namespace}/guard/", json={"spec": moved})
+
+    # The pause would be left behind where no resume of this analysis reaches it
+    # (docs/status.md#pausing-each-kind): refused, nothing written.
+    message = (
+        f"{key} holds a pause on Deployment {namespace}/checkout; resume it before pointing the "
+        "analysis at another target, so that the pause is not left behind."
+    )
+    assert refused.status_code == 400, refused.text
+    assert refused.json() == {"spec.target": [message]}
+    after = kubectl_json(api_cluster, "rolloutanalysis", "guard", "-n", namespace)
+    assert after["metadata"]["generation"] == before["metadata"]["generation"]
+    assert after["spec"]["target"]["name"] == "checkout"
+
+    assert api.post(f"analyses/{namespace}/guard/resume/").status_code == 200
+    accepted = api.patch(f"analyses/{namespace}/guard/", json={"spec": moved})
+    assert accepted.status_code == 200, accepted.text
+    assert accepted.json()["spec"]["target"]["name"] == "payments"

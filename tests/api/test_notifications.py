@@ -59,8 +59,8 @@ def test_resume_through_the_api_is_one_resumed_message_naming_who(
     assert user is not None
 
     assert api.post(f"analyses/{namespace}/guard/resume/").status_code == 200
-    # A second resume of what is no longer paused says nothing more.
-    assert api.post(f"analyses/{namespace}/guard/resume/").status_code == 200
+    # A second resume of what this analysis no longer holds changes nothing and says nothing.
+    assert api.post(f"analyses/{namespace}/guard/resume/").status_code == 409
     [row] = Delivery.objects.all()
     assert (row.event, row.channel, row.state) == ("Resumed", "team-hook", "pending")
     assert f"resumed by {user.get_username()} through the REST API" in row.message

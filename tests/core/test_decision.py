@@ -296,8 +296,10 @@ def test_pauses_after_exactly_failure_limit_consecutive_failures() -> None:
     assert "p99-latency" in annotations[Annotation.PAUSE_REASON]
     assert "3 consecutive failed evaluations" in annotations[Annotation.PAUSE_REASON]
     deployment = {"metadata": {"resourceVersion": "7"}}
+    # The record also says the Deployment was running before: the last release unpauses it.
+    recorded = {**annotations, Annotation.PAUSED_BEFORE.value: "false"}
     assert pause_patch(pause, deployment) == {
-        "metadata": {"annotations": annotations, "resourceVersion": "7"},
+        "metadata": {"annotations": recorded, "resourceVersion": "7"},
         "spec": {"paused": True},
     }
     assert decision.events[0].type == EventType.WARNING
@@ -379,15 +381,18 @@ def test_target_paused_by_a_person_gets_this_analysis_recorded() -> None:
 
 
 def test_status_lost_after_the_pause_landed_needs_no_second_patch() -> None:
-    # The reconciler paused the target, then its status write failed for good.
-    world = World(
-        status=AnalysisStatus(observed_generation=1, failures=2),
-        target=TargetState(exists=True, paused=True, paused_by=(KEY,)),
-    )
+    # Two failures counted (a status the operator wrote: a count alone, without the verdict
+    # and the evaluation it follows, is discarded); the reconciler paused the target, then its
+    # status write failed for good.
+    world = World()
+    for _ in range(2):
+        world.evaluate(*failing())
+    world.target = TargetState(exists=True, paused=True, paused_by=(KEY,))
+    now = world.now
     decision = world.evaluate(*failing())
     assert decision.pause is None
     assert world.cond(ConditionType.ROLLOUT_PAUSED) == ("True", "FailureLimitReached")
-    assert decision.status.paused_at == NOW
+    assert decision.status.paused_at == now
     assert reasons(decision) == [EventReason.ROLLOUT_PAUSED]
 
 
@@ -735,11 +740,22 @@ def test_subsecond_clock_is_truncated_to_status_precision() -> None:
 
 
 def test_target_state_from_a_deployment_object() -> None:
-    deployment = {
-        "metadata": {"annotations": {Annotation.PAUSED_BY.value: "shop/a, shop/b,,shop/a"}},
+    record = {Annotation.PAUSED_BY.value: "shop/a,shop/b", Annotation.PAUSED_BEFORE.value: "false"}
+    deployment = {"metadata": {"annotations": record}, "spec": {"paused": True}}
+    state = TargetState.from_deployment(deployment)
+    assert (state.exists, state.paused, state.paused_by) == (True, True, ("shop/a", "shop/b"))
+    # Read strictly (docs/status.md#when-a-pause-record-is-not-trusted): blanks, spaces and a
+    # repeated entry are not what a pause writes, so nobody holds the target by that record.
+    garbled = {
+        "metadata": {
+            "annotations": {**record, Annotation.PAUSED_BY.value: "shop/a, shop/b,,shop/a"}
+        },
         "spec": {"paused": True},
     }
-    assert TargetState.from_deployment(deployment) == TargetState(True, True, ("shop/a", "shop/b"))
+    state = TargetState.from_deployment(garbled)
+    assert (state.paused, state.paused_by) == (True, ())
+    assert state.untrusted == "paused-by is not a list of distinct namespace/name entries"
+    assert state.record.named == ("shop/a",)
     assert TargetState.from_deployment({"spec": {}}) == TargetState(True, False, ())
     assert TargetState.from_deployment(None) == TargetState(False)
 

@@ -354,6 +354,9 @@ def test_a_new_rollout_a_spec_edit_and_a_resume_start_afresh() -> None:
     assert fresh.key == "new2/1" and fresh.since == "2026-12-03T10:02:20Z" and fresh.steps == 2
     # A spec edit: from the edit on (now), the steps that ended before it are not counted.
     story.world.edit(spec(replace_percent(ERRORS, 20)))
+    # The clock past the last step counted (10:02:30): a state whose through is ahead of the
+    # evaluation's clock is one the operator cannot have written, and is discarded.
+    story.world.now = T0 + timedelta(seconds=150)
     now = story.world.now
     story.evaluate(bad_steps(1, 2), new_hash="new2", old=("new1",))
     edited = story.result().sequential

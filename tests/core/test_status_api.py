@@ -63,7 +63,7 @@ TABLE = {
         "NotEvaluated",
     },
     ("RolloutPaused", "True"): {"FailureLimitReached"},
-    ("RolloutPaused", "False"): {"NotPaused", "ResumedByUser"},
+    ("RolloutPaused", "False"): {"NotPaused", "ResumedByUser", "UntrustedPauseRecord"},
     ("RolloutPaused", "Unknown"): set(),
 }
 EVENTS = {
@@ -76,12 +76,16 @@ EVENTS = {
     ("Warning", "UnknownProvider"),
     ("Warning", "ProviderNotAllowed"),
     ("Normal", "RolloutDetected"),
+    ("Warning", "UntrustedPauseRecord"),
+    ("Warning", "PauseLeftBehind"),
+    ("Warning", "StatusDiscarded"),
 }
 VERDICTS = {"Pass", "Fail", "Inconclusive"}
 OUTCOMES = {"Pass", "Fail", "Inconclusive", "Error"}
 ANNOTATIONS = {
     "sentinel.example.com/paused-by",
     "sentinel.example.com/paused-at",
+    "sentinel.example.com/paused-before",
     "sentinel.example.com/pause-reason",
     "sentinel.example.com/paused-partition",
     "sentinel.example.com/partition-before",

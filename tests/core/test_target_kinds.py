@@ -23,7 +23,14 @@ from sentinel_core.kinds import DAEMON_SET, STATEFUL_SET, default_by
 from sentinel_core.rollout import controller_revisions, is_new, next_revision_rollout
 from sentinel_core.spec import InvalidSpecError, parse_spec
 from sentinel_core.status import Rollout
-from sentinel_core.target import PauseTarget, TargetState, is_paused, pause_patch, release_patch
+from sentinel_core.target import (
+    PauseTarget,
+    Released,
+    TargetState,
+    is_paused,
+    pause_patch,
+    release_patch,
+)
 
 KEY = "shop/db"
 NOW = datetime(2026, 12, 3, 6, 0, tzinfo=UTC)
@@ -67,7 +74,7 @@ def paused(kind: str, workload: dict[str, Any], *paused_by: str) -> dict[str, An
 
 
 def released(kind: str, workload: dict[str, Any], key: str = KEY) -> dict[str, Any]:
-    change = release_patch(workload, key, claimed=True, kind=kind)
+    change = release_patch(workload, key, kind=kind)
     assert change.patch is not None
     return merge_patch(workload, change.patch)
 
@@ -90,9 +97,9 @@ def test_a_statefulset_is_frozen_at_its_lowest_updated_ordinal() -> None:
     assert saved[Annotation.PAUSED_PARTITION] == "3"
     assert saved[Annotation.PARTITION_BEFORE] == "0"
     assert saved[Annotation.PAUSED_BY] == KEY
-    assert TargetState.from_workload(STATEFUL_SET, held) == TargetState(
-        exists=True, paused=True, paused_by=(KEY,)
-    )
+    assert saved[Annotation.PAUSED_BEFORE] == "false"
+    state = TargetState.from_workload(STATEFUL_SET, held)
+    assert (state.exists, state.paused, state.paused_by) == (True, True, (KEY,))
 
 
 def test_a_statefulset_without_a_rollout_is_frozen_whole_and_never_lowered() -> None:
@@ -112,7 +119,7 @@ def test_a_statefulset_without_a_rollout_is_frozen_whole_and_never_lowered() -> 
 
 def test_release_restores_the_statefulset_partition_and_forgets_it() -> None:
     held = paused(STATEFUL_SET, statefulset(partition=1, updated=2))
-    change = release_patch(held, KEY, claimed=True, kind=STATEFUL_SET)
+    change = release_patch(held, KEY, kind=STATEFUL_SET)
     assert change.unpauses
     after = released(STATEFUL_SET, held)
     assert after["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 1
@@ -125,10 +132,12 @@ def test_lowering_the_partition_by_hand_is_a_resume() -> None:
     by_hand = copy.deepcopy(held)
     by_hand["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = 0
     assert not is_paused(STATEFUL_SET, by_hand)
-    # Raising it further (another hold by a person) keeps it held.
+    # Raising it further is a person's own partition, not the pause: the record no longer
+    # agrees with the target and is not trusted (tests/core/test_pause_record.py).
     higher = copy.deepcopy(held)
     higher["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = 5
-    assert is_paused(STATEFUL_SET, higher)
+    assert not is_paused(STATEFUL_SET, higher)
+    assert TargetState.from_workload(STATEFUL_SET, higher).untrusted
     # The next pause after a resume by hand saves what the person left, not the old value.
     again = paused(STATEFUL_SET, by_hand)
     assert annotations(again)[Annotation.PARTITION_BEFORE] == "0"
@@ -141,11 +150,14 @@ def test_a_second_analysis_keeps_the_saved_partition() -> None:
     # What is restored is still the partition before the first pause.
     assert saved[Annotation.PARTITION_BEFORE] == "0"
     assert saved[Annotation.PAUSED_BY] == f"{KEY},shop/other"
-    # Either resume restores it; the other analysis stays in paused-by and will see the resume.
+    # The first release only takes its analysis out of paused-by; the last one restores.
     after = released(STATEFUL_SET, second, "shop/other")
-    assert after["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 0
+    assert after["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 3
     assert annotations(after)[Annotation.PAUSED_BY] == KEY
-    assert Annotation.PARTITION_BEFORE not in annotations(after)
+    assert annotations(after)[Annotation.PARTITION_BEFORE] == "0"
+    last = released(STATEFUL_SET, after, KEY)
+    assert last["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 0
+    assert not {a.value for a in Annotation} & set(annotations(last))
 
 
 def test_an_on_delete_statefulset_is_held_already_and_left_alone() -> None:
@@ -155,9 +167,11 @@ def test_an_on_delete_statefulset_is_held_already_and_left_alone() -> None:
     patch = pause_patch(order(STATEFUL_SET), on_delete)
     assert "spec" not in patch
     held = merge_patch(on_delete, patch)
-    # Nothing of ours to undo: the release only takes the analysis out of paused-by.
-    change = release_patch(held, KEY, claimed=True, kind=STATEFUL_SET)
+    assert annotations(held)[Annotation.PAUSED_BEFORE] == "true"
+    # Nothing of ours to undo: the release only removes the record.
+    change = release_patch(held, KEY, kind=STATEFUL_SET)
     assert not change.unpauses
+    assert change.outcome == Released.KEPT_HELD_BEFORE
     assert change.patch is not None and "spec" not in change.patch
 
 
@@ -196,10 +210,7 @@ def test_a_second_pause_of_a_held_daemonset_saves_nothing_new() -> None:
     assert is_paused(DAEMON_SET, owned)
     assert "spec" not in pause_patch(order(DAEMON_SET), owned)
     assert not release_patch(
-        merge_patch(owned, pause_patch(order(DAEMON_SET), owned)),
-        KEY,
-        claimed=True,
-        kind=DAEMON_SET,
+        merge_patch(owned, pause_patch(order(DAEMON_SET), owned)), KEY, kind=DAEMON_SET
     ).unpauses
 
 
@@ -207,9 +218,10 @@ def test_a_second_pause_of_a_held_daemonset_saves_nothing_new() -> None:
 def test_an_unreadable_saved_strategy_is_never_written_back(garbage: str) -> None:
     held = paused(DAEMON_SET, daemonset())
     held["metadata"]["annotations"][Annotation.UPDATE_STRATEGY_BEFORE] = garbage
-    change = release_patch(held, KEY, claimed=True, kind=DAEMON_SET)
+    change = release_patch(held, KEY, kind=DAEMON_SET)
     assert not change.unpauses
-    assert change.patch is not None and "spec" not in change.patch
+    # Not trusted: nothing is written at all (the operator removes the record).
+    assert (change.outcome, change.patch) == (Released.UNTRUSTED, None)
 
 
 # -- the spec ------------------------------------------------------------------------------------

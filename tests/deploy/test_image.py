@@ -44,7 +44,10 @@ from tests.deploy.image import (
 RUNTIME = (
     "sentinel_core",
     "sentinel_cluster",
+    "sentinel_db",
+    "sentinel_config",
     "sentinel_site",
+    "accounts",
     "analyses",
     "notifications",
     "sentinel_operator",

@@ -11,13 +11,18 @@ import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from django.db import connection
 
 from analyses import due, mirror, services
 from analyses.models import Analysis, Evaluation
-from sentinel_cluster import kube
+from sentinel_cluster import kube, writes
+from sentinel_cluster.events import record_events
+from sentinel_core.decision import Resumption, resume
+from sentinel_core.status import AnalysisStatus
+from sentinel_core.target import Released
 from sentinel_operator.outcome import Deleted, Evaluated, Outcome, Result, record
 from sentinel_operator.outcome import result as result_of
 from sentinel_operator.prometheus import PrometheusClient
@@ -26,7 +31,7 @@ from sentinel_operator.reconcile import Reconciler
 from testkit.clusters import Cluster
 from testkit.devcluster import DevCluster
 from testkit.fault_proxy import FaultProxy
-from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
+from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric, pause_record
 from testkit.metrics_app import GaugeSetter
 from testkit.observe import condition, events_for
 from testkit.waiting import wait_until
@@ -304,6 +309,17 @@ def test_a_resume_made_during_an_evaluation_wins_over_its_count(
     """
     gauge(0.9)
     _deploy(kube_client, namespace)
+    # Held by this analysis (its record on the target), so that a person's resume has a pause
+    # to release (docs/status.md#pausing-each-kind).
+    kube_client.request(
+        "PATCH",
+        kube.deployment_path(namespace, "checkout"),
+        body={
+            "metadata": {"annotations": pause_record(f"{namespace}/ra")},
+            "spec": {"paused": True},
+        },
+        content_type=kube.MERGE_PATCH,
+    )
     _create(kube_client, namespace, "ra", metrics=[gauge_metric(case, 0.5)], failure_limit=3)
     # The held query waits for the resume, however long that takes on a loaded machine.
     prometheus = PrometheusClient(fault_proxy.url, timeout=60.0)
@@ -359,23 +375,26 @@ def test_a_resume_seen_by_the_evaluation_and_made_by_the_ui_is_announced_once(
     first = reconciler.reconcile(namespace, "ra")
     assert isinstance(first, Evaluated) and first.decision.pause is not None
     record(first, client=kube_client, now=datetime.now(UTC), rng=random.Random(7))
-    row = Analysis.objects.get(namespace=namespace, name="ra")
-    # The person releases the Deployment (as the UI's resume does first); the evaluation then
-    # reads it released and the status still paused, and is held in its query.
-    kube_client.request(
-        "PATCH",
-        kube.deployment_path(namespace, "checkout"),
-        body={"spec": {"paused": False}},
-        content_type=kube.MERGE_PATCH,
-    )
+    # The UI's resume releases the Deployment first (``writes.release``); the evaluation then
+    # reads it released and the status still paused, and is held in its query while the
+    # resume writes its status and event (the rest of ``services.resume_analysis``).
+    released = writes.release(kube_client, namespace, "checkout", f"{namespace}/ra")
+    assert released is not None and released.outcome == Released.RESTORED
+    moment = datetime.now(UTC)
+    resumptions: list[Resumption] = []
+
+    def resumed_status(fresh: Any) -> dict[str, Any]:
+        status = AnalysisStatus.from_dict(fresh.get("status"))
+        resumptions.append(resume(status, now=moment, actor="alice", via="the web UI"))
+        return resumptions[-1].status.to_dict()
+
+    def the_rest_of_the_resume() -> None:
+        raw = kube_client.request("GET", kube.analysis_path(namespace, "ra"))
+        written = writes.write_status(kube_client, raw, resumed_status)
+        record_events(kube_client, written, resumptions[-1].events, now=moment)
+
     outcome = _held_in_its_query(
-        reconciler,
-        fault_proxy,
-        namespace,
-        during=lambda: services.resume_analysis(
-            row, actor="alice", via="the web UI", client=kube_client
-        ),
-        client=kube_client,
+        reconciler, fault_proxy, namespace, during=the_rest_of_the_resume, client=kube_client
     )
     assert isinstance(outcome, Evaluated)
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from sentinel_cluster import kube, writes
+from sentinel_core.target import Released
 from testkit.clusters import Cluster, kubectl_apply
 from testkit.manifests import analysis_manifest, gauge_metric, workload_manifest
 from testkit.metrics_app import GaugeSetter
@@ -106,17 +107,25 @@ def test_a_statefulset_is_frozen_by_its_partition_and_released(
     assert held["metadata"]["annotations"][PARTITION_BEFORE] == "0"
     assert held["metadata"]["annotations"][PAUSED_BY] == f"{namespace}/fast,{namespace}/slow"
 
-    # The web app's release (what services.resume_analysis calls) restores the partition.
-    assert writes.release(
-        kube_client, namespace, "db", f"{namespace}/fast", claimed=True, kind="StatefulSet"
-    ) == (True, True)
+    # The web app's release (what services.resume_analysis calls): the first holder's only
+    # leaves paused-by; the last one's restores the partition (docs/status.md#pausing-each-kind).
+    first = writes.release(kube_client, namespace, "db", f"{namespace}/fast", kind="StatefulSet")
+    assert first is not None
+    assert (first.outcome, first.holders) == (Released.OTHERS_HOLD, (f"{namespace}/slow",))
+    still = _get(kube_client, "StatefulSet", namespace, "db")
+    assert _partition(still) == 3
+    assert still["metadata"]["annotations"][PAUSED_BY] == f"{namespace}/slow"
+    last = writes.release(kube_client, namespace, "db", f"{namespace}/slow", kind="StatefulSet")
+    assert last is not None and last.outcome == Released.RESTORED
     released = _get(kube_client, "StatefulSet", namespace, "db")
     assert _partition(released) == 0
     # The controller finishes the rollout: the new revision is the current one.
     assert released["status"]["currentRevision"] == released["status"]["updateRevision"] == "db-new"
-    assert PARTITION_BEFORE not in released["metadata"]["annotations"]
-    assert released["metadata"]["annotations"][PAUSED_BY] == f"{namespace}/slow"
-    # The other analysis sees its target running again: a resume, never a second pause.
+    assert not any(
+        k.startswith("sentinel.example.com/") for k in released["metadata"]["annotations"]
+    )
+    # slow's status (written by no web resume here) sees its target running again: a resume,
+    # never a second pause.
     resumed = wait_condition(kube_client, namespace, "slow", "RolloutPaused", "ResumedByUser")
     assert resumed["status"]["pausedAt"] is None
     # The event is posted after the status write (outcome.record): wait for it too.

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from sentinel_cluster import kube, writes
-from sentinel_core.target import PauseTarget, is_paused
+from sentinel_core.target import PauseTarget, Released, TargetState, is_paused
 from testkit.clusters import create_token, kubeconfig_for_token, kubectl_apply
 from testkit.manifests import (
     analysis_manifest,
@@ -270,10 +270,8 @@ def test_the_real_pause_and_resume_pass_the_guard_rail(
         as_web = kube.KubeClient(
             kube.load_api_client(str(kubeconfig_for_token(cluster, tokens[WEB], tmp_path / "web")))
         )
-        assert writes.release(as_web, "shop", "guarded", "shop/guarded", claimed=True) == (
-            True,
-            True,
-        )
+        released = writes.release(as_web, "shop", "guarded", "shop/guarded")
+        assert released is not None and released.outcome == Released.RESTORED
         resumed = _get(cluster, "guarded")
         assert resumed["spec"].get("paused") in (None, False)
         assert not any(
@@ -374,12 +372,22 @@ def test_the_accounts_may_hold_and_release_the_other_kinds(
             **before["spec"]["updateStrategy"],
             "type": "OnDelete",
         }
-    assert writes.release(client, "shop", name, "shop/guard", claimed=True, kind=kind) == (
-        True,
-        True,
-    )
+    released = writes.release(client, "shop", name, "shop/guard", kind=kind)
+    assert released is not None and released.outcome == Released.RESTORED
     after = _get_kind(cluster, kind, name)
     assert after["spec"] == before["spec"]
+    # Paused again and resumed by hand: the clean-up of the stale record (annotations only,
+    # docs/status.md#pausing-each-kind) passes the guard too.
+    writes.pause(client, order, after)
+    by_hand = {"spec": {"updateStrategy": before["spec"]["updateStrategy"]}}
+    cluster.kubectl(
+        "patch", kind.lower(), name, "-n", "shop", "--type=merge", "-p", json.dumps(by_hand)
+    )
+    stale = _get_kind(cluster, kind, name)
+    assert TargetState.from_workload(kind, stale).needs_clean_up
+    assert writes.clean_up(client, kind, "shop", name, stale)
+    cleaned = _get_kind(cluster, kind, name)
+    assert cleaned["spec"] == before["spec"]
     assert not any(
         k.startswith("sentinel.example.com/") for k in after["metadata"].get("annotations", {})
     )

@@ -245,9 +245,11 @@ def test_deleting_a_resource_changed_meanwhile_is_refused(
     assert not LogEntry.objects.filter(object_id=str(row.pk)).exists()
 
 
-def test_resuming_without_a_target_deployment_resets_the_status_and_warns(
+def test_resuming_without_a_target_deployment_changes_nothing_and_says_so(
     staff_client: Client, ui_cluster: DevCluster, namespace: str
 ) -> None:
+    # An analysis holds nothing on a target that does not exist: its resume changes nothing
+    # (docs/status.md#pausing-each-kind), neither the target nor the status.
     _applied(ui_cluster, namespace, "checkout")
     row = _paused_by_the_operator(ui_cluster, namespace, "checkout")
     assert row.paused
@@ -255,13 +257,16 @@ def test_resuming_without_a_target_deployment_resets_the_status_and_warns(
         reverse("admin:analyses_analysis_resume", args=[row.pk]), follow=True
     )
     page = response.content.decode()
-    assert "its target Deployment checkout was not found" in page
+    assert (
+        f"Nothing to release: Deployment {namespace}/checkout was not found; nothing was changed."
+        in page
+    )
     remote = _get(ui_cluster, namespace, "checkout")["status"]
     paused = next(c for c in remote["conditions"] if c["type"] == "RolloutPaused")
-    assert (paused["status"], paused["reason"]) == ("False", "ResumedByUser")
-    assert remote["failures"] == 0
-    assert not Analysis.objects.get(pk=row.pk).paused
-    assert 'id="resume-rollout"' not in page
+    assert (paused["status"], paused["reason"]) == ("True", "FailureLimitReached")
+    assert remote["failures"] == 3
+    assert Analysis.objects.get(pk=row.pk).paused
+    assert not LogEntry.objects.filter(object_id=str(row.pk)).exists()
 
 
 def test_resuming_a_held_statefulset_restores_its_partition(
@@ -292,3 +297,33 @@ def test_resuming_a_held_statefulset_restores_its_partition(
     assert not any(
         k.startswith("sentinel.example.com/") for k in after["metadata"].get("annotations", {})
     )
+
+
+def test_pointing_an_analysis_that_holds_a_pause_elsewhere_is_refused_on_the_target_field(
+    staff_client: Client, ui_cluster: DevCluster, namespace: str
+) -> None:
+    """docs/status.md#pausing-each-kind: the pause would be left behind; resume first."""
+    ui_cluster.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=yaml.safe_dump(workload_manifest("Deployment", "checkout", namespace)),
+    )
+    row = _applied(ui_cluster, namespace, "checkout")
+    client = kube_client(ui_cluster)
+    deployment = client.request("GET", kube.deployment_path(namespace, "checkout"))
+    key = f"{namespace}/checkout"
+    writes.pause(
+        client, PauseTarget(namespace, "checkout", (key,), datetime.now(UTC), "t"), deployment
+    )
+    data = change_form(row, target="checkout-v2")
+    response = staff_client.post(reverse("admin:analyses_analysis_change", args=[row.pk]), data)
+    assert response.status_code == 200
+    form = response.context["adminform"].form
+    message = (
+        f"{key} holds a pause on Deployment {namespace}/checkout; resume it before pointing the "
+        "analysis at another target, so that the pause is not left behind."
+    )
+    assert form.errors["target_name"] == [message]
+    assert _get(ui_cluster, namespace, "checkout")["spec"]["target"]["name"] == "checkout"
+    assert not LogEntry.objects.filter(object_id=str(row.pk)).exists()

@@ -30,7 +30,7 @@ from pytest_django.live_server_helper import LiveServer
 from analyses import mirror
 from analyses.models import Analysis
 from testkit.devcluster import DevCluster
-from testkit.manifests import deployment_manifest
+from testkit.manifests import deployment_manifest, pause_record
 from testkit.paths import REPO_ROOT
 from tests.ui import factories
 from tests.ui.factories import PASSWORD
@@ -93,7 +93,7 @@ def _paused_rollout(cluster: DevCluster, namespace: str = NAMESPACE) -> Analysis
     cluster.kubectl(
         "patch", "deployment", "checkout", "-n", namespace, "--type=merge",
         "-p", json.dumps({
-            "metadata": {"annotations": {PAUSED_BY: f"{namespace}/checkout"}},
+            "metadata": {"annotations": pause_record(f"{namespace}/checkout")},
             "spec": {"paused": True},
         }),
     )  # fmt: skip

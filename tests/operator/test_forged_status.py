@@ -1,0 +1,353 @@
+"""Sabotage: a status forged through the status subresource, end to end on both clusters.
+
+docs/status.md#what-the-operator-trusts-in-its-status. Whoever may write
+``rolloutanalyses/status`` writes, with ``kubectl patch --subresource=status``, each shape the
+operator cannot have written; the running operator (real Prometheus, the test's cluster)
+discards it, writes a status without it, records one Warning ``StatusDiscarded`` Event naming
+it (once, not once per attempt), and pauses only on failures it measured itself.
+
+- A sequential metric's state with ``through`` a day ahead and evidence far above what is
+  needed (before: no step was read again and the metric failed forever; on the real cluster it
+  paused the Deployment), with newBad 1e308 over newTotal 1e-300 (an Infinity ratio: every
+  status write was refused and the analysis backed off forever), with oldBad 1e-300 over
+  oldTotal 1e300 (a ZeroDivisionError in every attempt).
+- ``failures: 5`` beside ``lastVerdict: Pass`` (counted again from 0), and beside a real
+  ``Inconclusive`` (indistinguishable from a real count: it stands, but pauses nothing; before,
+  the next Inconclusive evaluation paused); times a day ahead. Then a real regression pauses
+  after exactly ``failureLimit`` failures.
+
+The forgery is a merge patch of the status; the operator's own status write is a PUT with the
+resourceVersion it read, so a forgery landing between its read and its write is overwritten
+before it is read (a 409, then the decided status re-applied). ``_forge`` writes it again
+until the operator has read it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sentinel_cluster import kube
+from testkit.clusters import Cluster, kubectl_apply
+from testkit.manifests import analysis_manifest, deployment_manifest
+from testkit.metrics_app import GaugeSetter
+from testkit.observe import condition, deployment_paused, events_for, get_analysis, wait_rows
+from testkit.operator import OperatorProcess
+from testkit.waiting import wait_until
+
+INTERVAL = 5.0
+DAY_AHEAD = "2099-01-01T00:00:00Z"
+# Where the test leaves each forgery's Event and the status after it, for the closing note
+# (optional): one JSON line per forgery in $SENTINEL_TEST_FORGED_DUMP.<cluster>.jsonl.
+DUMP = os.environ.get("SENTINEL_TEST_FORGED_DUMP", "")
+
+
+def _note(cluster_kind: str, shape: str, **seen: Any) -> None:
+    if DUMP:
+        with open(f"{DUMP}.{cluster_kind}.jsonl", "a") as out:
+            out.write(json.dumps({"shape": shape, **seen}) + "\n")
+
+
+def _status(client: kube.KubeClient, namespace: str, name: str) -> dict[str, Any]:
+    return get_analysis(client, namespace, name).get("status") or {}
+
+
+def _discards(client: kube.KubeClient, namespace: str, name: str) -> list[str]:
+    """Return the StatusDiscarded Events' messages on ``name``, each repeated by its count."""
+    found: list[str] = []
+    for event in events_for(client, namespace, name):
+        if event.get("reason") == "StatusDiscarded":
+            assert event.get("type") == "Warning"
+            found.extend([str(event.get("message"))] * int(event.get("count") or 1))
+    return found
+
+
+def _patch(cluster: Cluster, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+    cluster.kubectl(
+        "-n",
+        namespace,
+        "patch",
+        "rolloutanalysis",
+        name,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": status}),
+    )
+
+
+def _forge(
+    cluster: Cluster,
+    client: kube.KubeClient,
+    namespace: str,
+    name: str,
+    forged: Callable[[dict[str, Any]], dict[str, Any]],
+    read: Callable[[], bool],
+) -> None:
+    """Patch ``forged(status)`` until ``read()`` says the operator has read the forgery."""
+    for _ in range(4):
+        _patch(cluster, namespace, name, forged(_status(client, namespace, name)))
+        try:
+            wait_until(read, timeout=3 * INTERVAL, interval=0.1, what="the forgery read")
+            return
+        except AssertionError:
+            continue
+    raise AssertionError(f"the operator never read the forged status of {name}")
+
+
+def test_forged_counts_and_times_are_discarded_and_only_real_failures_pause(
+    operator: OperatorProcess,
+    kube_cluster: Cluster,
+    kube_client: kube.KubeClient,
+    namespace: str,
+    gauge: GaugeSetter,
+    case: str,
+    cluster_kind: str,
+) -> None:
+    name = "checkout"
+    kubectl_apply(kube_cluster, deployment_manifest(name, namespace))
+    query = f'max(sentinel_test_value{{case="{case}"}})'
+    metric: dict[str, Any] = {"name": "latency", "query": query, "maxValue": 0.5}
+    kubectl_apply(kube_cluster, analysis_manifest(name, namespace, metrics=[metric]))
+    # No series yet: Inconclusive (NoData), nothing counted.
+    wait_rows(operator, namespace, name, lambda rows: len(rows) >= 1, what="a first evaluation")
+    assert _status(kube_client, namespace, name)["lastVerdict"] == "Inconclusive"
+
+    # failures: 5 beside a real Inconclusive: the operator could have written it, so it stands;
+    # but Inconclusive evaluations pause nothing (before, the first one paused).
+    def five_read() -> bool:
+        rows = operator.evaluations(namespace, name)
+        return bool(rows) and rows[-1]["failures_after"] == 5
+
+    _forge(kube_cluster, kube_client, namespace, name, lambda s: {"failures": 5}, five_read)
+    rows = wait_rows(
+        operator,
+        namespace,
+        name,
+        lambda rows: sum(r["failures_after"] == 5 for r in rows) >= 3,
+        timeout=4 * INTERVAL,
+        what="three Inconclusive evaluations after the forged count",
+    )
+    assert {r["outcome"] for r in rows if r["failures_after"] == 5} == {"Inconclusive"}
+    assert not any(r["paused"] for r in rows)
+    assert not deployment_paused(kube_client, namespace, name)
+    assert _discards(kube_client, namespace, name) == []
+    paused = condition(get_analysis(kube_client, namespace, name), "RolloutPaused")
+    assert (paused["status"], paused["reason"]) == ("False", "NotPaused")
+    _note(
+        cluster_kind,
+        "failures: 5 beside a real Inconclusive",
+        outcomes=[(r["outcome"], r["failures_after"], bool(r["paused"])) for r in rows],
+        rollout_paused=paused["message"],
+        deployment_paused=deployment_paused(kube_client, namespace, name),
+    )
+
+    # A Pass resets it; then failures: 5 beside lastVerdict Pass is counted again from 0.
+    gauge(0.1)
+    wait_until(
+        lambda: _status(kube_client, namespace, name).get("lastVerdict") == "Pass",
+        timeout=3 * INTERVAL,
+        what="a Pass",
+    )
+
+    def discarded(count: int) -> Callable[[], bool]:
+        return lambda: len(_discards(kube_client, namespace, name)) >= count
+
+    _forge(kube_cluster, kube_client, namespace, name, lambda s: {"failures": 5}, discarded(1))
+    (message,) = _discards(kube_client, namespace, name)
+    assert "failures 5 follows lastVerdict Pass: only a Fail counts and a Pass resets" in message
+    wait_until(
+        lambda: _status(kube_client, namespace, name).get("failures") == 0,
+        timeout=2 * INTERVAL,
+        what="the count from 0",
+    )
+    after = _status(kube_client, namespace, name)
+    _note(
+        cluster_kind,
+        "failures: 5 beside lastVerdict Pass",
+        event=message,
+        status={k: after.get(k) for k in ("lastVerdict", "failures")},
+    )
+
+    # Times a day ahead: dropped, or moved to now for a condition.
+    def ahead(status: dict[str, Any]) -> dict[str, Any]:
+        conditions = [
+            {**c, "lastTransitionTime": DAY_AHEAD} if c["type"] == "Healthy" else c
+            for c in status["conditions"]
+        ]
+        return {"lastEvaluationTime": DAY_AHEAD, "pausedAt": DAY_AHEAD, "conditions": conditions}
+
+    _forge(kube_cluster, kube_client, namespace, name, ahead, discarded(2))
+    (message,) = [m for m in _discards(kube_client, namespace, name) if "failures 5" not in m]
+    assert f"lastEvaluationTime {DAY_AHEAD} is in the future" in message
+    assert f"pausedAt {DAY_AHEAD} is in the future" in message
+    assert f"the Healthy condition's lastTransitionTime {DAY_AHEAD} is in the future" in message
+    after = wait_until(
+        lambda: (
+            (s := _status(kube_client, namespace, name)).get("lastEvaluationTime")
+            not in (None, DAY_AHEAD)
+            and s
+        ),
+        timeout=2 * INTERVAL,
+        what="a status without the times ahead",
+    )
+    assert after["pausedAt"] is None
+    healthy = next(c for c in after["conditions"] if c["type"] == "Healthy")
+    assert healthy["lastTransitionTime"] < DAY_AHEAD
+    _note(
+        cluster_kind,
+        f"lastEvaluationTime, pausedAt and Healthy's lastTransitionTime {DAY_AHEAD}",
+        event=message,
+        status={
+            "lastEvaluationTime": after["lastEvaluationTime"],
+            "pausedAt": after["pausedAt"],
+            "healthy.lastTransitionTime": healthy["lastTransitionTime"],
+        },
+    )
+
+    # A real regression: paused after exactly failureLimit (3) failures the operator counted.
+    gauge(0.9)
+    rows = wait_rows(
+        operator,
+        namespace,
+        name,
+        lambda rows: any(r["paused"] for r in rows),
+        timeout=6 * INTERVAL,
+        what="the pause",
+    )
+    fails = [r for r in rows if r["outcome"] == "Fail"]
+    assert [(r["failures_after"], bool(r["paused"])) for r in fails] == [
+        (1, False),
+        (2, False),
+        (3, True),
+    ]
+    assert deployment_paused(kube_client, namespace, name)
+    # Once per discard: two forgeries, two Events, however many attempts since.
+    assert len(_discards(kube_client, namespace, name)) == 2
+    _note(
+        cluster_kind,
+        "then a real regression",
+        fails=[(r["failures_after"], bool(r["paused"])) for r in fails],
+        rollout_paused=condition(get_analysis(kube_client, namespace, name), "RolloutPaused"),
+        discard_events=len(_discards(kube_client, namespace, name)),
+    )
+
+
+def test_a_forged_sequential_state_is_discarded_and_the_status_written_again(
+    operator: OperatorProcess,
+    kube_cluster: Cluster,
+    kube_client: kube.KubeClient,
+    namespace: str,
+    case: str,
+    cluster_kind: str,
+) -> None:
+    name = "orders"
+    kubectl_apply(kube_cluster, deployment_manifest(name, namespace))
+    errors = f'sentinel_test_requests_total{{case="{case}"'
+    metric = {
+        "name": "errors-vs-old",
+        "sequential": {
+            "bad": errors + ', code="500"}',
+            "total": errors + "}",
+            "maxIncrease": {"percent": 10},
+        },
+    }
+    manifest = analysis_manifest(name, namespace, target=name, metrics=[metric], failure_limit=1)
+    kubectl_apply(kube_cluster, manifest)
+    wait_rows(operator, namespace, name, lambda rows: len(rows) >= 1, what="a first evaluation")
+    if cluster_kind == "real":
+        # The controller manager made a ReplicaSet: the operator keeps a state of the new pods
+        # (no old side: Inconclusive). devcluster makes none, so no state is kept there.
+        wait_until(
+            lambda: "sequential" in _status(kube_client, namespace, name)["metricResults"][0],
+            timeout=4 * INTERVAL,
+            what="the operator's sequential state",
+        )
+
+    def state_with(**fields: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        def forged(status: dict[str, Any]) -> dict[str, Any]:
+            (result,) = status["metricResults"]
+            now = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=1)
+            base = result.get("sequential") or {
+                "key": "forged/1",
+                "since": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "through": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "steps": 0,
+                "newBad": 0,
+                "newTotal": 0,
+                "oldBad": 0,
+                "oldTotal": 0,
+                "logRatios": [],
+                "dispersion": {"excess": 0, "weight": 0},
+            }
+            return {"metricResults": [{**result, "sequential": {**base, **fields}}]}
+
+        return forged
+
+    def discarded(count: int) -> Callable[[], bool]:
+        return lambda: len(_discards(kube_client, namespace, name)) >= count
+
+    shapes = [
+        (
+            "through a day ahead, evidence e^30",
+            state_with(
+                through=DAY_AHEAD,
+                steps=3,
+                newBad=1000,
+                newTotal=1000,
+                oldBad=10,
+                oldTotal=1000,
+                logRatios=[30.0] * 24,
+            ),
+            f"has through {DAY_AHEAD} in the future",
+        ),
+        (
+            "newBad 1e308 over newTotal 1e-300",
+            state_with(newBad=1e308, newTotal=1e-300),
+            "counts more than 1e+15 events",
+        ),
+        (
+            "oldBad 1e-300 over oldTotal 1e300",
+            state_with(oldBad=1e-300, oldTotal=1e300),
+            "counts more than 1e+15 events",
+        ),
+    ]
+    for index, (shape, forged, problem) in enumerate(shapes, start=1):
+        _forge(kube_cluster, kube_client, namespace, name, forged, discarded(index))
+        # Events are listed by name, not in order: this shape's is among them, as often as the
+        # shapes so far with its problem.
+        messages = _discards(kube_client, namespace, name)
+        said = f"metricResults[errors-vs-old].sequential {problem}: the evidence starts afresh"
+        assert sum(said in m for m in messages) == sum(p == problem for _, _, p in shapes[:index])
+
+        # The status is written again: no Infinity, nothing ahead, evidence 1 again.
+        def rewritten() -> dict[str, Any] | None:
+            status = _status(kube_client, namespace, name)
+            state = status["metricResults"][0].get("sequential")
+            if state is None:
+                return status if cluster_kind == "dev" else None
+            clean = state["through"] < DAY_AHEAD and state["newBad"] <= state["newTotal"] < 1e15
+            return status if clean and state["oldTotal"] < 1e15 else None
+
+        status = wait_until(rewritten, timeout=3 * INTERVAL, what="the status written again")
+        assert status["metricResults"][0]["verdict"] == "Inconclusive"
+        if cluster_kind == "real":
+            state = status["metricResults"][0]["sequential"]
+            assert state["evidence"] == 1.0 and state["ratio"] is None
+        assert status["failures"] == 0 and status["lastVerdict"] == "Inconclusive"
+        _note(
+            cluster_kind,
+            f"sequential state: {shape}",
+            event=next(m for m in messages if said in m),
+            status_after=status["metricResults"][0],
+        )
+
+    # Never paused on forged evidence (failureLimit 1); each forgery one Event.
+    wait_rows(operator, namespace, name, lambda rows: len(rows) >= 2, what="evaluations")
+    rows = operator.evaluations(namespace, name)
+    assert not any(r["paused"] for r in rows) and {r["outcome"] for r in rows} == {"Inconclusive"}
+    assert not deployment_paused(kube_client, namespace, name)
+    assert len(_discards(kube_client, namespace, name)) == len(shapes)
