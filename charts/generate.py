@@ -2,11 +2,11 @@
 
 deploy/ is the one source of truth. Each overlay (``single``, ``ha``, ``namespaced``) and
 ``deploy/monitoring`` is rendered with kubectl's kustomize and stored in the chart as data
-(``files/<name>.json``, the CRD as the overlays render it under ``crds/``); the chart's one
-template picks the overlay of ``.Values.mode``, sets the image from ``.Values.image`` and
-emits the objects. So for the same settings ``helm template`` and ``kubectl kustomize`` give the
-same objects, which
-tests/deploy/test_helm.py checks, together with this script's output being the committed one.
+(``files/<name>.json``, the CRDs as the overlays render them under ``crds/``, one file
+each); the chart's one template picks the overlay of ``.Values.mode``, sets the image from
+``.Values.image`` and emits the objects. So for the same settings ``helm template`` and
+``kubectl kustomize`` give the same objects, which tests/deploy/test_helm.py checks, together
+with this script's output being the committed one.
 """
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ def generate(chart: Path) -> None:
         crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
         if crds:
             # Helm installs crds/ before the templates and never upgrades or deletes them.
-            text = yaml.safe_dump_all(crds, sort_keys=True)
-            (chart / "crds" / "rolloutanalysis.yaml").write_text(text)
+            for crd in crds:
+                text = yaml.safe_dump(crd, sort_keys=True)
+                (chart / "crds" / f"{crd['spec']['names']['singular']}.yaml").write_text(text)
         objects = [o for o in objects if o["kind"] != "CustomResourceDefinition"]
         (files / f"{name}.json").write_text(json.dumps(objects, indent=1, sort_keys=True) + "\n")
 

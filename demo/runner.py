@@ -42,7 +42,7 @@ from realcluster.binaries import pinned_versions
 from testkit.devcluster import DevCluster
 from testkit.kubectl import kubectl_command
 from testkit.manifests import CRD_NAME
-from testkit.paths import CRD_PATH
+from testkit.paths import CRD_PATHS
 from testkit.pod_server import Behaviour, PodServer
 from testkit.ports import free_port
 from testkit.processes import tail
@@ -266,7 +266,7 @@ class Demo:
         self._child(name, argv, dict(os.environ)).run(timeout=60, input_text=input_text)
 
     def _apply(self) -> None:
-        self._kubectl("kubectl", ["apply", "-f", str(CRD_PATH)])
+        self._kubectl("kubectl", ["apply", *(f"--filename={path}" for path in CRD_PATHS)])
         self._kubectl(
             "kubectl", ["wait", "--for=condition=Established", "--timeout=30s", f"crd/{CRD_NAME}"]
         )

@@ -42,6 +42,11 @@ class Reason(StrEnum):
     # use (docs/operations.md#metric-providers).
     UNKNOWN_PROVIDER = "UnknownProvider"
     PROVIDER_NOT_ALLOWED = "ProviderNotAllowed"
+    # The analysis's templates could not be resolved (docs/templates.md): a template it names
+    # does not exist, an argument has no value, or the result is invalid.
+    TEMPLATE_NOT_FOUND = "TemplateNotFound"
+    MISSING_ARGUMENT = "MissingArgument"
+    INVALID_TEMPLATE = "InvalidTemplate"
     # Healthy
     WITHIN_THRESHOLDS = "WithinThresholds"
     THRESHOLD_EXCEEDED = "ThresholdExceeded"
@@ -79,6 +84,9 @@ REASONS: MappingProxyType[ConditionType, MappingProxyType[ConditionStatus, froze
                             Reason.INVALID_SPEC,
                             Reason.UNKNOWN_PROVIDER,
                             Reason.PROVIDER_NOT_ALLOWED,
+                            Reason.TEMPLATE_NOT_FOUND,
+                            Reason.MISSING_ARGUMENT,
+                            Reason.INVALID_TEMPLATE,
                         }
                     ),
                     ConditionStatus.UNKNOWN: frozenset(),

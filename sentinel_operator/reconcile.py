@@ -41,6 +41,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -65,6 +66,7 @@ from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus, Rollout
 from sentinel_core.status_check import trusted
 from sentinel_core.target import TargetState
+from sentinel_operator import templating
 from sentinel_operator.history import Attempt
 from sentinel_operator.measuring import NO_HASHES, measure_from
 from sentinel_operator.metrics import operator_metrics
@@ -159,7 +161,11 @@ class Reconciler:
         except kube.KubeError as exc:
             return Unreadable(namespace, name, exc, started, self._now())
 
-        resource = AnalysisResource.read(raw)
+        try:
+            resolution = templating.resolve_object(self.client, raw)
+        except kube.KubeError as exc:
+            return Unreadable(namespace, name, exc, started, self._now())
+        resource = _resolved_resource(raw, resolution)
         spec = resource.valid_spec
         measurements: tuple[Measurement, ...] = ()
         # The status as decide will go on from it: the rollout and each sequential metric's
@@ -210,7 +216,7 @@ class Reconciler:
                 writes.clean_up(
                     self.client, spec.target.kind, namespace, spec.target.name, workload
                 )
-            write = _StatusWrite(raw, resource.status, decision)
+            write = _StatusWrite(raw, resource.status, decision, resolution.templates)
             answer = writes.write_status(self.client, raw, write.status_for)
         except writes.AnalysisGone:
             return Deleted(namespace, name, uid=resource.uid)
@@ -380,9 +386,17 @@ class _StatusWrite:
     carries out), ``written`` that status.
     """
 
-    def __init__(self, raw: Mapping[str, Any], read: AnalysisStatus, decision: Decision) -> None:
+    def __init__(
+        self,
+        raw: Mapping[str, Any],
+        read: AnalysisStatus,
+        decision: Decision,
+        templates: tuple[dict[str, Any], ...] | None = None,
+    ) -> None:
         self._raw, self._read, self._decided = raw, read, decision
         self.decision = decision
+        # status.templates: the template generations the spec was resolved from.
+        self._templates = templates
 
     @property
     def written(self) -> AnalysisStatus:
@@ -397,7 +411,30 @@ class _StatusWrite:
                 read=self._read,
                 fresh=AnalysisStatus.from_dict(fresh.get("status")),
             )
-        return self.written.to_dict()
+        written = self.written.to_dict()
+        if self._templates is not None:
+            written["templates"] = list(self._templates)
+        return written
+
+
+def _resolved_resource(
+    raw: Mapping[str, Any], resolution: templating.Resolution
+) -> AnalysisResource:
+    """Return the analysis as read with its templates resolved (docs/templates.md).
+
+    A template whose generation changed since the status was written is a spec edit: the
+    previous status is read as one of a generation the spec never had (-1), so the decision
+    core and the metric kinds count afresh, exactly as after an edit of the analysis.
+    """
+    resource = AnalysisResource.read(resolution.obj)
+    if resolution.obj is not raw:
+        # The mirror keeps the spec as written, templates and args included.
+        resource = replace(resource, raw_spec=dict(raw.get("spec") or {}))
+    if resolution.error is not None:
+        resource = replace(resource, spec=resolution.error)
+    if resolution.changed and resource.status.observed_generation is not None:
+        resource = replace(resource, status=replace(resource.status, observed_generation=-1))
+    return resource
 
 
 def _log_refusal(outcome: CutShort | Unreadable, scheduled: Due | None, now: datetime) -> None:

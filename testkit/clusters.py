@@ -24,7 +24,7 @@ import yaml
 
 from sentinel_cluster import kube
 from testkit.manifests import PLURAL, to_yaml
-from testkit.paths import CRD_PATH
+from testkit.paths import CRD_PATHS
 from testkit.waiting import wait_until
 
 if TYPE_CHECKING:
@@ -84,7 +84,8 @@ NewCluster = Callable[..., Cluster]
 
 
 def wait_crd_served(cluster: Cluster, timeout: float = 20) -> None:
-    """Wait until ``kubectl get rolloutanalyses`` and ``kubectl explain`` answer.
+    """Wait until ``kubectl get rolloutanalyses`` and ``kubectl explain`` (of the analysis and
+    of a template) answer.
 
     The real API server publishes a CRD's OpenAPI (what ``explain`` and client-side
     validation read) a few seconds after it serves the resource, after an apply and again
@@ -95,16 +96,19 @@ def wait_crd_served(cluster: Cluster, timeout: float = 20) -> None:
         timeout=timeout,
         what="the CRD is served",
     )
-    wait_until(
-        lambda: cluster.kubectl("explain", "rolloutanalysis.spec", check=False).returncode == 0,
-        timeout=timeout,
-        what="the CRD's OpenAPI is published (kubectl explain)",
-    )
+    for explained in ("rolloutanalysis.spec", "clusterrolloutanalysistemplate.spec"):
+        wait_until(
+            lambda explained=explained: (
+                cluster.kubectl("explain", explained, check=False).returncode == 0
+            ),
+            timeout=timeout,
+            what=f"the CRDs' OpenAPI is published (kubectl explain {explained})",
+        )
 
 
 def apply_crd(cluster: Cluster, timeout: float = 20) -> None:
-    """Apply ``crds/rolloutanalysis.yaml`` with kubectl and wait until it is served."""
-    cluster.kubectl("apply", "-f", str(CRD_PATH))
+    """Apply the analysis CRD and the two template CRDs with kubectl; wait until all are served."""
+    cluster.kubectl("apply", *(f"--filename={path}" for path in CRD_PATHS))
     wait_crd_served(cluster, timeout)
 
 

@@ -12,4 +12,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 MANAGE = REPO_ROOT / "manage.py"
 CRD_DIR = REPO_ROOT / "crds"
 CRD_PATH = CRD_DIR / "rolloutanalysis.yaml"
+# The analysis CRD and the two template CRDs (docs/templates.md), applied together.
+CRD_PATHS = (
+    CRD_PATH,
+    CRD_DIR / "rolloutanalysistemplate.yaml",
+    CRD_DIR / "clusterrolloutanalysistemplate.yaml",
+)
 DEPLOY_DIR = REPO_ROOT / "deploy"

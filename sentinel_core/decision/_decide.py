@@ -59,6 +59,7 @@ from sentinel_core.spec import (
 from sentinel_core.status import AnalysisStatus, Condition, MetricResult, Rollout
 from sentinel_core.status_check import check
 from sentinel_core.target import PauseTarget, TargetState
+from sentinel_core.templates import TemplateSpecError
 from sentinel_core.values import format_time, utc_seconds
 
 
@@ -383,8 +384,13 @@ def _decide_invalid_spec(error: InvalidSpecError, conds: Conditions, failures: i
     prev = conds.previous
     message = "spec is invalid: " + "; ".join(str(e) for e in error.errors)
     not_evaluated = "not evaluated: the spec is invalid"
+    reason = Reason.INVALID_SPEC
+    if isinstance(error, TemplateSpecError):
+        # Its templates could not be resolved (docs/templates.md#errors): their own reason.
+        reason, message = error.reason, error.message
+        not_evaluated = "not evaluated: the templates could not be resolved"
     updated = [
-        conds.set(ConditionType.READY, FALSE, Reason.INVALID_SPEC, message),
+        conds.set(ConditionType.READY, FALSE, reason, message),
         conds.set(ConditionType.HEALTHY, UNKNOWN, Reason.NOT_EVALUATED, not_evaluated),
     ]
     # The target named by an invalid spec cannot be trusted, so RolloutPaused stays as it was.
@@ -397,7 +403,7 @@ def _decide_invalid_spec(error: InvalidSpecError, conds: Conditions, failures: i
         status=status.with_conditions(*updated),
         pause=None,
         events=(),
-        history=HistoryEntry(Outcome.ERROR, Reason.INVALID_SPEC, clip(message)),
+        history=HistoryEntry(Outcome.ERROR, reason, clip(message)),
         transient=False,
         interval_seconds=DEFAULT_INTERVAL_SECONDS,
     )

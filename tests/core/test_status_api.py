@@ -47,6 +47,10 @@ TABLE = {
         # this namespace.
         "UnknownProvider",
         "ProviderNotAllowed",
+        # docs/templates.md: the analysis's templates could not be resolved.
+        "TemplateNotFound",
+        "MissingArgument",
+        "InvalidTemplate",
     },
     ("Ready", "Unknown"): set(),
     ("Healthy", "True"): {"WithinThresholds"},
@@ -97,6 +101,8 @@ STATUS_FIELDS = {
     "conditions",
     "window",
     "rollout",
+    # docs/templates.md: the template generations the spec was resolved from.
+    "templates",
 }
 
 

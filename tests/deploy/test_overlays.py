@@ -20,7 +20,7 @@ import yaml
 from testkit.clusters import Cluster, NewCluster
 from testkit.devcluster import DevCluster
 from testkit.manifests import namespace_manifest, to_yaml
-from testkit.paths import CRD_PATH
+from testkit.paths import CRD_PATHS
 from tests.deploy.kustomize import (
     HOME,
     OPERATOR_ACCOUNT,
@@ -44,6 +44,11 @@ OPERATOR_RULES = [
         "apiGroups": ["sentinel.example.com"],
         "resources": ["rolloutanalyses/status"],
         "verbs": ["update", "patch"],
+    },
+    {
+        "apiGroups": ["sentinel.example.com"],
+        "resources": ["rolloutanalysistemplates", "clusterrolloutanalysistemplates"],
+        "verbs": ["get"],
     },
     {
         "apiGroups": ["apps"],
@@ -228,11 +233,13 @@ def test_rendered_overlay_carries_the_crd_and_exactly_the_spec_rbac(
 ) -> None:
     # Rendering is kubectl's own work, client side: one run (with devcluster's kubectl) is all.
     objects = render(devcluster, f"overlays/{overlay}")
-    crd = _one(objects, "CustomResourceDefinition")
-    source = yaml.safe_load(CRD_PATH.read_text())
-    assert crd["spec"] == source["spec"]
-    assert crd["metadata"]["name"] == source["metadata"]["name"]
-    assert "namespace" not in crd["metadata"]  # cluster-scoped, whatever the base's namespace
+    crds = _find(objects, "CustomResourceDefinition")
+    assert len(crds) == len(CRD_PATHS)
+    for path in CRD_PATHS:  # the analysis's and the two templates' (docs/templates.md)
+        source = yaml.safe_load(path.read_text())
+        crd = _named(objects, "CustomResourceDefinition", source["metadata"]["name"])
+        assert crd["spec"] == source["spec"]
+        assert "namespace" not in crd["metadata"]  # cluster-scoped, whatever the base's namespace
     assert _named(objects, "ClusterRole", OPERATOR_ACCOUNT)["rules"] == OPERATOR_RULES
     assert _named(objects, "ClusterRole", WEB_ACCOUNT)["rules"][:3] == WEB_RULES[:3]
     assert _one(objects, "Role")["rules"] == LEASE_RULES

@@ -33,6 +33,9 @@ from tests.deploy.kustomize import HOME, OPERATOR_ACCOUNT, Deployed, render
 SPEC_ROWS = {
     "rolloutanalyses.sentinel.example.com": ["get", "list", "watch"],
     "rolloutanalyses.sentinel.example.com/status": ["update", "patch"],
+    # docs/templates.md: the templates an analysis names, read at each evaluation.
+    "rolloutanalysistemplates.sentinel.example.com": ["get"],
+    "clusterrolloutanalysistemplates.sentinel.example.com": ["get"],
     "deployments.apps": ["get", "list", "watch", "patch"],
     "replicasets.apps": ["get", "list"],
     "statefulsets.apps": ["get", "list", "watch", "patch"],

@@ -104,7 +104,14 @@ PATTERN_DNS = r"'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'"
             {"target": {"name": "a" * 254}},
             ("FieldValueTooLong", "spec.target.name: Too long: may not be more than 253 bytes"),
         ),
-        ({"metrics": None}, ("FieldValueRequired", "spec.metrics: Required value")),
+        # Required unless templates are given (docs/templates.md): a CEL rule with its reason.
+        (
+            {"metrics": None},
+            (
+                "FieldValueRequired",
+                "spec.metrics: Required value: is required unless templates are given",
+            ),
+        ),
         (
             {"metrics": []},
             (

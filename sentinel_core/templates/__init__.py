@@ -1,0 +1,38 @@
+"""Analysis templates: resolve the templates an analysis names into its spec (docs/templates.md).
+
+The reconciler reads the templates ``template_refs`` names, hands them to ``resolve`` and parses
+what it returns with ``parse_spec``; a ``TemplateError`` carries the stable reason of the
+``Ready=False`` condition (``TemplateNotFound``, ``MissingArgument``, ``InvalidTemplate``, or
+``InvalidSpec`` for the analysis's own ``templates`` and ``args``). The parts are private:
+``_placeholders`` (placeholders and their escaping), ``_resolve``.
+"""
+
+from sentinel_core.templates._placeholders import escape_in_string
+from sentinel_core.templates._resolve import (
+    DEFAULTED,
+    MAX_ARGS,
+    MAX_TEMPLATES,
+    Resolved,
+    Template,
+    TemplateError,
+    TemplateRef,
+    TemplateSpecError,
+    UsedTemplate,
+    resolve,
+    template_refs,
+)
+
+__all__ = [
+    "DEFAULTED",
+    "MAX_ARGS",
+    "MAX_TEMPLATES",
+    "Resolved",
+    "Template",
+    "TemplateError",
+    "TemplateRef",
+    "TemplateSpecError",
+    "UsedTemplate",
+    "escape_in_string",
+    "resolve",
+    "template_refs",
+]

@@ -1,0 +1,77 @@
+"""Read the templates an analysis names and resolve them into its spec, before it is parsed.
+
+The reconciler calls ``resolve_object`` on the analysis it has just read (docs/templates.md):
+one GET per template it names, at each evaluation (a later change moves these reads to watch
+caches, as the targets' are). What comes back is the object with the resolved spec, which
+``AnalysisResource.read`` parses as any other, the ``status.templates`` entries, and whether a
+template's generation changed since the status was written (the reconciler then counts afresh,
+as after a spec edit). A template that cannot be resolved gives a ``TemplateSpecError`` as the
+spec, which the decision core reports on ``Ready=False`` with its own reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from sentinel_cluster import kube
+from sentinel_core.templates import (
+    Template,
+    TemplateError,
+    TemplateRef,
+    TemplateSpecError,
+    resolve,
+    template_refs,
+)
+
+_BASE = f"/apis/{kube.GROUP}/{kube.VERSION}"
+
+
+def template_path(ref: TemplateRef, namespace: str) -> str:
+    """Return the API path of the template ``ref`` names for an analysis in ``namespace``."""
+    if ref.cluster_scope:
+        return f"{_BASE}/clusterrolloutanalysistemplates/{quote(ref.name)}"
+    return f"{_BASE}/namespaces/{quote(namespace)}/rolloutanalysistemplates/{quote(ref.name)}"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The analysis object to parse, its ``status.templates`` and whether one of them changed."""
+
+    obj: Mapping[str, Any]
+    # None: the analysis names no template, so its status has no ``templates``. Empty while
+    # resolution fails, so that the evaluation after it counts afresh (the template may have
+    # been deleted and created again, another guard under the same name and generation).
+    templates: tuple[dict[str, Any], ...] | None = None
+    changed: bool = False
+    error: TemplateSpecError | None = None
+
+
+def resolve_object(client: kube.KubeClient, obj: Mapping[str, Any]) -> Resolution:
+    """Return the analysis ``obj`` with its templates resolved; raise ``kube.KubeError`` when a
+    template cannot be read (other than 404, which is ``TemplateNotFound``)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping) or not (spec.get("templates") or spec.get("args")):
+        return Resolution(obj)
+    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+    try:
+        refs = template_refs(spec)
+        read: dict[TemplateRef, Template] = {}
+        for ref in refs:
+            try:
+                found = client.request("GET", template_path(ref, namespace))
+            except kube.NotFound:
+                continue
+            generation = (found.get("metadata") or {}).get("generation")
+            read[ref] = Template(
+                ref, generation if isinstance(generation, int) else 0, found.get("spec") or {}
+            )
+        resolved = resolve(spec, namespace, read)
+    except TemplateError as exc:
+        return Resolution(obj, templates=(), error=TemplateSpecError(exc))
+    used = tuple(template.to_dict() for template in resolved.templates)
+    before = (obj.get("status") or {}).get("templates")
+    changed = isinstance(before, list) and before != list(used)
+    return Resolution({**obj, "spec": resolved.spec}, used, changed)

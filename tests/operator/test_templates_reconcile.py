@@ -1,0 +1,258 @@
+"""docs/templates.md: the operator resolves an analysis's templates, on each cluster, against
+the real Prometheus.
+
+Each test drives ``Reconciler.reconcile`` by hand. An analysis of five lines names a cluster
+template with an argument and pauses its Deployment on a regression; an edit of the template
+makes each analysis using it count afresh; a deleted template makes its users
+``Ready=False/TemplateNotFound`` and never pauses them; each reason comes with its message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from sentinel_cluster import kube
+from sentinel_operator.prometheus import PrometheusClient
+from sentinel_operator.providers import Providers
+from sentinel_operator.reconcile import Reconciler
+from testkit.manifests import deployment_manifest, rollout_analysis
+from testkit.metrics_app import GaugeSetter
+from testkit.observe import condition
+from testkit.prometheus import PrometheusServer
+
+pytestmark = pytest.mark.django_db
+_BASE = f"/apis/{kube.GROUP}/{kube.VERSION}"
+_CLUSTER = f"{_BASE}/clusterrolloutanalysistemplates"
+
+
+@pytest.fixture
+def reconciler(kube_client: kube.KubeClient, prometheus: PrometheusServer) -> Reconciler:
+    client = PrometheusClient(prometheus.url, timeout=5.0)
+    return Reconciler(kube_client, Providers.single(client), rng=random.Random(7), instance="t")
+
+
+@pytest.fixture
+def cluster_template(
+    kube_client: kube.KubeClient, namespace: str, case: str
+) -> Iterator[dict[str, Any]]:
+    """A ClusterRolloutAnalysisTemplate guarding the test's gauge, deleted afterwards."""
+    name = f"gauge-{namespace}"
+    body = {
+        "apiVersion": f"{kube.GROUP}/{kube.VERSION}",
+        "kind": "ClusterRolloutAnalysisTemplate",
+        "metadata": {"name": name},
+        "spec": {
+            "args": [{"name": "case", "description": "the gauge's case label"}],
+            "metrics": [
+                {
+                    "name": "value",
+                    "query": 'max(sentinel_test_value{case="{{ args.case }}"})',
+                    "maxValue": 0.5,
+                }
+            ],
+        },
+    }
+    created = kube_client.request("POST", _CLUSTER, body=body)
+    yield created
+    with contextlib.suppress(kube.NotFound):
+        kube_client.request("DELETE", f"{_CLUSTER}/{name}")
+
+
+def _deploy(client: kube.KubeClient, namespace: str) -> None:
+    client.request(
+        "POST",
+        f"/apis/apps/v1/namespaces/{namespace}/deployments",
+        body=deployment_manifest("checkout", namespace),
+    )
+
+
+def _analysis(client: kube.KubeClient, namespace: str, name: str, spec: dict[str, Any]) -> None:
+    client.request(
+        "POST", kube.analyses_path(namespace), body=rollout_analysis(name, namespace, spec)
+    )
+
+
+def _five_lines(template: str, case: str) -> dict[str, Any]:
+    # The analysis of docs/templates.md: a target, a template, an argument.
+    return {
+        "target": {"kind": "Deployment", "name": "checkout"},
+        "templates": [{"name": template, "clusterScope": True}],
+        "args": [{"name": "case", "value": case}],
+    }
+
+
+def _get(client: kube.KubeClient, namespace: str, name: str) -> dict[str, Any]:
+    return client.request("GET", kube.analysis_path(namespace, name))
+
+
+def _paused(client: kube.KubeClient, namespace: str) -> bool:
+    deployment = client.request("GET", kube.deployment_path(namespace, "checkout"))
+    return bool(deployment["spec"].get("paused"))
+
+
+def test_an_analysis_of_five_lines_pauses_on_a_regression(
+    reconciler: Reconciler,
+    kube_client: kube.KubeClient,
+    namespace: str,
+    gauge: GaugeSetter,
+    case: str,
+    cluster_template: dict[str, Any],
+) -> None:
+    gauge(0.9)
+    _deploy(kube_client, namespace)
+    name = cluster_template["metadata"]["name"]
+    _analysis(kube_client, namespace, "ra", _five_lines(name, case))
+    for _ in range(3):  # failureLimit: the CRD's default, 3
+        reconciler.reconcile(namespace, "ra")
+    status = _get(kube_client, namespace, "ra")["status"]
+    assert status["templates"] == [{"name": name, "clusterScope": True, "generation": 1}]
+    assert status["metricResults"][0]["name"] == "value"
+    assert status["metricResults"][0]["value"] == "0.9"
+    assert status["failures"] == 3
+    assert condition({"status": status}, "RolloutPaused")["reason"] == "FailureLimitReached"
+    assert condition({"status": status}, "Ready")["status"] == "True"
+    assert _paused(kube_client, namespace)
+
+
+def test_a_good_rollout_is_not_paused(
+    reconciler: Reconciler,
+    kube_client: kube.KubeClient,
+    namespace: str,
+    gauge: GaugeSetter,
+    case: str,
+    cluster_template: dict[str, Any],
+) -> None:
+    gauge(0.1)
+    _deploy(kube_client, namespace)
+    _analysis(kube_client, namespace, "ra", _five_lines(cluster_template["metadata"]["name"], case))
+    for _ in range(3):
+        reconciler.reconcile(namespace, "ra")
+    status = _get(kube_client, namespace, "ra")["status"]
+    assert (status["lastVerdict"], status["failures"]) == ("Pass", 0)
+    assert not _paused(kube_client, namespace)
+
+
+def test_a_template_edit_resets_the_counts_of_the_analyses_using_it(
+    reconciler: Reconciler,
+    kube_client: kube.KubeClient,
+    namespace: str,
+    gauge: GaugeSetter,
+    case: str,
+    cluster_template: dict[str, Any],
+) -> None:
+    gauge(0.9)
+    _deploy(kube_client, namespace)
+    name = cluster_template["metadata"]["name"]
+    for analysis in ("first", "second"):
+        _analysis(kube_client, namespace, analysis, _five_lines(name, case))
+        for _ in range(2):
+            reconciler.reconcile(namespace, analysis)
+        assert _get(kube_client, namespace, analysis)["status"]["failures"] == 2
+
+    edited = kube_client.request("GET", f"{_CLUSTER}/{name}")
+    edited["spec"]["metrics"][0]["maxValue"] = 0.6
+    edited = kube_client.request("PUT", f"{_CLUSTER}/{name}", body=edited)
+    assert edited["metadata"]["generation"] == 2
+
+    for analysis in ("first", "second"):
+        reconciler.reconcile(namespace, analysis)
+        status = _get(kube_client, namespace, analysis)["status"]
+        # Counted afresh: the evaluation after the edit is the first failure, not the third.
+        assert status["failures"] == 1, analysis
+        assert status["templates"] == [{"name": name, "clusterScope": True, "generation": 2}]
+        assert status["metricResults"][0]["maxValue"] == 0.6
+    assert not _paused(kube_client, namespace)
+
+
+def test_a_deleted_template_makes_its_users_not_ready_and_never_paused(
+    reconciler: Reconciler,
+    kube_client: kube.KubeClient,
+    namespace: str,
+    gauge: GaugeSetter,
+    case: str,
+    cluster_template: dict[str, Any],
+) -> None:
+    gauge(0.9)
+    _deploy(kube_client, namespace)
+    name = cluster_template["metadata"]["name"]
+    _analysis(kube_client, namespace, "ra", _five_lines(name, case))
+    for _ in range(2):
+        reconciler.reconcile(namespace, "ra")
+    kube_client.request("DELETE", f"{_CLUSTER}/{name}")
+    for _ in range(3):
+        reconciler.reconcile(namespace, "ra")
+    status = _get(kube_client, namespace, "ra")["status"]
+    ready = condition({"status": status}, "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "TemplateNotFound")
+    assert ready["message"] == f"ClusterRolloutAnalysisTemplate {name} not found"
+    assert status["failures"] == 2  # nothing counted since
+    assert status["templates"] == []
+    assert condition({"status": status}, "RolloutPaused")["status"] == "False"
+    assert not _paused(kube_client, namespace)
+
+    # Created again, it is another guard under the same name and generation: counted afresh.
+    body = {key: cluster_template[key] for key in ("apiVersion", "kind", "spec")}
+    kube_client.request("POST", _CLUSTER, body={**body, "metadata": {"name": name}})
+    reconciler.reconcile(namespace, "ra")
+    status = _get(kube_client, namespace, "ra")["status"]
+    assert condition({"status": status}, "Ready")["status"] == "True"
+    assert status["failures"] == 1
+    assert status["templates"] == [{"name": name, "clusterScope": True, "generation": 1}]
+    assert not _paused(kube_client, namespace)
+
+
+@pytest.mark.parametrize(
+    ("label", "changes", "reason", "message"),
+    [
+        (
+            "not-found",
+            {"templates": [{"name": "latency"}], "args": None},
+            "TemplateNotFound",
+            "RolloutAnalysisTemplate latency not found in namespace {namespace}",
+        ),
+        (
+            "missing-argument",
+            {"args": None},
+            "MissingArgument",
+            "ClusterRolloutAnalysisTemplate {template} needs the argument case, which spec.args "
+            "does not give and the template has no default for",
+        ),
+        (
+            "defined-twice",
+            {"metrics": [{"name": "value", "query": "vector(1)", "maxValue": 2}]},
+            "InvalidTemplate",
+            "metric value is defined twice: by ClusterRolloutAnalysisTemplate {template} and by "
+            "the analysis",
+        ),
+    ],
+)
+def test_each_reason_with_its_message_and_nothing_measured(
+    reconciler: Reconciler,
+    kube_client: kube.KubeClient,
+    namespace: str,
+    gauge: GaugeSetter,
+    case: str,
+    cluster_template: dict[str, Any],
+    label: str,
+    changes: dict[str, Any],
+    reason: str,
+    message: str,
+) -> None:
+    gauge(0.9)
+    _deploy(kube_client, namespace)
+    template = cluster_template["metadata"]["name"]
+    spec = {**_five_lines(template, case), **changes}
+    _analysis(kube_client, namespace, "ra", {k: v for k, v in spec.items() if v is not None})
+    reconciler.reconcile(namespace, "ra")
+    status = _get(kube_client, namespace, "ra")["status"]
+    ready = condition({"status": status}, "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", reason)
+    assert ready["message"] == message.format(namespace=namespace, template=template)
+    assert condition({"status": status}, "Healthy")["reason"] == "NotEvaluated"
+    assert status.get("failures", 0) == 0 and not status.get("metricResults")
+    assert not _paused(kube_client, namespace)
