@@ -25,7 +25,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from django.db import DataError, models, transaction
+from django.db import DataError, IntegrityError, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -342,7 +342,11 @@ def prune_history(older_than: datetime) -> int:
 
 
 def _upsert(
-    resource: AnalysisResource, *, now: datetime, listed_at: datetime | None
+    resource: AnalysisResource,
+    *,
+    now: datetime,
+    listed_at: datetime | None,
+    raced: bool = False,
 ) -> tuple[Analysis | None, _Change]:
     _check_identity(resource)
     # Inside the caller's transaction (the operator's bookkeeping) this first read already holds
@@ -388,7 +392,18 @@ def _upsert(
         row.created_at = resource.created_at or row.created_at or now
         row.deleted_at = None
         row.mirrored_at = now
-        row.save()
+        if change != _Change.CREATED or raced:
+            row.save()
+        else:
+            try:
+                with transaction.atomic():
+                    row.save()
+            except IntegrityError:
+                # Another process inserted this uid since the read above (the watch's relist
+                # beside a resync task, or the web app's write beside the watch: on PostgreSQL
+                # the insert waited for it, then met the unique uid). Its row is committed now:
+                # mirror onto it, as if it had been there when this one read.
+                return _upsert(resource, now=now, listed_at=listed_at, raced=True)
         if spec_changed:
             _sync_metrics(row, resource.summary.metrics)
     return row, change
