@@ -19,21 +19,34 @@ from bench.throughput_report import Capacity, Results, Setup, Window, as_json
 
 
 @pytest.fixture
-def long_named_child(tmp_path: Path) -> Iterator[int]:
-    """A ``sleep`` started as ``.../kube-controller-manager`` (longer than /proc's 15-char comm)."""
+def long_named_child(tmp_path: Path) -> Iterator[tuple[int, int]]:
+    """A ``sleep`` started as ``.../kube-controller-manager`` (longer than /proc's 15-char comm).
+
+    Under a shell of its own, whose pid is the root searched: the test worker's own descendants
+    may hold a real control plane started by an earlier test (its etcd, its
+    kube-controller-manager), which the search would rightly find too.
+    """
     program = tmp_path / "kube-controller-manager"
     program.symlink_to("/bin/sleep")
-    child = subprocess.Popen([str(program), "30"])
+    shell = subprocess.Popen(
+        ["/bin/sh", "-c", f'"{program}" 30 & echo $!; wait'], stdout=subprocess.PIPE, text=True
+    )
+    assert shell.stdout is not None
+    child = int(shell.stdout.readline())
     try:
-        yield child.pid
+        yield shell.pid, child
     finally:
-        child.kill()
-        child.wait()
+        os.kill(child, 9)
+        shell.wait()
+        shell.stdout.close()
 
 
-def test_components_are_found_by_their_full_program_name(long_named_child: int) -> None:
-    found = named_descendants(os.getpid(), ("kube-controller-manager", "etcd"))
-    assert found == {"kube-controller-manager": long_named_child}
+def test_components_are_found_by_their_full_program_name(
+    long_named_child: tuple[int, int],
+) -> None:
+    root, child = long_named_child
+    found = named_descendants(root, ("kube-controller-manager", "etcd"))
+    assert found == {"kube-controller-manager": child}
 
 
 def test_the_json_report_breaks_every_phase_down_by_process() -> None:
