@@ -17,7 +17,24 @@ def test_api_resources_lists_the_crd(cluster: DevCluster) -> None:
 
     lines = [line.split() for line in out.splitlines()]
     assert lines[0] == ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]
-    assert lines[1:] == [[PLURAL, "ra", f"{GROUP}/{VERSION}", "true", "RolloutAnalysis"]]
+    # The analysis and its two template kinds (docs/templates.md), as kubectl sorts them.
+    assert lines[1:] == [
+        [
+            "clusterrolloutanalysistemplates",
+            "cratmpl",
+            f"{GROUP}/{VERSION}",
+            "false",
+            "ClusterRolloutAnalysisTemplate",
+        ],
+        [PLURAL, "ra", f"{GROUP}/{VERSION}", "true", "RolloutAnalysis"],
+        [
+            "rolloutanalysistemplates",
+            "ratmpl",
+            f"{GROUP}/{VERSION}",
+            "true",
+            "RolloutAnalysisTemplate",
+        ],
+    ]
 
 
 def test_api_resources_lists_built_in_kinds(cluster: DevCluster) -> None:
