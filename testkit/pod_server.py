@@ -23,7 +23,6 @@ import contextlib
 import json
 import math
 import random
-import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -37,6 +36,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 
 from testkit.lifecycle import StartStop
 from testkit.manifests import deployment_manifest
+from testkit.ports import free_port
 from testkit.serving import DEFAULT_BUCKETS, RunningServer
 
 if TYPE_CHECKING:
@@ -387,6 +387,4 @@ def _close(pod: _Pod) -> None:
 
 def _free_port() -> int:
     """A port free on every address right now (pods' IPs are bound one by one later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("", 0))
-        return int(sock.getsockname()[1])
+    return free_port("")
