@@ -165,8 +165,7 @@ def test_each_template_pauses_its_signals_regression_and_not_a_good_rollout(
         wait_until(
             lambda: all(deployment_paused(real_client, namespace, name) for name in bad),
             timeout=180,
-            what="every regression paused: "
-            + ", ".join(n for n in bad if not deployment_paused(real_client, namespace, n)),
+            what="every regression paused (the table below says which is not)",
         )
         good = [name for name, (_, case) in scene.items() if case == "good"]
         wait_until(
@@ -187,6 +186,17 @@ def test_each_template_pauses_its_signals_regression_and_not_a_good_rollout(
             )
         print("\ntemplate       signal   outcome    failing metrics")
         print("\n".join(table[name] for name in scene))
+        # For the record: the library as kubectl lists it, and a five-line analysis's metrics.
+        listed = realcluster.kubectl("get", "cratmpl").stdout
+        print(f"\n$ kubectl get cratmpl\n{listed}")
+        shown = get_analysis(real_client, namespace, "istio-errors")
+        status = shown.get("status") or {}
+        resolved = [
+            {k: r.get(k) for k in ("name", "verdict", "message")}
+            for r in status.get("metricResults") or []
+        ]
+        print(yaml.safe_dump({"spec": shown["spec"], "status.templates": status.get("templates")}))
+        print(yaml.safe_dump({"status.metricResults (resolved)": resolved}, width=100))
     for name, (template, case) in scene.items():
         found = get_analysis(real_client, namespace, name)
         status = found["status"]
