@@ -22,9 +22,9 @@ from sentinel_core.decision import judge
 from sentinel_core.decision._judge import series_labels
 from sentinel_core.measurement import Measurement
 from sentinel_core.metric_kinds.threshold import Reading as ThresholdReading
-from sentinel_core.rollout import baseline_instant, next_rollout, template_hash
 from sentinel_core.spec import MetricSpec, parse_spec
 from sentinel_core.status import Rollout
+from sentinel_core.workload_kinds import baseline_instant, next_rollout, template_hash
 from tests.core.test_decision import NOW, World, condition
 
 STARTED = datetime(2026, 11, 29, 9, 58, 10, tzinfo=UTC)
