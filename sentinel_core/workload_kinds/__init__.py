@@ -12,7 +12,6 @@ a kind's package imports its private modules (an import-linter contract); docs/a
 from sentinel_core.workload_kinds._kind import ControllerRevisions, WorkloadKind
 from sentinel_core.workload_kinds._registry import KINDS, kind_named
 from sentinel_core.workload_kinds._rollout import (
-    baseline_instant,
     controller_revisions,
     is_new,
     next_revision_rollout,
@@ -39,7 +38,6 @@ __all__ = [
     "Released",
     "TargetState",
     "WorkloadKind",
-    "baseline_instant",
     "clean_up_patch",
     "controller_revisions",
     "is_new",

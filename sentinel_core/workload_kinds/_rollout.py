@@ -15,10 +15,9 @@ asks the kind which one it rolls out and whether pods of older ones still run, a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from sentinel_core.spec import MetricSpec
 from sentinel_core.status import Rollout
 from sentinel_core.values import utc_seconds
 from sentinel_core.workload_kinds._kind import ControllerRevisions
@@ -72,13 +71,3 @@ def next_revision_rollout(
         return Rollout(template_hash=revisions.update)
     started = created if created is not None else now
     return Rollout(template_hash=revisions.update, started_at=utc_seconds(started))
-
-
-def baseline_instant(metric: MetricSpec, rollout: Rollout | None, now: datetime) -> datetime | None:
-    """Return when to evaluate ``metric``'s baseline; None when it has none or none yet."""
-    baseline = metric.baseline
-    if metric.max_increase is None or baseline is None:
-        return None
-    if baseline.offset_seconds is not None:
-        return now - timedelta(seconds=baseline.offset_seconds)
-    return rollout.started_at if rollout is not None else None
