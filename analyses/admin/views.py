@@ -113,6 +113,13 @@ class MetricChart:
     sentence: str = ""
     # With a kind whose value is evidence: the evidence needed to fail (m/falsePauseRate).
     needed: float | None = None
+    # Whether its value is evidence (the badge says "evidence x of needed").
+    evidence: bool = False
+    # What the main graph draws, in words.
+    caption: str = ""
+    # A CSS class of the verdict sentence; the history cell's template (its kind's view's).
+    sentence_class: str = ""
+    cell: str = ""
 
     @property
     def kind_words(self) -> str:
@@ -221,11 +228,13 @@ def detail_context(
         .prefetch_related("metric_results")[:HISTORY_ROWS]
     )
     charts = metric_charts(analysis, latest=status)
-    # The history's cells say what each value is, as the metric's card does.
-    tags = {chart.name: chart.kind for chart in charts}
+    # The history's cells say what each value is, as the metric's card does; a metric that has
+    # left the spec as what its row kept says.
+    cards = {chart.name: chart for chart in charts}
     for evaluation in history:
         for result in evaluation.metric_results.all():
-            result.kind = tags.get(result.name) or kinds.view_of_result(result).tag(result)
+            card = cards.get(result.name)
+            result.cell = card.cell if card is not None else kinds.view_of_result(result).cell
     return {
         "analysis": analysis,
         "status": status,
@@ -310,6 +319,10 @@ def metric_charts(
                 rule=view.rule(metric, needed),
                 sentence=result.message if result is not None else "",
                 needed=needed if evidence else None,
+                evidence=evidence,
+                caption=view.caption(view.tag(metric), metric.max_value),
+                sentence_class=view.sentence_class,
+                cell=view.cell,
             )
         )
     return charts

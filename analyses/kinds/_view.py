@@ -28,6 +28,8 @@ class KindView:
     # name, or a finer one (a threshold against its baseline), each with its words.
     tag: Callable[[AnalysisMetric | MetricResult], str]
     words: Mapping[str, str]
+    # The main graph's caption for a tag, given the metric's maxValue.
+    caption: Callable[[str, float | None], str]
     # What the metric reads from Prometheus: (label, PromQL) pairs.
     reads: Callable[[AnalysisMetric], tuple[tuple[str, str], ...]]
     # When it fails, in words (the card's "Fails when"), given the evidence needed if any.
@@ -41,3 +43,7 @@ class KindView:
     # The graph point's fields (``charts.ChartPoint``) its history columns give, from a history
     # row's values ("comparison", "counted"): the two sides' medians, or their bad-event rates.
     point: Callable[[Mapping[str, Any]], dict[str, float | None]] = lambda values: {}
+    # The history cell's template: what the value in a history row is, for this kind.
+    cell: str = "admin/analyses/includes/kinds/value_cell.html"
+    # A CSS class of the card's verdict sentence, beside metric-sentence.
+    sentence_class: str = ""

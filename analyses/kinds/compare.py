@@ -51,7 +51,12 @@ VIEW = KindView(
     kept=lambda result: bool(result.comparison),
     tag=lambda row: compare.KIND.name,
     words={compare.KIND.name: "new pods against old"},
+    caption=lambda tag, max_value: (
+        "The value at each evaluation, with the new and the old pods' medians"
+    ),
     reads=lambda metric: (("Query", metric.query),),
     rule=_rule,
     point=_point,
+    cell="admin/analyses/includes/kinds/medians_cell.html",
+    sentence_class="metric-comparison",
 )

@@ -65,9 +65,14 @@ VIEW = KindView(
     kept=lambda result: bool(result.counted),
     tag=lambda row: sequential.KIND.name,
     words={sequential.KIND.name: "sequential, new pods against old"},
+    caption=lambda tag, max_value: (
+        "Evidence that the new pods are worse, over the rollout (log scale), up to the evidence "
+        "needed"
+    ),
     reads=_reads,
     rule=_rule,
     evidence=True,
     needed=lambda result: result.sequential.needed if result.sequential is not None else None,
     point=_point,
+    cell="admin/analyses/includes/kinds/evidence_cell.html",
 )

@@ -46,6 +46,13 @@ def _increase_text(metric: AnalysisMetric) -> SafeString | str:
     return amount
 
 
+def _caption(tag: str, max_value: float | None) -> str:
+    if tag == BASELINE:
+        return "The value at each evaluation, with the baseline it was compared with"
+    against = ", against its max" if max_value is not None else ""
+    return f"The value at each evaluation{against}"
+
+
 VIEW = KindView(
     name=threshold.KIND.name,
     # The kind of every metric no other kind claims (the registry asks it last).
@@ -53,6 +60,7 @@ VIEW = KindView(
     kept=lambda result: True,
     tag=_tag,
     words={THRESHOLD: "threshold", BASELINE: "against its baseline"},
+    caption=_caption,
     reads=lambda metric: (("Query", metric.query),),
     rule=_rule,
 )
