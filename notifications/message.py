@@ -58,9 +58,9 @@ def chart(analysis: Analysis, *, now: datetime) -> bytes:
 def series_of(analysis: Analysis, *, since: datetime) -> tuple[list[render.Series], list[datetime]]:
     """Return the panels of the picture from the history rows since ``since``, and the pauses.
 
-    A metric whose kind's value is evidence (``analyses.kinds``' ``KindView.evidence``: a
-    sequential metric, docs/analysis.md) is two panels: its evidence, and under it both sides'
-    bad-event rates in percent over the steps each evaluation counted.
+    A metric whose value is evidence (its kind's view says, ``analyses.kinds``; docs/analysis.md)
+    is two panels: its evidence, and under it both sides' bad-event rates in percent over the
+    steps each evaluation counted.
     """
     evaluations = Evaluation.objects.filter(analysis=analysis, started_at__gte=since)
     pauses = list(evaluations.filter(paused=True).values_list("started_at", flat=True))

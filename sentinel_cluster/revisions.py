@@ -3,7 +3,7 @@
 Their controllers record each pod template as a ControllerRevision and label every pod with
 its ``controller-revision-hash``, as a Deployment's ReplicaSets do with ``pod-template-hash``
 (``sentinel_cluster.replicasets``). The reconciler calls ``read`` once per evaluation of an
-analysis guarding one of them (its rollout and, for ``compare`` and ``sequential``, its sides:
+analysis guarding one of them (its rollout and, for a metric kind that needs them, its sides:
 ``sentinel_core.workload_kinds.controller_revisions`` decides from what is read here), and
 ``revision_created`` only when the revision it rolls out changed
 (docs/status.md#rollouts-statusrollout). RBAC: ``list`` on ``apps/controllerrevisions``.

@@ -35,8 +35,7 @@ class KindView:
     # When it fails, in words (the card's "Fails when"), given the evidence needed if any.
     rule: Callable[[AnalysisMetric, float | None], SafeString | str]
     # Whether its value is evidence, drawn on a log scale against the evidence needed (its
-    # limit), with the two sides' bad-event rates in a graph under it
-    # (docs/analysis.md#sequential-judgment-a-false-pause-budget-per-rollout).
+    # limit), with the two sides' bad-event rates in a graph under it (docs/analysis.md).
     evidence: bool = False
     # The evidence needed, from the status's ``metricResults[]`` entry (None: not known there).
     needed: Callable[[Any], float | None] = lambda result: None

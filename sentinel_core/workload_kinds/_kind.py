@@ -44,7 +44,7 @@ class ControllerRevisions:
 
     @property
     def hashes(self) -> tuple[str | None, tuple[str, ...]]:
-        """Return the new pods' hash and the old ones', as ``compare`` splits series."""
+        """Return the new pods' hash and the old ones', as the metric kinds split series."""
         return self.update, self.old
 
 
