@@ -10,6 +10,7 @@ in:  {"settings": {"falsePauseRate": 0.05, "metrics": 2, "maxIncrease": {"percen
       "steps":  [{"new": [[bad, total], ...], "old": [[bad, total], ...]}, ...],
       "perPod": true}
 out: {"line": 1, "pausedAt": 7 | null, "evidence": 12.3, "needed": 40, "steps": 30,
+      "ratioLower": 0.8 | null, "ratioUpper": 1.6 | null, "widening": 1.1,
       "guarantee": "Stated" | "Conditional", "guaranteeReason": ""}
 ```
 
@@ -108,11 +109,15 @@ def replay(rollout: Rollout) -> dict[str, Any]:
             paused_at = index
             break
     guarantee, reason = state.guarantee
+    low, high = state.bounds(settings.needed)
     return {
         "pausedAt": paused_at,
         "evidence": float(f"{state.evidence:.6g}"),
         "needed": settings.needed,
         "steps": state.steps,
+        "ratioLower": None if low is None else float(f"{low:.4g}"),
+        "ratioUpper": None if high is None else float(f"{high:.4g}"),
+        "widening": float(f"{state.widening:.4g}"),
         "guarantee": guarantee,
         "guaranteeReason": reason,
     }
