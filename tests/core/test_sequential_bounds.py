@@ -142,13 +142,13 @@ def test_the_bounds_are_scipys_two_one_sided_binomial_mixtures_on_the_grid() -> 
 
 def test_the_bounds_hold_the_true_ratio_at_every_step_in_all_but_the_budgets_share() -> None:
     # Poisson sides at a true ratio between grid points; one metric, falsePauseRate 0.2 so that
-    # misses are frequent enough to measure (the bound is 0.2, at every step of 25).
+    # misses are frequent enough to measure (the bound is 0.2, at every step of 20).
     rng = np.random.default_rng(2026)
     settings = Settings(false_pause_rate=0.2)
-    true_ratio, missed, rollouts = 1.37, 0, 600
+    true_ratio, missed, rollouts = 1.37, 0, 300
     for _ in range(rollouts):
         state = fresh("k", SINCE)
-        for i in range(25):
+        for i in range(20):
             new_total, old_total = 400.0 + 40 * i, 1600.0 - 40 * i
             new_bad = float(rng.poisson(new_total * 0.01 * true_ratio))
             old_bad = float(rng.poisson(old_total * 0.01))
