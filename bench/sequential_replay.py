@@ -22,7 +22,10 @@ judges the evidence, as the kind's judge does; ``pausedAt`` is the first step wh
 fails (1-based), ``evidence`` the evidence then (or after the last step), ``needed`` the
 evidence a metric needs, ``guarantee`` and its reason what the status would say of the bound.
 ``perPod: false`` sums each side's pods first, as a query without a
-``pod`` label reads. ``before`` (steps before the rollout, all pods old) is checked; the judgment
+``pod`` label reads; with per-pod counts a pod's place in a step's ``old`` list is its identity
+across steps (its persistent spread is followed by it). ``ratioLower``/``ratioUpper`` and
+``widening`` are the status's bounds of the ratio and the margin's widening for pods' spread.
+``before`` (steps before the rollout, all pods old) is checked; the judgment
 does not use it today. Numbers may be fractional. A malformed line gets one error on standard
 error naming the line and the field; the other lines are still judged, and the exit status is
 1 when any line was malformed.

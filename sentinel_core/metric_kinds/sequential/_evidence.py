@@ -31,6 +31,13 @@ is divided by phi (a quasi-likelihood: right to second order in the log ratio), 
 estimated from the old pods' counts (a moment estimate over the rollout so far, doubled for
 the estimate's own noise). Without per-pod counts phi is 1. Where this holds and where it does
 not is measured, not assumed: docs/analysis.md, "Sequential judgment".
+
+Pods that stay different are not noise that averages out: the null's boundary is widened to
+rho0 * w, w from the old pods' persistent spread (each old pod's counts summed since counting
+began, by name), so that the test is about the release and not about which pods it got; the
+grid moves with the boundary. The ratio's bounds are two one-sided mixtures per ratio of a fixed
+grid, from the same conditional binomial (docs/analysis.md, "Pods that stay different" and "The
+ratio's bounds").
 """
 
 from __future__ import annotations
