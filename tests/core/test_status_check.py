@@ -184,6 +184,10 @@ def test_a_through_moved_back_would_count_steps_twice_and_is_discarded() -> None
         ({"since": "2026-12-03T10:05:00Z"}, "ends (through 2026-12-03T10:03:30Z) before it"),
         ({"steps": 0}, "has counted no step but holds counts, evidence or time"),
         ({"logRatios": []}, "has counted steps but holds no evidence"),
+        (
+            {"podSpread": {"pods": [{"pod": "a", "bad": 1e6, "total": 1e6}], "widening": 1.0}},
+            "holds old pods' sums above the old side's counts",
+        ),
     ],
 )
 def test_inconsistent_states_are_discarded(fields: dict[str, Any], problem: str) -> None:
