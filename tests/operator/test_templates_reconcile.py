@@ -106,14 +106,32 @@ def test_an_analysis_of_five_lines_pauses_on_a_regression(
     gauge(0.9)
     _deploy(kube_client, namespace)
     name = cluster_template["metadata"]["name"]
+    # The template's failureLimit applies: the analysis's CRD has no default that would hide it.
+    kube_client.request(
+        "PATCH",
+        f"{_CLUSTER}/{name}",
+        body={"spec": {"failureLimit": 2}},
+        content_type="application/merge-patch+json",
+    )
     _analysis(kube_client, namespace, "ra", _five_lines(name, case))
-    for _ in range(3):  # failureLimit: the CRD's default, 3
-        reconciler.reconcile(namespace, "ra")
+    assert "failureLimit" not in _get(kube_client, namespace, "ra")["spec"]
+    reconciler.reconcile(namespace, "ra")
+    assert not _paused(kube_client, namespace)
+    reconciler.reconcile(namespace, "ra")
     status = _get(kube_client, namespace, "ra")["status"]
-    assert status["templates"] == [{"name": name, "clusterScope": True, "generation": 1}]
+    assert status["templates"] == [{"name": name, "clusterScope": True, "generation": 2}]
+    # What kubectl sees of the resolved metrics: the query with the argument in its literal.
+    assert status["resolvedMetrics"] == [
+        {
+            "name": "value",
+            "query": f'max(sentinel_test_value{{case="{case}"}})',
+            "maxValue": 0.5,
+            "template": {"name": name, "clusterScope": True},
+        }
+    ]
     assert status["metricResults"][0]["name"] == "value"
     assert status["metricResults"][0]["value"] == "0.9"
-    assert status["failures"] == 3
+    assert status["failures"] == 2
     assert condition({"status": status}, "RolloutPaused")["reason"] == "FailureLimitReached"
     assert condition({"status": status}, "Ready")["status"] == "True"
     assert _paused(kube_client, namespace)
@@ -255,4 +273,5 @@ def test_each_reason_with_its_message_and_nothing_measured(
     assert ready["message"] == message.format(namespace=namespace, template=template)
     assert condition({"status": status}, "Healthy")["reason"] == "NotEvaluated"
     assert status.get("failures", 0) == 0 and not status.get("metricResults")
+    assert (status["templates"], status["resolvedMetrics"]) == ([], [])
     assert not _paused(kube_client, namespace)
