@@ -217,7 +217,9 @@ class Reconciler:
                 writes.clean_up(
                     self.client, spec.target.kind, namespace, spec.target.name, workload
                 )
-            write = _StatusWrite(raw, resource.status, decision, resolution.templates)
+            write = _StatusWrite(
+                raw, resource.status, decision, resolution.templates, resolution.metrics
+            )
             answer = writes.write_status(self.client, raw, write.status_for)
         except writes.AnalysisGone:
             return Deleted(namespace, name, uid=resource.uid)
@@ -393,11 +395,14 @@ class _StatusWrite:
         read: AnalysisStatus,
         decision: Decision,
         templates: tuple[dict[str, Any], ...] | None = None,
+        metrics: tuple[dict[str, Any], ...] | None = None,
     ) -> None:
         self._raw, self._read, self._decided = raw, read, decision
         self.decision = decision
-        # status.templates: the template generations the spec was resolved from.
+        # status.templates: the template generations the spec was resolved from;
+        # status.resolvedMetrics: what was evaluated, with where each metric came from.
         self._templates = templates
+        self._metrics = metrics
 
     @property
     def written(self) -> AnalysisStatus:
@@ -415,6 +420,8 @@ class _StatusWrite:
         written = self.written.to_dict()
         if self._templates is not None:
             written["templates"] = list(self._templates)
+        if self._metrics is not None:
+            written["resolvedMetrics"] = list(self._metrics)
         return written
 
 

@@ -130,12 +130,32 @@ def scene(
 
 def test_an_analysis_of_five_lines_pauses_on_a_regression(scene: Scene) -> None:
     scene.gauge(0.9)
+    # The template's failureLimit applies: the analysis's CRD has no default that would hide it.
+    scene.client.request(
+        "PATCH",
+        f"{_CLUSTER}/{scene.template}",
+        body={"spec": {"failureLimit": 2}},
+        content_type="application/merge-patch+json",
+    )
     scene.analysis()
-    status = scene.reconcile(times=3)  # failureLimit: the CRD's default, 3
-    assert status["templates"] == [{"name": scene.template, "clusterScope": True, "generation": 1}]
+    spec = scene.client.request("GET", kube.analysis_path(scene.namespace, "ra"))["spec"]
+    assert "failureLimit" not in spec
+    scene.reconcile()
+    assert not scene.paused
+    status = scene.reconcile()
+    assert status["templates"] == [{"name": scene.template, "clusterScope": True, "generation": 2}]
+    # What kubectl sees of the resolved metrics: the query with the argument in its literal.
+    assert status["resolvedMetrics"] == [
+        {
+            "name": "value",
+            "query": f'max(sentinel_test_value{{case="{scene.case}"}})',
+            "maxValue": 0.5,
+            "template": {"name": scene.template, "clusterScope": True},
+        }
+    ]
     assert status["metricResults"][0]["name"] == "value"
     assert status["metricResults"][0]["value"] == "0.9"
-    assert status["failures"] == 3
+    assert status["failures"] == 2
     assert condition({"status": status}, "RolloutPaused")["reason"] == "FailureLimitReached"
     assert condition({"status": status}, "Ready")["status"] == "True"
     assert scene.paused
@@ -231,4 +251,5 @@ def test_each_reason_with_its_message_and_nothing_measured(
     assert ready["message"] == message.format(namespace=scene.namespace, template=scene.template)
     assert condition({"status": status}, "Healthy")["reason"] == "NotEvaluated"
     assert status.get("failures", 0) == 0 and not status.get("metricResults")
+    assert (status["templates"], status["resolvedMetrics"]) == ([], [])
     assert not scene.paused
