@@ -64,9 +64,10 @@ from sentinel_core.rollout import (
 )
 from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus, Rollout
-from sentinel_core.status_check import trusted
+from sentinel_core.status_check import check
+from sentinel_core.status_seal import seal, unseal
 from sentinel_core.target import TargetState
-from sentinel_operator import templating
+from sentinel_operator import sealing, templating
 from sentinel_operator.history import Attempt
 from sentinel_operator.measuring import NO_HASHES, measure_from
 from sentinel_operator.metrics import operator_metrics
@@ -97,6 +98,7 @@ class Reconciler:
         monotonic: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
         instance: str = "",
+        seal_key: bytes | None = None,
     ) -> None:
         self.client = client
         # Each metric's provider (docs/operations.md#metric-providers); tests: Providers.single.
@@ -105,6 +107,8 @@ class Reconciler:
         self._monotonic = monotonic
         self._rng = rng or random.Random()
         self.instance = instance
+        # What status.seal is made and checked with (sentinel_operator/sealing.py).
+        self._seal_key = seal_key if seal_key is not None else sealing.seal_key()
 
     def reconcile(
         self,
@@ -168,9 +172,17 @@ class Reconciler:
         resource = _resolved_resource(raw, resolution)
         spec = resource.valid_spec
         measurements: tuple[Measurement, ...] = ()
-        # The status as decide will go on from it: the rollout and each sequential metric's
-        # steps are read from there (docs/status.md#what-the-operator-trusts-in-its-status).
-        status = trusted(resource.status, spec=spec, generation=resource.generation, now=started)
+        # The status as decide will go on from it: what the operator cannot have written, then
+        # what it did not seal, discarded; the rollout and each sequential metric's steps are
+        # read from there (docs/status.md#what-the-operator-trusts-in-its-status).
+        checked = check(resource.status, spec=spec, generation=resource.generation, now=started)
+        sealed = unseal(
+            checked.status,
+            (raw.get("status") or {}).get("seal"),
+            key=self._seal_key,
+            uid=resource.uid,
+        )
+        status = sealed.status
         rollout = status.rollout
         try:
             target, workload = TargetState(exists=False), None
@@ -189,7 +201,8 @@ class Reconciler:
                     name=name,
                     generation=resource.generation,
                     spec=resource.spec,
-                    previous=resource.status,
+                    previous=status,
+                    discarded=checked.discarded + sealed.discarded,
                     target=target,
                     measurements=measurements,
                     now=started,
@@ -216,7 +229,9 @@ class Reconciler:
                 writes.clean_up(
                     self.client, spec.target.kind, namespace, spec.target.name, workload
                 )
-            write = _StatusWrite(raw, resource.status, decision, resolution.templates)
+            write = _StatusWrite(
+                raw, resource.status, decision, resolution.templates, seal_key=self._seal_key
+            )
             answer = writes.write_status(self.client, raw, write.status_for)
         except writes.AnalysisGone:
             return Deleted(namespace, name, uid=resource.uid)
@@ -392,8 +407,11 @@ class _StatusWrite:
         read: AnalysisStatus,
         decision: Decision,
         templates: tuple[dict[str, Any], ...] | None = None,
+        *,
+        seal_key: bytes,
     ) -> None:
         self._raw, self._read, self._decided = raw, read, decision
+        self._seal_key = seal_key
         self.decision = decision
         # status.templates: the template generations the spec was resolved from.
         self._templates = templates
@@ -414,6 +432,8 @@ class _StatusWrite:
         written = self.written.to_dict()
         if self._templates is not None:
             written["templates"] = list(self._templates)
+        uid = str((self._raw.get("metadata") or {}).get("uid") or "")
+        written["seal"] = seal(self.written, key=self._seal_key, uid=uid)
         return written
 
 

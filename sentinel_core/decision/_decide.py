@@ -87,6 +87,10 @@ class Observation:
     # holds ("Deployment checkout"), read right after a spec edit of an analysis that claimed a
     # pause: the spec was pointed elsewhere with the pause left behind.
     left_behind: tuple[str, ...] = ()
+    # What the reconciler already discarded from the status it read to make ``previous`` (the
+    # checks of status_check, then what the operator's seal does not verify: status_seal), one
+    # sentence each; reported in the StatusDiscarded Event with what ``decide``'s check finds.
+    discarded: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -164,7 +168,7 @@ def decide(obs: Observation) -> Decision:
     )
     obs = replace(obs, previous=checked.status)
     prev = obs.previous
-    discarded = _discarded_events(checked.discarded)
+    discarded = _discarded_events(obs.discarded + checked.discarded)
     seen = prev.observed_generation
     spec_changed = seen is not None and seen != obs.generation
     # A spec edit starts the count afresh before anything else is counted.
