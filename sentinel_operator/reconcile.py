@@ -55,6 +55,7 @@ from sentinel_core.kinds import DEPLOYMENT, KINDS
 from sentinel_core.measurement import Measurement
 from sentinel_core.metric_kinds import Situation, kind_of
 from sentinel_core.pause_record import read_record
+from sentinel_core.pause_upgrade import adoption_patch
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.rollout import (
     ControllerRevisions,
@@ -187,8 +188,11 @@ class Reconciler:
         try:
             target, workload = TargetState(exists=False), None
             left_behind: tuple[str, ...] = ()
+            adopted = ""
             if spec is not None:
                 target, workload = self._target(namespace, spec)
+                if workload is not None and status.is_true(ConditionType.ROLLOUT_PAUSED):
+                    target, workload, adopted = self._adopt(namespace, name, spec, workload, target)
                 left_behind = self._left_behind(resource, spec)
                 read = self._revisions(spec.target.kind, workload)
                 rollout = self._rollout(spec.target.kind, rollout, workload, read, started)
@@ -209,6 +213,7 @@ class Reconciler:
                     rollout=rollout,
                     notify_context=notifications.context_for(resource.uid, resource.status),
                     left_behind=left_behind,
+                    adopted=adopted,
                 )
             )
             # Pause first: a status claiming RolloutPaused over an unpaused target would later
@@ -256,6 +261,25 @@ class Reconciler:
         except kube.NotFound:
             return TargetState(exists=False), None
         return TargetState.from_workload(kind, workload), workload
+
+    def _adopt(
+        self,
+        namespace: str,
+        name: str,
+        spec: AnalysisSpec,
+        workload: dict[str, Any],
+        target: TargetState,
+    ) -> tuple[TargetState, dict[str, Any], str]:
+        """Adopt a pause this analysis made before paused-before existed (pause_upgrade)."""
+        kind, target_name = spec.target.kind, spec.target.name
+        patch = adoption_patch(kind, workload, f"{namespace}/{name}")
+        if patch is None:
+            return target, workload, ""
+        written = writes.adopt(self.client, kind, namespace, target_name, patch)
+        if written is None:
+            return target, workload, ""
+        log.warning("adopted the pause of %s %s/%s", kind, namespace, target_name)
+        return TargetState.from_workload(kind, written), written, f"{kind} {target_name}"
 
     def _left_behind(self, resource: AnalysisResource, spec: AnalysisSpec) -> tuple[str, ...]:
         """Return the other targets this analysis still holds after its spec was edited.

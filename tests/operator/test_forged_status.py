@@ -292,6 +292,35 @@ def test_forged_counts_and_times_are_discarded_and_only_real_failures_pause(
         deployment_paused=deployment_paused(kube_client, namespace, name),
     )
 
+    # A pause recorded by a version before paused-before (docs/operator.md#upgrading): adopted
+    # once, with paused-before "false" written back and a PauseAdopted event; still paused.
+    before = "sentinel.example.com/paused-before"
+    kube_cluster.kubectl("-n", namespace, "annotate", "deployment", name, f"{before}-")
+
+    def adopted() -> dict[str, Any] | None:
+        for event in events_for(kube_client, namespace, name):
+            if event.get("reason") == "PauseAdopted":
+                return event
+        return None
+
+    event = wait_until(adopted, timeout=3 * INTERVAL, what="the PauseAdopted event")
+    assert event["type"] == "Normal"
+    assert event["message"].startswith(f"adopted the pause of Deployment {name} recorded by")
+    deployment = kube_client.request("GET", kube.workload_path("Deployment", namespace, name))
+    assert deployment["metadata"]["annotations"][before] == "false"
+    assert deployment["spec"]["paused"] is True
+    paused = condition(get_analysis(kube_client, namespace, name), "RolloutPaused")
+    assert (paused["status"], paused["reason"]) == ("True", "FailureLimitReached")
+    _note(
+        cluster_kind,
+        "paused-before removed from the paused Deployment (an earlier version's record)",
+        event=event["message"],
+        annotations={
+            k: v for k, v in deployment["metadata"]["annotations"].items() if "sentinel" in k
+        },
+        rollout_paused=paused,
+    )
+
 
 def test_a_forged_sequential_state_is_discarded_and_the_status_written_again(
     operator: OperatorProcess,
