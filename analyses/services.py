@@ -38,7 +38,7 @@ from sentinel_core.pause_record import read_record
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus
-from sentinel_core.target import Released
+from sentinel_core.workload_kinds import Released
 
 # Top-level spec fields that may be absent (docs/resource.md): an update leaving one out removes it.
 _OPTIONAL_SPEC_FIELDS = ("failureWindow", "notify")

@@ -46,7 +46,7 @@ from sentinel_core.metric_kinds import Ask, Situation, kind_of
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.spec import AnalysisSpec, InvalidSpecError, parse_spec
 from sentinel_core.status import AnalysisStatus, Rollout
-from sentinel_core.target import TargetState
+from sentinel_core.workload_kinds import TargetState
 from sentinel_operator.measuring import measure_from
 from sentinel_operator.providers import Providers
 

@@ -51,23 +51,24 @@ from sentinel_cluster import kube, revisions, writes
 from sentinel_cluster.replicasets import compared_hashes, newest_replicaset_created
 from sentinel_core.conditions import ConditionType
 from sentinel_core.decision import Decision, Observation, after_conflict, decide
-from sentinel_core.kinds import DEPLOYMENT, KINDS
+from sentinel_core.kinds import KINDS
 from sentinel_core.measurement import Measurement
 from sentinel_core.metric_kinds import Situation, kind_of
 from sentinel_core.pause_record import read_record
 from sentinel_core.pause_upgrade import adoption_patch
 from sentinel_core.resource import AnalysisResource
-from sentinel_core.rollout import (
-    ControllerRevisions,
-    next_revision_rollout,
-    next_rollout,
-    template_hash,
-)
 from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus, Rollout
 from sentinel_core.status_check import check
 from sentinel_core.status_seal import seal, unseal
-from sentinel_core.target import TargetState
+from sentinel_core.workload_kinds import (
+    ControllerRevisions,
+    TargetState,
+    kind_named,
+    next_revision_rollout,
+    next_rollout,
+    template_hash,
+)
 from sentinel_operator import sealing, templating
 from sentinel_operator.history import Attempt
 from sentinel_operator.measuring import NO_HASHES, measure_from
@@ -307,7 +308,7 @@ class Reconciler:
         self, kind: str, workload: Mapping[str, Any] | None
     ) -> ControllerRevisions | None:
         """Return what a StatefulSet's or DaemonSet's controller rolls out (read once)."""
-        if workload is None or kind == DEPLOYMENT:
+        if workload is None or kind_named(kind).revisions is None:
             return None
         return revisions.read(self.client, kind, workload)
 

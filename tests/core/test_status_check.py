@@ -36,7 +36,7 @@ from sentinel_core.metric_kinds.sequential import (
 from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus, Rollout
 from sentinel_core.status_check import MAX_CLOCK_SKEW, check, state_problem, trusted
-from sentinel_core.target import TargetState
+from sentinel_core.workload_kinds import TargetState
 from tests.core.test_decision import World, failing, no_data, passing, spec_with
 from tests.core.test_decision_properties import METRICS, measure
 from tests.core.test_decision_properties import step as history_step

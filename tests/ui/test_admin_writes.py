@@ -21,7 +21,7 @@ from django.urls import reverse
 from analyses import mirror
 from analyses.models import Analysis
 from sentinel_cluster import kube, writes
-from sentinel_core.target import PauseTarget
+from sentinel_core.workload_kinds import PauseTarget
 from testkit.clusters import kube_client
 from testkit.devcluster import DevCluster
 from testkit.manifests import ra_manifest, workload_manifest
