@@ -79,6 +79,8 @@ EVENTS = {
     ("Warning", "UntrustedPauseRecord"),
     ("Warning", "PauseLeftBehind"),
     ("Warning", "StatusDiscarded"),
+    # docs/operator.md#upgrading: a pause recorded before paused-before, adopted once.
+    ("Normal", "PauseAdopted"),
 }
 VERDICTS = {"Pass", "Fail", "Inconclusive"}
 OUTCOMES = {"Pass", "Fail", "Inconclusive", "Error"}
@@ -103,6 +105,8 @@ STATUS_FIELDS = {
     "rollout",
     # docs/templates.md: the template generations the spec was resolved from.
     "templates",
+    # docs/status.md#what-the-operator-trusts-in-its-status: the operator's seal.
+    "seal",
 }
 
 
