@@ -280,7 +280,13 @@ def resume_analysis(
         resumption = resume(
             AnalysisStatus.from_dict(fresh.get("status")), now=moment, actor=actor, via=via
         )
-        return resumption.status.to_dict()
+        written = resumption.status.to_dict()
+        # The operator's seal is kept: the evidence it sealed still verifies, and the count the
+        # resume resets needs none (docs/status.md#what-the-operator-trusts-in-its-status).
+        sealed = (fresh.get("status") or {}).get("seal")
+        if isinstance(sealed, str):
+            written["seal"] = sealed
+        return written
 
     with _translated(analysis.namespace, analysis.name):
         raw = _current(client, analysis, path)

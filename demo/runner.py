@@ -51,6 +51,9 @@ from testkit.realcluster import RealCluster
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 STATUS_POLL_SECONDS = 2.0
+# How long the operator and the web server may take to stop on Ctrl-C, together, before they are
+# SIGKILLed (demo/children.py: a notification being rendered can take longer).
+CHILDREN_STOP_SECONDS = 4.0
 # Seconds each cluster may take to become ready: devcluster needs about two, the real control
 # plane about four on an idle machine and more on a busy one.
 READY_TIMEOUT = {"devcluster": 60.0, "realcluster": 120.0}
@@ -400,8 +403,9 @@ class Demo:
         # kube-apiserver and etcd in that order).
         for child in self._children:
             child.terminate()
+        deadline = time.monotonic() + CHILDREN_STOP_SECONDS
         for child in self._children:
-            child.stop()
+            child.stop_by(deadline)
         if self._pods is not None:
             self._pods.stop()
         if self._pods_api is not None:

@@ -11,6 +11,8 @@
   cannot be trusted, changes nothing.
 - ``clean_up``: remove a pause record a person left stale (a resume by hand) or made
   untrustworthy, leaving the spec as it is.
+- ``adopt``: complete a pause record written before ``paused-before`` existed
+  (``sentinel_core.pause_upgrade``).
 
 Each re-reads on a conflict at most ``CONFLICT_RETRIES`` times and then raises ``kube.Conflict``;
 callers decide what that means to them (backoff for the operator, a 409 for a person). The
@@ -143,3 +145,22 @@ def clean_up(
     except (kube.Conflict, kube.NotFound):
         return False
     return True
+
+
+def adopt(
+    client: kube.KubeClient, kind: str, namespace: str, name: str, patch: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """Apply ``adoption_patch``'s ``patch``; return the target as written, None on a 409 or 404.
+
+    The patch carries the resourceVersion read: a target changed meanwhile is left to the next
+    evaluation, which reads it afresh.
+    """
+    try:
+        return client.request(
+            "PATCH",
+            kube.workload_path(kind, namespace, name),
+            body=dict(patch),
+            content_type=kube.MERGE_PATCH,
+        )
+    except (kube.Conflict, kube.NotFound):
+        return None

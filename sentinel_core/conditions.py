@@ -159,6 +159,9 @@ class EventReason(StrEnum):
     # Parts of the status read back that the operator cannot have written were discarded and
     # recomputed (docs/status.md#what-the-operator-trusts-in-its-status).
     STATUS_DISCARDED = "StatusDiscarded"
+    # A pause recorded before paused-before existed, adopted once on upgrade
+    # (docs/operator.md#upgrading).
+    PAUSE_ADOPTED = "PauseAdopted"
 
 
 EVENT_TYPES: MappingProxyType[EventReason, EventType] = MappingProxyType(
@@ -175,6 +178,7 @@ EVENT_TYPES: MappingProxyType[EventReason, EventType] = MappingProxyType(
         EventReason.UNTRUSTED_PAUSE_RECORD: EventType.WARNING,
         EventReason.PAUSE_LEFT_BEHIND: EventType.WARNING,
         EventReason.STATUS_DISCARDED: EventType.WARNING,
+        EventReason.PAUSE_ADOPTED: EventType.NORMAL,
     }
 )
 

@@ -10,12 +10,12 @@ the future is dropped (a condition's is moved to now), a rollout from the future
 
 ``decide`` checks its ``Observation.previous`` first and reports the sentences in one Warning
 Event ``StatusDiscarded``; the status it writes holds none of it, so the Event comes once per
-discard. The reconciler checks the same status before it measures (``trusted``), so a sequential
-metric reads its steps from where the core continues. Pure: no I/O, no clock.
+discard. The reconciler checks the status it read before it measures, so a sequential metric
+reads its steps from where the core continues, and hands ``decide`` the sentences.
 
 What no check can tell from the status alone is a value the operator could have written, e.g.
-``failures: 2`` beside ``lastVerdict: Fail``. That is why a pause also needs a Fail of the
-evaluation itself (``decide``): a forged count never pauses on its own.
+``failures: 2`` beside ``lastVerdict: Fail``: the operator's seal (``status_seal``) does, and a
+pause also needs a Fail of the evaluation itself (``decide``). Pure: no I/O, no clock.
 """
 
 from __future__ import annotations

@@ -13,21 +13,37 @@ are its grandchildren (the operator forks the sentinel, the sentinel forks the w
 - ``die_with_parent`` (``prctl(PR_SET_PDEATHSIG)``) has the kernel signal a process when the
   thread that forked it ends; ``children_die_with_this_process`` sets it, with SIGKILL, in every
   child forked from then on, in the child itself right after the fork.
+- ``no_task_once_gone`` has every django-q2 worker forked from then on ask ``operator_gone``
+  before each task it starts, whatever the task (a reconcile, a notification, a backtest, a
+  periodic job), and exit instead of running it: after a SIGKILL the sentinel stops as on a
+  normal stop, and its workers would otherwise run the tasks already in their queue (the soak
+  saw a notification sent by an orphan). What they leave is claimed, and the next operator
+  queues it again when the claim runs out. A task that gives its work back itself once the
+  operator is gone (``hands_back``: the reconcile batch, whose members are then due at once)
+  is let through to do so.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import logging
 import os
 import select
 import signal
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
 
 # The pipe's ends in this process; None where no operator opened one.
 _read_end: int | None = None
 _write_end: int | None = None
+# The tasks (module.qualname) that ask ``operator_gone`` themselves and give their work back.
+_hands_back: set[str] = set()
+_Task = TypeVar("_Task", bound=Callable[..., Any])
 # The pid of the process that forked last, read in the child (see children_die_with_...).
 _forked_by = 0
 
@@ -57,6 +73,40 @@ def operator_gone() -> bool:
     poller.register(_read_end, select.POLLIN | select.POLLHUP)
     # Nobody ever writes: readable means the last write end is closed.
     return bool(poller.poll(0))
+
+
+def hands_back(task: _Task) -> _Task:
+    """Mark ``task`` as one that gives its work back itself once the operator is gone."""
+    _hands_back.add(_name(task))
+    return task
+
+
+def _name(task: Callable[..., Any]) -> str:
+    return f"{getattr(task, '__module__', '')}.{getattr(task, '__qualname__', '')}"
+
+
+def no_task_once_gone() -> None:
+    """Have each django-q2 worker exit, not run its next task, once the operator is gone."""
+    from django_q.signals import pre_execute
+
+    # Sent by the worker right before it calls the task, outside the task's own try.
+    pre_execute.connect(_refuse_once_gone, weak=False, dispatch_uid="lifeline")
+
+
+def _refuse_once_gone(
+    sender: object, func: Callable[..., Any] | None, task: dict[str, Any], **kwargs: Any
+) -> None:
+    if func is not None and _name(func) in _hands_back:
+        return
+    if operator_gone():
+        log.warning(
+            "worker %d: the operator is gone; task %s left to its claim for the next operator",
+            os.getpid(),
+            task.get("name", "?"),
+        )
+        # Not an exception, which django-q2 would log as a crash of the worker: the worker
+        # ends here, and the sentinel, stopping, does not start another.
+        os._exit(0)
 
 
 def die_with_parent(signum: int) -> None:

@@ -55,10 +55,12 @@ from sentinel_core.kinds import KINDS
 from sentinel_core.measurement import Measurement
 from sentinel_core.metric_kinds import Situation, kind_of
 from sentinel_core.pause_record import read_record
+from sentinel_core.pause_upgrade import adoption_patch
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus, Rollout
-from sentinel_core.status_check import trusted
+from sentinel_core.status_check import check
+from sentinel_core.status_seal import seal, unseal
 from sentinel_core.workload_kinds import (
     ControllerRevisions,
     TargetState,
@@ -67,7 +69,7 @@ from sentinel_core.workload_kinds import (
     next_rollout,
     template_hash,
 )
-from sentinel_operator import templating
+from sentinel_operator import sealing, templating
 from sentinel_operator.history import Attempt
 from sentinel_operator.measuring import NO_HASHES, measure_from
 from sentinel_operator.metrics import operator_metrics
@@ -98,6 +100,7 @@ class Reconciler:
         monotonic: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
         instance: str = "",
+        seal_key: bytes | None = None,
     ) -> None:
         self.client = client
         # Each metric's provider (docs/operations.md#metric-providers); tests: Providers.single.
@@ -106,6 +109,8 @@ class Reconciler:
         self._monotonic = monotonic
         self._rng = rng or random.Random()
         self.instance = instance
+        # What status.seal is made and checked with (sentinel_operator/sealing.py).
+        self._seal_key = seal_key if seal_key is not None else sealing.seal_key()
 
     def reconcile(
         self,
@@ -169,15 +174,26 @@ class Reconciler:
         resource = _resolved_resource(raw, resolution)
         spec = resource.valid_spec
         measurements: tuple[Measurement, ...] = ()
-        # The status as decide will go on from it: the rollout and each sequential metric's
-        # steps are read from there (docs/status.md#what-the-operator-trusts-in-its-status).
-        status = trusted(resource.status, spec=spec, generation=resource.generation, now=started)
+        # The status as decide will go on from it: what the operator cannot have written, then
+        # what it did not seal, discarded; the rollout and each sequential metric's steps are
+        # read from there (docs/status.md#what-the-operator-trusts-in-its-status).
+        checked = check(resource.status, spec=spec, generation=resource.generation, now=started)
+        sealed = unseal(
+            checked.status,
+            (raw.get("status") or {}).get("seal"),
+            key=self._seal_key,
+            uid=resource.uid,
+        )
+        status = sealed.status
         rollout = status.rollout
         try:
             target, workload = TargetState(exists=False), None
             left_behind: tuple[str, ...] = ()
+            adopted = ""
             if spec is not None:
                 target, workload = self._target(namespace, spec)
+                if workload is not None and status.is_true(ConditionType.ROLLOUT_PAUSED):
+                    target, workload, adopted = self._adopt(namespace, name, spec, workload, target)
                 left_behind = self._left_behind(resource, spec)
                 read = self._revisions(spec.target.kind, workload)
                 rollout = self._rollout(spec.target.kind, rollout, workload, read, started)
@@ -190,13 +206,15 @@ class Reconciler:
                     name=name,
                     generation=resource.generation,
                     spec=resource.spec,
-                    previous=resource.status,
+                    previous=status,
+                    discarded=checked.discarded + sealed.discarded,
                     target=target,
                     measurements=measurements,
                     now=started,
                     rollout=rollout,
                     notify_context=notifications.context_for(resource.uid, resource.status),
                     left_behind=left_behind,
+                    adopted=adopted,
                 )
             )
             # Pause first: a status claiming RolloutPaused over an unpaused target would later
@@ -218,7 +236,12 @@ class Reconciler:
                     self.client, spec.target.kind, namespace, spec.target.name, workload
                 )
             write = _StatusWrite(
-                raw, resource.status, decision, resolution.templates, resolution.metrics
+                raw,
+                resource.status,
+                decision,
+                resolution.templates,
+                resolution.metrics,
+                seal_key=self._seal_key,
             )
             answer = writes.write_status(self.client, raw, write.status_for)
         except writes.AnalysisGone:
@@ -244,6 +267,25 @@ class Reconciler:
         except kube.NotFound:
             return TargetState(exists=False), None
         return TargetState.from_workload(kind, workload), workload
+
+    def _adopt(
+        self,
+        namespace: str,
+        name: str,
+        spec: AnalysisSpec,
+        workload: dict[str, Any],
+        target: TargetState,
+    ) -> tuple[TargetState, dict[str, Any], str]:
+        """Adopt a pause this analysis made before paused-before existed (pause_upgrade)."""
+        kind, target_name = spec.target.kind, spec.target.name
+        patch = adoption_patch(kind, workload, f"{namespace}/{name}")
+        if patch is None:
+            return target, workload, ""
+        written = writes.adopt(self.client, kind, namespace, target_name, patch)
+        if written is None:
+            return target, workload, ""
+        log.warning("adopted the pause of %s %s/%s", kind, namespace, target_name)
+        return TargetState.from_workload(kind, written), written, f"{kind} {target_name}"
 
     def _left_behind(self, resource: AnalysisResource, spec: AnalysisSpec) -> tuple[str, ...]:
         """Return the other targets this analysis still holds after its spec was edited.
@@ -396,8 +438,11 @@ class _StatusWrite:
         decision: Decision,
         templates: tuple[dict[str, Any], ...] | None = None,
         metrics: tuple[dict[str, Any], ...] | None = None,
+        *,
+        seal_key: bytes,
     ) -> None:
         self._raw, self._read, self._decided = raw, read, decision
+        self._seal_key = seal_key
         self.decision = decision
         # status.templates: the template generations the spec was resolved from;
         # status.resolvedMetrics: what was evaluated, with where each metric came from.
@@ -422,6 +467,8 @@ class _StatusWrite:
             written["templates"] = list(self._templates)
         if self._metrics is not None:
             written["resolvedMetrics"] = list(self._metrics)
+        uid = str((self._raw.get("metadata") or {}).get("uid") or "")
+        written["seal"] = seal(self.written, key=self._seal_key, uid=uid)
         return written
 
 

@@ -280,8 +280,8 @@ def _sentinel_of(parent: int, listener: socket.socket, stop_event: Any, *args: A
     - the operator's ``/metrics`` listener and the write end of the lifeline pipe, inherited
       by the fork, are closed: only the operator holds them;
     - the kernel sends SIGUSR1 when the operator dies (PR_SET_PDEATHSIG), which sets the
-      cluster's stop event: the pusher takes no more tasks, a running evaluation finishes and
-      none starts (workers ask ``lifeline.operator_gone``), and the processes exit as on a
+      cluster's stop event: the pusher takes no more tasks, a running task finishes and no
+      worker starts another (``lifeline.no_task_once_gone``), and the processes exit as on a
       normal stop. Should that stop hang, the sentinel exits once a task's time limit has
       passed;
     - every process the sentinel forks is SIGKILLed by the kernel when the sentinel dies.
@@ -290,6 +290,7 @@ def _sentinel_of(parent: int, listener: socket.socket, stop_event: Any, *args: A
 
     listener.close()
     lifeline.drop_write_end()
+    lifeline.no_task_once_gone()
     # Time for the running tasks to end: django-q2's own limit on one, and a little.
     grace = float(settings.Q_CLUSTER.get("timeout") or 60) + 5.0
 

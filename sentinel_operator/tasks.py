@@ -121,6 +121,7 @@ def reconcile_one(
     return result(current.reconcile(namespace, name, due_at=due, uid=uid)).value
 
 
+@lifeline.hands_back
 def reconcile_batch_task(members: Sequence[Sequence[str]], claimed_until: str) -> list[str]:
     """Reconcile each of ``members`` at its due time, in order; return each one's result.
 

@@ -86,6 +86,13 @@ class Observation:
     # holds ("Deployment checkout"), read right after a spec edit of an analysis that claimed a
     # pause: the spec was pointed elsewhere with the pause left behind.
     left_behind: tuple[str, ...] = ()
+    # What the reconciler already discarded from the status it read to make ``previous`` (the
+    # checks of status_check, then what the operator's seal does not verify: status_seal), one
+    # sentence each; reported in the StatusDiscarded Event with what ``decide``'s check finds.
+    discarded: tuple[str, ...] = ()
+    # The target ("Deployment checkout") whose pre-paused-before record the reconciler adopted
+    # this attempt (sentinel_core.pause_upgrade); "" when none. Reported in a PauseAdopted Event.
+    adopted: str = ""
 
     @property
     def key(self) -> str:
@@ -163,7 +170,7 @@ def decide(obs: Observation) -> Decision:
     )
     obs = replace(obs, previous=checked.status)
     prev = obs.previous
-    discarded = _discarded_events(checked.discarded)
+    discarded = _discarded_events(obs.discarded + checked.discarded) + _adopted_events(obs)
     seen = prev.observed_generation
     spec_changed = seen is not None and seen != obs.generation
     # A spec edit starts the count afresh before anything else is counted.
@@ -473,6 +480,17 @@ def _ready_events(before: Condition | None, after: Condition, spec_changed: bool
     if renewed and after.reason in (Reason.METRICS_UNAVAILABLE, *_RENEWED):
         events.append(_event(EventReason(str(after.reason)), after.message))
     return events
+
+
+def _adopted_events(obs: Observation) -> tuple[Event, ...]:
+    if not obs.adopted:
+        return ()
+    message = (
+        f"adopted the pause of {obs.adopted} recorded by an earlier version (without "
+        "paused-before): recorded paused-before: false, so resuming this analysis releases it "
+        "as that version would"
+    )
+    return (_event(EventReason.PAUSE_ADOPTED, message),)
 
 
 def _discarded_events(discarded: tuple[str, ...]) -> tuple[Event, ...]:

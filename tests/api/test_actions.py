@@ -27,11 +27,14 @@ def _paused_by(*keys: str) -> dict[str, str]:
     return pause_record(*keys)
 
 
-def _pause_as_the_operator(client: kube.KubeClient, namespace: str, name: str) -> dict[str, Any]:
+def _pause_as_the_operator(
+    client: kube.KubeClient, namespace: str, name: str, seal: str | None = None
+) -> dict[str, Any]:
     """Write a paused status through the status subresource, as the operator would; mirror it."""
     path = kube.analysis_path(namespace, name)
     resource = client.request("GET", path)
-    written = client.request("PUT", f"{path}/status", body={**resource, "status": paused_status()})
+    status = paused_status() if seal is None else {**paused_status(), "seal": seal}
+    written = client.request("PUT", f"{path}/status", body={**resource, "status": status})
     mirror.upsert_from_resource(written)
     return written
 
@@ -62,7 +65,9 @@ def test_resume_unpauses_the_target_and_resets_failures(
         deployment_manifest("checkout", namespace, paused=True, annotations=_paused_by(key)),
     )
     _create(api, namespace, "guard")
-    _pause_as_the_operator(cluster_client, namespace, "guard")
+    # The operator's seal (docs/status.md#what-the-operator-trusts-in-its-status).
+    seal = "v1:" + "e" * 32 + ":" + "c" * 32
+    _pause_as_the_operator(cluster_client, namespace, "guard", seal=seal)
     assert Analysis.objects.get(name="guard").paused
 
     response = api.post(f"analyses/{namespace}/guard/resume/")
@@ -75,6 +80,8 @@ def test_resume_unpauses_the_target_and_resets_failures(
     status = kubectl_json(api_cluster, "rolloutanalysis", "guard", "-n", namespace)["status"]
     assert status["failures"] == 0
     assert status["pausedAt"] is None
+    # The seal is kept: the evidence it covers still verifies, the reset count needs none.
+    assert status["seal"] == seal
     paused = next(c for c in status["conditions"] if c["type"] == "RolloutPaused")
     assert (paused["status"], paused["reason"]) == ("False", "ResumedByUser")
     assert "through the REST API" in paused["message"]

@@ -79,6 +79,8 @@ EVENTS = {
     ("Warning", "UntrustedPauseRecord"),
     ("Warning", "PauseLeftBehind"),
     ("Warning", "StatusDiscarded"),
+    # docs/operator.md#upgrading: a pause recorded before paused-before, adopted once.
+    ("Normal", "PauseAdopted"),
 }
 VERDICTS = {"Pass", "Fail", "Inconclusive"}
 OUTCOMES = {"Pass", "Fail", "Inconclusive", "Error"}
@@ -105,6 +107,8 @@ STATUS_FIELDS = {
     # resolved metrics with the template each came from.
     "templates",
     "resolvedMetrics",
+    # docs/status.md#what-the-operator-trusts-in-its-status: the operator's seal.
+    "seal",
 }
 
 

@@ -251,9 +251,12 @@ def test_demo_tells_the_story_and_stops_cleanly(
     children = descendants(demo.process.pid)
     assert len(children) >= 4, children  # devcluster, Prometheus, operator (+workers), web
     demo.process.send_signal(signal.SIGINT)
-    # 30 s, not 15: once, at the start of a full parallel run (the image being built beside
-    # it), the stop took longer; it still must exit 0 and leave no process behind.
-    assert demo.process.wait(timeout=30) == 0
+    # The operator and the web server get 4 s together, then are SIGKILLed (demo/children.py):
+    # measured 4.3-5.0 s in all at a load average of 13 on two cores, where waiting for the
+    # operator's running notification took 10.4 s.
+    stopping = time.monotonic()
+    assert demo.process.wait(timeout=15) == 0
+    print(f"the demo stopped {time.monotonic() - stopping:.1f} s after Ctrl-C")
     deadline = time.monotonic() + 5
     while any(alive(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.1)

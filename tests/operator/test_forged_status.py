@@ -25,12 +25,15 @@ until the operator has read it.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sentinel_cluster import kube
+from sentinel_core.metric_kinds.sequential import grid
 from testkit.clusters import Cluster, kubectl_apply
 from testkit.manifests import analysis_manifest, deployment_manifest
 from testkit.metrics_app import GaugeSetter
@@ -116,30 +119,33 @@ def test_forged_counts_and_times_are_discarded_and_only_real_failures_pause(
     wait_rows(operator, namespace, name, lambda rows: len(rows) >= 1, what="a first evaluation")
     assert _status(kube_client, namespace, name)["lastVerdict"] == "Inconclusive"
 
-    # failures: 5 beside a real Inconclusive: the operator could have written it, so it stands;
-    # but Inconclusive evaluations pause nothing (before, the first one paused).
-    def five_read() -> bool:
-        rows = operator.evaluations(namespace, name)
-        return bool(rows) and rows[-1]["failures_after"] == 5
+    def discarded(count: int) -> Callable[[], bool]:
+        return lambda: len(_discards(kube_client, namespace, name)) >= count
 
-    _forge(kube_cluster, kube_client, namespace, name, lambda s: {"failures": 5}, five_read)
+    # failures: 5 beside a real Inconclusive: a count the operator could have written, but did
+    # not seal: counted again from 0 (before the seal it stood).
+    _forge(kube_cluster, kube_client, namespace, name, lambda s: {"failures": 5}, discarded(1))
+    (message,) = _discards(kube_client, namespace, name)
+    assert "failures 5 has a seal the operator did not make" in message
+    assert "counted again from 0" in message
     rows = wait_rows(
         operator,
         namespace,
         name,
-        lambda rows: sum(r["failures_after"] == 5 for r in rows) >= 3,
+        lambda rows: len(rows) >= 3,
         timeout=4 * INTERVAL,
-        what="three Inconclusive evaluations after the forged count",
+        what="Inconclusive evaluations after the forged count",
     )
-    assert {r["outcome"] for r in rows if r["failures_after"] == 5} == {"Inconclusive"}
+    assert {r["outcome"] for r in rows} == {"Inconclusive"}
+    assert {r["failures_after"] for r in rows} == {0}
     assert not any(r["paused"] for r in rows)
     assert not deployment_paused(kube_client, namespace, name)
-    assert _discards(kube_client, namespace, name) == []
     paused = condition(get_analysis(kube_client, namespace, name), "RolloutPaused")
     assert (paused["status"], paused["reason"]) == ("False", "NotPaused")
     _note(
         cluster_kind,
         "failures: 5 beside a real Inconclusive",
+        event=message,
         outcomes=[(r["outcome"], r["failures_after"], bool(r["paused"])) for r in rows],
         rollout_paused=paused["message"],
         deployment_paused=deployment_paused(kube_client, namespace, name),
@@ -153,11 +159,8 @@ def test_forged_counts_and_times_are_discarded_and_only_real_failures_pause(
         what="a Pass",
     )
 
-    def discarded(count: int) -> Callable[[], bool]:
-        return lambda: len(_discards(kube_client, namespace, name)) >= count
-
-    _forge(kube_cluster, kube_client, namespace, name, lambda s: {"failures": 5}, discarded(1))
-    (message,) = _discards(kube_client, namespace, name)
+    _forge(kube_cluster, kube_client, namespace, name, lambda s: {"failures": 5}, discarded(2))
+    (message,) = [m for m in _discards(kube_client, namespace, name) if "sealed" not in m]
     assert "failures 5 follows lastVerdict Pass: only a Fail counts and a Pass resets" in message
     wait_until(
         lambda: _status(kube_client, namespace, name).get("failures") == 0,
@@ -180,7 +183,7 @@ def test_forged_counts_and_times_are_discarded_and_only_real_failures_pause(
         ]
         return {"lastEvaluationTime": DAY_AHEAD, "pausedAt": DAY_AHEAD, "conditions": conditions}
 
-    _forge(kube_cluster, kube_client, namespace, name, ahead, discarded(2))
+    _forge(kube_cluster, kube_client, namespace, name, ahead, discarded(3))
     (message,) = [m for m in _discards(kube_client, namespace, name) if "failures 5" not in m]
     assert f"lastEvaluationTime {DAY_AHEAD} is in the future" in message
     assert f"pausedAt {DAY_AHEAD} is in the future" in message
@@ -208,8 +211,34 @@ def test_forged_counts_and_times_are_discarded_and_only_real_failures_pause(
         },
     )
 
-    # A real regression: paused after exactly failureLimit (3) failures the operator counted.
+    # A real regression. After its first Fail, failures: 2 beside it (what the operator writes
+    # after a second one) would bring the pause one evaluation early: it is not sealed, so the
+    # count starts from 0 again and the pause comes after failureLimit (3) Fails in a row that
+    # the operator counted.
     gauge(0.9)
+    wait_rows(
+        operator,
+        namespace,
+        name,
+        lambda rows: rows[-1]["outcome"] == "Fail",
+        timeout=3 * INTERVAL,
+        what="a first Fail",
+    )
+    # One more than counted: forged from the status as read, so never the value already there.
+    _forge(
+        kube_cluster,
+        kube_client,
+        namespace,
+        name,
+        lambda s: {"failures": s["failures"] + 1},
+        discarded(4),
+    )
+    (message,) = [
+        m
+        for m in _discards(kube_client, namespace, name)
+        if "has a seal the operator did not make" in m and "failures 5" not in m
+    ]
+    assert re.search(r"failures [23] has a seal the operator did not make", message)
     rows = wait_rows(
         operator,
         namespace,
@@ -218,21 +247,78 @@ def test_forged_counts_and_times_are_discarded_and_only_real_failures_pause(
         timeout=6 * INTERVAL,
         what="the pause",
     )
-    fails = [r for r in rows if r["outcome"] == "Fail"]
-    assert [(r["failures_after"], bool(r["paused"])) for r in fails] == [
-        (1, False),
-        (2, False),
-        (3, True),
-    ]
+    fails = [(r["failures_after"], bool(r["paused"])) for r in rows if r["outcome"] == "Fail"]
+    # The last Fails counted 1, 2, 3 from the discarded count, after at least one counted
+    # before it; only the third paused.
+    assert fails[-3:] == [(1, False), (2, False), (3, True)] and len(fails) >= 4
+    assert [paused for _, paused in fails].count(True) == 1
     assert deployment_paused(kube_client, namespace, name)
-    # Once per discard: two forgeries, two Events, however many attempts since.
-    assert len(_discards(kube_client, namespace, name)) == 2
+    # Once per discard: four forgeries, four Events, however many attempts since (the
+    # operator's own sealed status verifies every time on the API server's round trip).
+    assert len(_discards(kube_client, namespace, name)) == 4
     _note(
         cluster_kind,
-        "then a real regression",
-        fails=[(r["failures_after"], bool(r["paused"])) for r in fails],
+        "failures: 2 beside a real Fail, then the regression",
+        event=message,
+        fails=fails,
         rollout_paused=condition(get_analysis(kube_client, namespace, name), "RolloutPaused"),
         discard_events=len(_discards(kube_client, namespace, name)),
+    )
+
+    # A status written before the seal existed (an upgrade): the seal removed. The pause is the
+    # target's record and the RolloutPaused condition, neither sealed: it stays, and the count
+    # read afresh is not a second pause.
+    _forge(kube_cluster, kube_client, namespace, name, lambda s: {"seal": None}, discarded(5))
+    (message,) = [m for m in _discards(kube_client, namespace, name) if "has no seal" in m]
+    assert re.search(r"failures \d+ has no seal", message)
+    seen = len(operator.evaluations(namespace, name))
+    wait_rows(
+        operator,
+        namespace,
+        name,
+        lambda rows: len(rows) >= seen + 2,
+        timeout=4 * INTERVAL,
+        what="evaluations after the seal was removed",
+    )
+    assert deployment_paused(kube_client, namespace, name)
+    paused = condition(get_analysis(kube_client, namespace, name), "RolloutPaused")
+    assert (paused["status"], paused["reason"]) == ("True", "FailureLimitReached")
+    assert _status(kube_client, namespace, name).get("seal", "").startswith("v1:")
+    _note(
+        cluster_kind,
+        "seal removed from a paused analysis (an upgrade)",
+        event=message,
+        rollout_paused=paused,
+        deployment_paused=deployment_paused(kube_client, namespace, name),
+    )
+
+    # A pause recorded by a version before paused-before (docs/operator.md#upgrading): adopted
+    # once, with paused-before "false" written back and a PauseAdopted event; still paused.
+    before = "sentinel.example.com/paused-before"
+    kube_cluster.kubectl("-n", namespace, "annotate", "deployment", name, f"{before}-")
+
+    def adopted() -> dict[str, Any] | None:
+        for event in events_for(kube_client, namespace, name):
+            if event.get("reason") == "PauseAdopted":
+                return event
+        return None
+
+    event = wait_until(adopted, timeout=3 * INTERVAL, what="the PauseAdopted event")
+    assert event["type"] == "Normal"
+    assert event["message"].startswith(f"adopted the pause of Deployment {name} recorded by")
+    deployment = kube_client.request("GET", kube.workload_path("Deployment", namespace, name))
+    assert deployment["metadata"]["annotations"][before] == "false"
+    assert deployment["spec"]["paused"] is True
+    paused = condition(get_analysis(kube_client, namespace, name), "RolloutPaused")
+    assert (paused["status"], paused["reason"]) == ("True", "FailureLimitReached")
+    _note(
+        cluster_kind,
+        "paused-before removed from the paused Deployment (an earlier version's record)",
+        event=event["message"],
+        annotations={
+            k: v for k, v in deployment["metadata"]["annotations"].items() if "sentinel" in k
+        },
+        rollout_paused=paused,
     )
 
 
@@ -344,6 +430,42 @@ def test_a_forged_sequential_state_is_discarded_and_the_status_written_again(
             event=next(m for m in messages if said in m),
             status_after=status["metricResults"][0],
         )
+
+    # A state every check above passes: one step tiling since..through, counts adding up, log
+    # ratios within what 1000 bad new events can give, evidence ~e^50 far above the ~20 needed.
+    # The operator could have written it but did not seal it: read again from the rollout's
+    # start (before the seal, the next evaluation failed and, at failureLimit 1, paused).
+    def consistent(status: dict[str, Any]) -> dict[str, Any]:
+        since = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=1)
+        key = ((status["metricResults"][0].get("sequential") or {}).get("key")) or "forged/1"
+        steps = [math.log(float(point)) for point in grid(1.0)]
+        return state_with(
+            key=key,
+            since=since.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            through=(since + timedelta(seconds=INTERVAL)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            steps=1,
+            newBad=1000,
+            newTotal=1000,
+            oldBad=10,
+            oldTotal=1000,
+            logRatios=[round(50 * step, 6) for step in steps],
+        )(status)
+
+    _forge(kube_cluster, kube_client, namespace, name, consistent, discarded(len(shapes) + 1))
+    said = "the sequential state of errors-vs-old has a seal the operator did not make"
+    (message,) = [m for m in _discards(kube_client, namespace, name) if said in m]
+    assert "the evidence starts afresh from the rollout" in message
+    status = wait_until(rewritten, timeout=3 * INTERVAL, what="the status written again")
+    if cluster_kind == "real":
+        assert status["metricResults"][0]["sequential"]["evidence"] == 1.0
+    assert status["metricResults"][0]["verdict"] == "Inconclusive"
+    _note(
+        cluster_kind,
+        "sequential state: self-consistent, evidence e^50, unsealed",
+        event=message,
+        status_after=status["metricResults"][0],
+    )
+    shapes.append(("self-consistent", consistent, "unsealed"))
 
     # Never paused on forged evidence (failureLimit 1); each forgery one Event.
     wait_rows(operator, namespace, name, lambda rows: len(rows) >= 2, what="evaluations")

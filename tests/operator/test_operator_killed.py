@@ -11,6 +11,9 @@ batches wait in the queue, when the operator is SIGKILLed. Then:
   its answer (no child inherited the listener);
 - the evaluations that were running finish, none starts: no query reaches Prometheus after
   the kill and no history row starts after it;
+- a notification the pump had queued behind them is not sent by the killed operator's
+  workers (before, they ran the tasks left in their queue while the sentinel stopped): the
+  restarted operator sends it, once, when the claim on it runs out;
 - within a few seconds no process of the killed operator is left;
 - the same command restarted on the same port serves ``/metrics`` and evaluates again.
 
@@ -20,9 +23,11 @@ And django-q2's sentinel SIGKILLed on its own takes its workers, pusher and moni
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
+import sqlite3
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -39,6 +44,7 @@ from testkit.observe import wait_rows
 from testkit.operator import OperatorProcess, ProxiedStart, StartOperator
 from testkit.processes import alive, descendants, holding_sockets
 from testkit.waiting import wait_until
+from testkit.webhook import WebhookReceiver
 
 INTERVAL = 5.0
 # Two groups applied two seconds apart: while the first group's batches hold both workers, the
@@ -89,14 +95,42 @@ def _started_after(operator: OperatorProcess, namespace: str, moment: datetime) 
     ]
 
 
+def _queue_delivery(operator: OperatorProcess, namespace: str) -> int:
+    """Store a due delivery of analysis a1 to channel "hook", as an evaluation would; its pk."""
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    with contextlib.closing(sqlite3.connect(operator.database, timeout=10)) as connection:
+        (analysis,) = connection.execute(
+            "SELECT id FROM analyses_analysis WHERE namespace = ? AND name = 'a1'", (namespace,)
+        ).fetchall()
+        cursor = connection.execute(
+            "INSERT INTO notifications_delivery (key, analysis_id, namespace, name, channel, "
+            "event, message, transition_at, created_at, state, attempts, next_attempt_at, "
+            "last_error) VALUES (?, ?, ?, 'a1', 'hook', 'Paused', 'queued before the kill', "
+            "?, ?, 'pending', 0, ?, '')",
+            (f"{namespace}/a1/Paused/hook", analysis[0], namespace, now, now, now),
+        )
+        connection.commit()
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+
 def test_a_sigkilled_operator_leaves_no_process_and_its_restart_serves_the_port(
-    start_proxied: ProxiedStart, kube_cluster: Cluster, gauge: GaugeSetter, case: str
+    start_proxied: ProxiedStart,
+    kube_cluster: Cluster,
+    gauge: GaugeSetter,
+    case: str,
+    webhook: WebhookReceiver,
+    tmp_path: Path,
 ) -> None:
     namespace, fault_proxy = start_proxied.namespace, start_proxied.fault_proxy
+    config = tmp_path / "notify.yaml"
+    config.write_text(json.dumps({"channels": [{"name": "hook", "url": webhook.apprise_url}]}))
     operator = start_proxied(
         SENTINEL_Q_WORKERS="2",
         # A held query stays held until the test lets it go, never timed out meanwhile.
         SENTINEL_PROMETHEUS_TIMEOUT="30",
+        SENTINEL_NOTIFY_CONFIG=str(config),
+        SENTINEL_PUBLIC_URL="https://sentinel.example.test",
     )
     gauge(0.1)
     metrics = [gauge_metric(case, 0.5)]
@@ -120,9 +154,34 @@ def test_a_sigkilled_operator_leaves_no_process_and_its_restart_serves_the_port(
         return holders if len(holders) == 2 and _taken_tasks(operator) >= 3 else None
 
     workers = wait_until(busy, timeout=3 * INTERVAL + 15, interval=0.05, what="two held workers")
+    # A notification queued behind the held evaluations: the pump claims it and the sentinel's
+    # pusher takes its task (a lock on one more broker row).
+    taken = _taken_tasks(operator)
+    delivery = _queue_delivery(operator, namespace)
+    wait_until(
+        lambda: _taken_tasks(operator) > taken,
+        timeout=10,
+        interval=0.05,
+        what="the delivery's task taken by the sentinel",
+    )
     family = descendants(operator.pid)
     with _reaped(family):
-        _kill_and_restart(operator, fault_proxy, namespace, workers, family)
+        _kill_and_restart(operator, fault_proxy, namespace, workers, family, webhook)
+    # Sent by the restarted operator only, once the killed one's claim ran out.
+    (sent,) = wait_until(
+        lambda: webhook.messages, timeout=30, what="the delivery sent after the restart"
+    )
+    assert "queued before the kill" in sent.message
+
+    def recorded() -> tuple[str, int] | None:
+        (row,) = operator.query(
+            "SELECT state, attempts FROM notifications_delivery WHERE id = ?", (delivery,)
+        )
+        return (row["state"], row["attempts"]) if row["state"] != "pending" else None
+
+    # The try is recorded after the send: one try, sent.
+    assert wait_until(recorded, timeout=10, what="the try recorded") == ("sent", 1)
+    assert len(webhook.messages) == 1
 
 
 def _kill_and_restart(
@@ -131,6 +190,7 @@ def _kill_and_restart(
     namespace: str,
     workers: list[int],
     family: set[int],
+    webhook: WebhookReceiver,
 ) -> None:
     queries = fault_proxy.query_count
     killed_at = datetime.now(UTC)
@@ -152,6 +212,8 @@ def _kill_and_restart(
     # The two held evaluations finished; nothing started after the kill.
     assert fault_proxy.query_count == queries
     assert _started_after(operator, namespace, killed_at) == []
+    # Nor did a worker send the notification queued behind them.
+    assert webhook.messages == []
 
     started = time.monotonic()
     operator.start(timeout=60)
@@ -168,6 +230,15 @@ def _kill_and_restart(
             timeout=3 * INTERVAL + 20,
             what=f"{name} evaluated after the restart",
         )
+
+
+@pytest.fixture
+def webhook() -> Iterator[WebhookReceiver]:
+    receiver = WebhookReceiver().start()
+    try:
+        yield receiver
+    finally:
+        receiver.stop()
 
 
 # About the operator's own processes only: devcluster is enough.
