@@ -146,7 +146,8 @@ class Informer:
 
     @property
     def live(self) -> bool:
-        """Whether the cache is listed and its watch running: only then is it answered from."""
+        """Whether the cache is listed and its watch has not failed since: only then is it
+        answered from."""
         return self._live
 
     def get(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -179,6 +180,7 @@ class Informer:
         with self._lock:
             self._items, self._owned = stored, owned
         self.resource_version = version
+        self._live = True
         self.lists += 1
         log.info("cache %s: listed %d at %s", self.path, len(stored), version or "-")
 
@@ -221,11 +223,9 @@ class Informer:
                     self._live = False
                     self.relist()
                 if not self.served:
-                    self._live = True
                     stop.wait(ABSENT_RETRY)
                     self.resource_version = ""
                     continue
-                self._live = True
                 for event in self.client.watch(
                     self.path,
                     resource_version=self.resource_version,

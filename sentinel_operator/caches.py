@@ -76,7 +76,8 @@ class Caches:
 
     def _informer(self, resource: str, namespace: str) -> Informer | None:
         scopes = self.informers[resource]
-        found = scopes.get(namespace) or scopes.get("")
+        # Not ``or``: an empty informer is falsy (``__len__``).
+        found = scopes[namespace] if namespace in scopes else scopes.get("")
         return found if found is not None and found.live else None
 
     def snapshot(self, namespace: str, name: str, uid: str) -> Snapshot | None:

@@ -89,12 +89,14 @@ class AnalysisWatch:
             for meta in [item.get("metadata") or {}]
         }
         self.resource_version = version
+        self.live = True
         self.lists += 1
         log.info("watch %s: listed %d analyses at %s: %s", self.path, len(items), version, result)
         return result
 
     def watch_once(self, stop: threading.Event) -> None:
         """Apply events from ``resource_version`` until the watch ends or ``stop`` is set."""
+        # Resumed where it stopped: what it missed comes as events (or as 410 Gone).
         self.live = True
         for event in self.client.watch(
             self.path, resource_version=self.resource_version, timeout_seconds=self.watch_timeout
