@@ -3,10 +3,11 @@
 An ``Informer`` keeps one collection (a kind, in one namespace or all) in memory, as
 client-go's shared informers do: a list, then a watch from the list's resourceVersion; a watch
 that ends resumes from the last version seen, 410 Gone relists, any other API error backs off
-and relists. Each object is stored through a transform that keeps only what the operator reads
+and resumes. Each object is stored through a transform that keeps only what the operator reads
 (``strip_workload``, ``strip_replicaset``, ``strip_revision``, ``strip_analysis``), so the memory
 of many objects no analysis targets stays small. ``get`` and ``owned_by`` answer from memory,
-never from the API server, and only while ``live``: after a list and while its watch runs.
+never from the API server, and only while ``live``: after a list, and not between a watch's
+failure and its resumption.
 
 A cluster that serves no such collection (devcluster has no ReplicaSets or ControllerRevisions)
 answers the list with 404: the cache is live and empty, and the list is tried again after
@@ -226,6 +227,8 @@ class Informer:
                     stop.wait(ABSENT_RETRY)
                     self.resource_version = ""
                     continue
+                # Resumed where it stopped: what it missed comes as events (or as 410 Gone).
+                self._live = True
                 for event in self.client.watch(
                     self.path,
                     resource_version=self.resource_version,
@@ -244,14 +247,13 @@ class Informer:
                 self._live = False
                 self.resource_version = ""
             except kube.KubeError as exc:
-                # Events may be missed while the watch is down: nothing is answered from the
-                # cache until it is listed again.
+                # Events may be missed until the watch resumes: nothing is answered from the
+                # cache meanwhile.
                 self._live = False
-                self.resource_version = ""
                 attempt += 1
                 delay = backoff.next_delay(attempt, _ERROR_INTERVAL, self._rng)
                 level = logging.ERROR if isinstance(exc, kube.Forbidden) else logging.WARNING
-                log.log(level, "cache %s: %s; relisting in %.1f s", self.path, exc, delay)
+                log.log(level, "cache %s: %s; retrying in %.1f s", self.path, exc, delay)
                 stop.wait(delay)
             except Exception:
                 self._live = False
