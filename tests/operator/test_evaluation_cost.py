@@ -31,6 +31,7 @@ from analyses import mirror
 from analyses.models import Analysis, Evaluation
 from sentinel_cluster import kube
 from sentinel_cluster.informer import Snapshot
+from sentinel_core.pause_record import Annotation
 from sentinel_operator.caches import Caches
 from sentinel_operator.dispatcher import Dispatcher
 from sentinel_operator.outcome import Result
@@ -74,6 +75,7 @@ BROKER_TASKS_PER_PASS = 2
 DISPATCH_PASS_STATEMENTS = 5
 
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+PAUSED_BY = Annotation.PAUSED_BY.value
 
 
 @dataclass
@@ -303,3 +305,69 @@ def test_a_dispatch_pass_costs_two_write_transactions_however_many_are_due() -> 
     members = sorted(member[1] for task in queued for member in task.task["args"][0])
     assert members == [f"a{index}" for index in range(8)]
     assert not Analysis.objects.filter(namespace="ns-pass", next_due_at__lte=now).exists()
+
+
+def test_a_cache_behind_by_an_evaluation_costs_the_attempt_again_not_a_count(
+    evaluated: Reconciler,
+    client: kube.KubeClient,
+    namespace: str,
+    fault_proxy: FaultProxy,
+    gauge: GaugeSetter,
+    kube_cluster: Cluster,
+) -> None:
+    row = Analysis.objects.get(namespace=namespace, name="ra")
+    stale = _snapshot(kube_cluster, namespace, row.uid)
+    gauge(0.9)
+    # An evaluation the cached copy has not seen: the first failure.
+    assert result_of(evaluated.reconcile(namespace, "ra", uid=row.uid)) == Result.EVALUATED
+    fault_proxy.reset()
+
+    outcome = evaluated.reconcile(namespace, "ra", uid=row.uid, cached=stale)
+
+    # The status write's 409 showed the copy was behind (another lastEvaluationTime): the
+    # attempt was made again from the fresh copy, so the second failure is counted on the first
+    # instead of being written over it; measured twice, recorded once.
+    assert result_of(outcome) == Result.EVALUATED
+    written = client.request("GET", kube.analysis_path(namespace, "ra"))
+    assert written["status"]["failures"] == 2
+    assert fault_proxy.query_count == 2 * PROMETHEUS_QUERIES
+    assert Evaluation.objects.filter(analysis=row).count() == 3
+
+
+def test_a_pause_decided_from_the_cache_lands_on_the_target_as_it_is_now(
+    evaluated: Reconciler,
+    client: kube.KubeClient,
+    namespace: str,
+    fault_proxy: FaultProxy,
+    gauge: GaugeSetter,
+    kube_cluster: Cluster,
+) -> None:
+    path = kube.analysis_path(namespace, "ra")
+    client.request("PATCH", path, body={"spec": {"failureLimit": 1}}, content_type=kube.MERGE_PATCH)
+    row = Analysis.objects.get(namespace=namespace, name="ra")
+    cached = _snapshot(kube_cluster, namespace, row.uid)
+    old_uid = cached["target"]["metadata"]["uid"]
+    # The target deleted and created again under its name after the caches saw it.
+    target = kube.deployment_path(namespace, "checkout")
+    client.request("DELETE", target)
+    client.request(
+        "POST",
+        kube.workloads_path("Deployment", namespace),
+        body=workload_manifest("Deployment", "checkout", namespace),
+    )
+    gauge(0.9)
+    fault_proxy.reset()
+
+    outcome = evaluated.reconcile(namespace, "ra", uid=row.uid, cached=cached)
+
+    # The pause was confirmed against the API server first, which showed another uid: decided
+    # again from the target as it is now, and paused there.
+    assert result_of(outcome) == Result.EVALUATED
+    deployment = client.request("GET", target)
+    assert deployment["metadata"]["uid"] != old_uid
+    assert deployment["spec"]["paused"] is True
+    assert f"{namespace}/ra" in deployment["metadata"]["annotations"][PAUSED_BY]
+    written = client.request("GET", path)
+    reason = {c["type"]: c["reason"] for c in written["status"]["conditions"]}
+    assert reason["RolloutPaused"] == "FailureLimitReached"
+    assert fault_proxy.query_count == 2 * PROMETHEUS_QUERIES
