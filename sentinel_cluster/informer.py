@@ -34,6 +34,8 @@ Key = tuple[str, str]
 
 # Server-side watch timeout, as the analysis watch's.
 WATCH_TIMEOUT_SECONDS = 60
+# Objects per list page: the most whole objects a relist holds at once.
+LIST_PAGE = 500
 # A collection the cluster does not serve is asked for again this often.
 ABSENT_RETRY = 60.0
 _ERROR_INTERVAL = 1.0
@@ -167,13 +169,13 @@ class Informer:
 
     def relist(self) -> None:
         """List the collection, replace the cache and remember the list's resourceVersion."""
+        stored: dict[Key, dict[str, Any]] = {}
         try:
-            items, version = self.client.list_all(self.path)
+            version = self._list_into(stored)
             self.served = True
         except kube.NotFound:
-            items, version = [], ""
+            stored, version = {}, ""
             self.served = False
-        stored = {_key(item): self.transform(item) for item in items}
         owned: dict[str, set[Key]] = {}
         for key, item in stored.items():
             for uid in _owners(item):
@@ -184,6 +186,24 @@ class Informer:
         self._live = True
         self.lists += 1
         log.info("cache %s: listed %d at %s", self.path, len(stored), version or "-")
+
+    def _list_into(self, stored: dict[Key, dict[str, Any]]) -> str:
+        """List the collection page by page into ``stored``, transformed; return its version.
+
+        Each page is transformed before the next is asked for: only one page of whole objects
+        is ever held (docs/performance.md#reads-from-caches).
+        """
+        token: str | None = None
+        while True:
+            answer = self.client.request(
+                "GET", self.path, query={"limit": LIST_PAGE, "continue": token}
+            )
+            for item in answer.get("items") or ():
+                stored[_key(item)] = self.transform(item)
+            meta = answer.get("metadata") or {}
+            token = meta.get("continue") or None
+            if not token:
+                return str(meta.get("resourceVersion") or "")
 
     def apply(self, event: kube.WatchEvent) -> None:
         """Apply one watch event to the cache."""
