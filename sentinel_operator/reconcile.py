@@ -20,14 +20,19 @@ The contract, once (controller-runtime's; docs/status.md#requeue-and-backoff):
   up. Forbidden (RBAC) is retried the same way (capped backoff, never a crash loop) but logged
   as an error naming the refused request, since only a person can fix it.
 
-One attempt, in order, each step once: GET the analysis and read it (``AnalysisResource.read``,
-the one parse of the attempt, handed along from here); GET the target (its kind) in the
-analysis's own namespace only (404 is ``TargetState(exists=False)``, not an error); measure
+One attempt, in order, each step once: the analysis as the operator's caches handed it with the
+task, else GET it, and read it (``AnalysisResource.read``, the one parse of the attempt, handed
+along from here); the target (its kind) in the analysis's own namespace only, from the task or
+GET (404 is ``TargetState(exists=False)``, not an error), and its ReplicaSets or
+ControllerRevisions the same way; measure
 every metric (none when the spec is invalid); ``decide``; carry out the pause (``writes.pause``),
 or remove a pause record left stale or untrustworthy (``writes.clean_up``), BEFORE the status
 write; write status through ``/status`` (``writes.write_status``: on a 409
 re-read and re-apply the decided status, never measure or count again, keeping a person's
-resume made in between and announcing it once: ``sentinel_core.decision.after_conflict``). The
+resume made in between and announcing it once: ``sentinel_core.decision.after_conflict``). What
+came from the caches is never written from when stale: a pause is confirmed against the API
+server first, and a 409 whose fresh copy shows the cached one was behind makes the attempt
+again from the fresh copy (docs/architecture.md#reads-from-caches). The
 attempt then ends in one ``outcome.Outcome``, which ``outcome.record`` writes down: events, then
 mirror, history row, notifications and next due time in one transaction, then metrics. Nothing is
 written to the database before ``decide``; the one thing read for it (the notification context,
