@@ -61,7 +61,11 @@ OPERATOR_RULES = [
         "resources": ["statefulsets", "daemonsets"],
         "verbs": ["get", "list", "watch", "patch"],
     },
-    {"apiGroups": ["apps"], "resources": ["controllerrevisions"], "verbs": ["get", "list", "watch"]},
+    {
+        "apiGroups": ["apps"],
+        "resources": ["controllerrevisions"],
+        "verbs": ["get", "list", "watch"],
+    },
     {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
 ]
 WEB_RULES = [
