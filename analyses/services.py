@@ -8,7 +8,8 @@ the API server's answer reaches the database (through ``analyses.mirror``): when
 cannot be reached or refuses, a ``ServiceError`` subclass is raised and nothing has been
 written to the database. The one database-only action is ``evaluate_now``.
 
-Callers pass a validated ``AnalysisSpec`` (from ``sentinel_core.spec.parse_spec``), so an
+Callers pass a validated ``AnalysisSpec`` (from ``sentinel_core.spec.parse_spec``), or a
+``TemplatedSpec`` for a spec naming templates (written as given, docs/templates.md), so an
 unvalidated dict cannot reach the cluster by accident. The target Deployment is always looked up
 in the analysis's own namespace; a spec has no field that could name another.
 
@@ -38,7 +39,8 @@ from sentinel_core.pause_record import read_record
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus
-from sentinel_core.target import Released
+from sentinel_core.templates import TemplatedSpec
+from sentinel_core.workload_kinds import Released
 
 # Top-level spec fields that may be absent (docs/resource.md): an update leaving one out removes it.
 _OPTIONAL_SPEC_FIELDS = ("failureWindow", "notify")
@@ -143,7 +145,7 @@ def kube_client() -> kube.KubeClient:
 def create_analysis(
     namespace: str,
     name: str,
-    spec: AnalysisSpec,
+    spec: AnalysisSpec | TemplatedSpec,
     *,
     client: kube.KubeClient | None = None,
     now: datetime | None = None,
@@ -176,7 +178,7 @@ def create_analysis(
 
 def update_analysis(
     analysis: Analysis,
-    spec: AnalysisSpec,
+    spec: AnalysisSpec | TemplatedSpec,
     *,
     resource_version: str | None = None,
     client: kube.KubeClient | None = None,
@@ -414,7 +416,7 @@ def _preconditioned(
 
 
 def _refuse_leaving_a_held_target(
-    client: kube.KubeClient, analysis: Analysis, spec: AnalysisSpec
+    client: kube.KubeClient, analysis: Analysis, spec: AnalysisSpec | TemplatedSpec
 ) -> None:
     """Refuse a new ``spec.target`` while this analysis holds a pause on its current one.
 

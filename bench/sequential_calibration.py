@@ -44,7 +44,16 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from sentinel_core.metric_kinds.compare import Compare, Sides, judge_comparison
-from sentinel_core.metric_kinds.sequential import GRID, Settings, accumulate, evidence_of, reached
+from sentinel_core.metric_kinds.sequential import (
+    GRID,
+    Settings,
+    accumulate,
+    effective_pods,
+    evidence_of,
+    reached,
+    spread_of,
+    widenings,
+)
 
 PODS = 10
 # The multiplication sign of the table's headings.
@@ -140,6 +149,9 @@ def sequential_pauses(
     excess = np.zeros((r, metrics))
     weight = np.zeros((r, metrics))
     paused = np.zeros(r, dtype=int)
+    widening = np.ones((r, metrics))
+    summed_bad = np.zeros(data.bad[:, :, 0].shape)
+    summed_req = np.zeros(data.bad[:, :, 0].shape)
     for k in range(MAX_STEPS):
         requests = data.requests[:, None, k]  # (R, 1, P)
         bad = data.bad[:, :, k]  # (R, M, P)
@@ -148,7 +160,21 @@ def sequential_pauses(
         new_req = np.where(new, requests, 0.0)
         old_req = np.where(old, requests, 0.0)
         old_bad = np.where(old, bad, 0.0)
-        logs, excess, weight = accumulate(
+        if per_pod:
+            # Each old pod's counts summed since the start: the product's persistent spread.
+            summed_bad = summed_bad + old_bad
+            summed_req = summed_req + np.broadcast_to(old_req, bad.shape)
+            live = (new_req.sum(-1) > 0) & (old_req.sum(-1) > 0)
+            widening = np.where(
+                live,
+                widenings(
+                    spread_of(summed_bad, summed_req),
+                    effective_pods(np.broadcast_to(new_req, bad.shape)),
+                    effective_pods(np.broadcast_to(old_req, bad.shape)),
+                ),
+                widening,
+            )
+        logs, excess, weight, _ = accumulate(
             logs,
             excess,
             weight,
@@ -160,6 +186,7 @@ def sequential_pauses(
             new_pods=np.broadcast_to(new_req, bad.shape) if per_pod else None,
             old_pods_bad=old_bad if per_pod else None,
             old_pods=np.broadcast_to(old_req, bad.shape) if per_pod else None,
+            widening=widening,
         )
         failed = reached(evidence_of(logs), settings.needed).any(axis=1) & data.live[:, k]
         paused = np.where((paused == 0) & failed, k + 1, paused)

@@ -56,26 +56,37 @@ def generate(
     steps: int = 30,
     wander: float = 0.6,
     persistent: float = 0.0,
+    rho: float = RHO,
+    metrics: int = 2,
+    margin: float = 20.0,
+    per_pod: bool = True,
+    increase: bool = False,
     out: IO[str],
 ) -> None:
-    """Write ``rollouts`` good rollouts at the edge as replay lines."""
+    """Write ``rollouts`` rollouts as replay lines, the new pods' rate ``rho`` times the old's.
+
+    ``increase``: each step's counts as ``increase()`` at a 15 s scrape and a 30 s interval gives
+    them, one scrape interval's events extrapolated to the step (twice them), not the step's.
+    """
     rng = np.random.default_rng(seed)
     pods = old + new
     share = requests / pods
+    settings = {**SETTINGS, "metrics": metrics, "maxIncrease": {"percent": margin}}
     for _ in range(rollouts):
         lifelong = _factors(rng, persistent, pods)
         counted = []
         for _ in range(steps):
             rate = BAD_RATE * lifelong * _factors(rng, wander, pods)
-            rate[old:] *= RHO
-            bad = rng.poisson(share * rate)
+            rate[old:] *= rho
+            bad = 2 * rng.poisson(share / 2 * rate) if increase else rng.poisson(share * rate)
             counted.append(
                 {
                     "old": [[int(b), share] for b in bad[:old]],
                     "new": [[int(b), share] for b in bad[old:]],
                 }
             )
-        out.write(json.dumps({"settings": SETTINGS, "steps": counted}) + "\n")
+        line = {"settings": settings, "steps": counted, "perPod": per_pod}
+        out.write(json.dumps(line) + "\n")
 
 
 def wilson(paused: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -95,9 +106,11 @@ def summarize(lines: Iterable[str]) -> str:
     low, high = wilson(paused, len(rows))
     said = Counter(row["guarantee"] for row in rows)
     words = ", ".join(f"{name} {count}" for name, count in sorted(said.items()))
+    steps = sorted(row["pausedAt"] for row in rows if row["pausedAt"] is not None)
+    median = f", median step {float(np.median(steps)):g}" if steps else ""
     return (
         f"paused {paused} of {len(rows)}: {100 * paused / len(rows):.1f} % "
-        f"[{100 * low:.1f}, {100 * high:.1f}]; guarantee: {words}"
+        f"[{100 * low:.1f}, {100 * high:.1f}]{median}; guarantee: {words}"
     )
 
 
@@ -113,11 +126,18 @@ def main(argv: list[str] | None = None) -> int:
     make.add_argument("--steps", type=int, default=30)
     make.add_argument("--wander", type=float, default=0.6)
     make.add_argument("--persistent", type=float, default=0.0)
+    make.add_argument("--rho", type=float, default=RHO, help="new pods' rate over the old's")
+    make.add_argument("--metrics", type=int, default=2, help="sequential metrics sharing 0.05")
+    make.add_argument("--margin", type=float, default=20.0, help="maxIncrease in percent")
+    make.add_argument("--sides", action="store_true", help="perPod false: the sides' sums")
+    make.add_argument("--increase", action="store_true", help="counts as increase() gives")
     sub.add_parser("summarize", help="read the replay's output, print the share paused")
     args = parser.parse_args(argv)
     if args.command == "generate":
         if min(args.old, args.new, args.rollouts, args.steps) < 1 or args.requests <= 0:
             parser.error("--old, --new, --rollouts and --steps at least 1, --requests above 0")
+        if args.rho <= 0 or args.metrics < 1 or args.margin < 0:
+            parser.error("--rho above 0, --metrics at least 1, --margin at least 0")
         if args.wander < 0 or args.persistent < 0:
             parser.error("--wander and --persistent are coefficients of variation, at least 0")
         generate(
@@ -129,6 +149,11 @@ def main(argv: list[str] | None = None) -> int:
             steps=args.steps,
             wander=args.wander,
             persistent=args.persistent,
+            rho=args.rho,
+            metrics=args.metrics,
+            margin=args.margin,
+            per_pod=not args.sides,
+            increase=args.increase,
             out=sys.stdout,
         )
     else:

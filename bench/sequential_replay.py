@@ -10,6 +10,7 @@ in:  {"settings": {"falsePauseRate": 0.05, "metrics": 2, "maxIncrease": {"percen
       "steps":  [{"new": [[bad, total], ...], "old": [[bad, total], ...]}, ...],
       "perPod": true}
 out: {"line": 1, "pausedAt": 7 | null, "evidence": 12.3, "needed": 40, "steps": 30,
+      "ratioLower": 0.8 | null, "ratioUpper": 1.6 | null, "widening": 1.1,
       "guarantee": "Stated" | "Conditional", "guaranteeReason": ""}
 ```
 
@@ -21,7 +22,10 @@ judges the evidence, as the kind's judge does; ``pausedAt`` is the first step wh
 fails (1-based), ``evidence`` the evidence then (or after the last step), ``needed`` the
 evidence a metric needs, ``guarantee`` and its reason what the status would say of the bound.
 ``perPod: false`` sums each side's pods first, as a query without a
-``pod`` label reads. ``before`` (steps before the rollout, all pods old) is checked; the judgment
+``pod`` label reads; with per-pod counts a pod's place in a step's ``old`` list is its identity
+across steps (its persistent spread is followed by it). ``ratioLower``/``ratioUpper`` and
+``widening`` are the status's bounds of the ratio and the margin's widening for pods' spread.
+``before`` (steps before the rollout, all pods old) is checked; the judgment
 does not use it today. Numbers may be fractional. A malformed line gets one error on standard
 error naming the line and the field; the other lines are still judged, and the exit status is
 1 when any line was malformed.
@@ -108,11 +112,15 @@ def replay(rollout: Rollout) -> dict[str, Any]:
             paused_at = index
             break
     guarantee, reason = state.guarantee
+    low, high = state.bounds(settings.needed)
     return {
         "pausedAt": paused_at,
         "evidence": float(f"{state.evidence:.6g}"),
         "needed": settings.needed,
         "steps": state.steps,
+        "ratioLower": None if low is None else float(f"{low:.4g}"),
+        "ratioUpper": None if high is None else float(f"{high:.4g}"),
+        "widening": float(f"{state.widening:.4g}"),
         "guarantee": guarantee,
         "guaranteeReason": reason,
     }

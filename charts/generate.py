@@ -4,7 +4,9 @@ deploy/ is the one source of truth. Each overlay (``single``, ``ha``, ``namespac
 ``deploy/monitoring`` is rendered with kubectl's kustomize and stored in the chart as data
 (``files/<name>.json``, the CRDs as the overlays render them under ``crds/``, one file
 each); the chart's one template picks the overlay of ``.Values.mode``, sets the image from
-``.Values.image`` and emits the objects. So for the same settings ``helm template`` and
+``.Values.image`` and emits the objects. The component ``deploy/components/template-library``
+(the library of cluster templates) is rendered on its own into ``files/library.json``, emitted
+when ``.Values.templates.library`` is on. So for the same settings ``helm template`` and
 ``kubectl kustomize`` give the same objects, which tests/deploy/test_helm.py checks, together
 with this script's output being the committed one.
 """
@@ -12,9 +14,11 @@ with this script's output being the committed one.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -27,6 +31,8 @@ SOURCES = {
     "namespaced": "overlays/namespaced",
     "monitoring": "monitoring",
 }
+# Components: rendered through a kustomization of their own that only includes them.
+COMPONENTS = {"library": "components/template-library"}
 
 
 def _kubectl() -> str:
@@ -36,8 +42,25 @@ def _kubectl() -> str:
 
 def render(directory: str) -> list[dict]:
     """Return the objects of ``deploy/<directory>`` as kubectl's kustomize renders them."""
+    return _kustomize(ROOT / "deploy" / directory)
+
+
+def render_component(directory: str) -> list[dict]:
+    """Return the objects the component ``deploy/<directory>`` adds to an empty kustomization."""
+    with tempfile.TemporaryDirectory() as empty:
+        component = os.path.relpath(ROOT / "deploy" / directory, empty)
+        kustomization = {
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "components": [component],
+        }
+        (Path(empty) / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+        return _kustomize(Path(empty))
+
+
+def _kustomize(directory: Path) -> list[dict]:
     text = subprocess.run(
-        [_kubectl(), "kustomize", str(ROOT / "deploy" / directory)],
+        [_kubectl(), "kustomize", str(directory)],
         capture_output=True,
         text=True,
         check=True,
@@ -60,6 +83,9 @@ def generate(chart: Path) -> None:
                 text = yaml.safe_dump(crd, sort_keys=True)
                 (chart / "crds" / f"{crd['spec']['names']['singular']}.yaml").write_text(text)
         objects = [o for o in objects if o["kind"] != "CustomResourceDefinition"]
+        (files / f"{name}.json").write_text(json.dumps(objects, indent=1, sort_keys=True) + "\n")
+    for name, directory in COMPONENTS.items():
+        objects = render_component(directory)
         (files / f"{name}.json").write_text(json.dumps(objects, indent=1, sort_keys=True) + "\n")
 
 

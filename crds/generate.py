@@ -8,8 +8,10 @@ three differences a template needs (docs/templates.md):
 - the selectors of a sequential metric (``bad``, ``total``, ``histogram``) lose their pattern,
   which refuses the braces of ``{{ args.NAME }}``; the operator checks the resolved selector
   with the analysis's rules (``InvalidTemplate``);
-- ``interval`` and ``failureLimit`` have no default: a template's value is a default for the
-  analyses that use it, and an absent one leaves the analysis's;
+- ``interval``, ``failureLimit``, ``failureWindow`` and ``falsePauseRate`` have no default (the
+  analysis's CRD has none either for the first two: the operator applies them, so that a
+  template's value can take effect): a template's value is a default for the analyses that use
+  it, and an absent one leaves the analysis's;
 - ``args`` declares the template's arguments.
 
 ``tests/deploy/test_template_crds.py`` checks that the committed files are this script's
@@ -120,9 +122,10 @@ def template_crd(scope: str, analysis: dict[str, Any]) -> dict[str, Any]:
     for field in ("interval", "failureLimit", "failureWindow", "falsePauseRate"):
         schema = copy.deepcopy(spec[field])
         schema.pop("default", None)
-        schema["description"] = (
-            f"Optional: the analysis's {field} when it sets none. " + schema["description"]
-        )
+        # The analysis's sentence on its own default ("Default 30s, or the value the analysis's
+        # templates give; ...") is not a template's: a template has none.
+        rules = schema["description"].split(" Default ", 1)[0]
+        schema["description"] = f"Optional: the analysis's {field} when it sets none. " + rules
         defaults[field] = schema
     return {
         "apiVersion": "apiextensions.k8s.io/v1",

@@ -10,12 +10,12 @@ import logging
 from collections import defaultdict
 from datetime import datetime
 
+from analyses import kinds
 from analyses.models import Analysis, Evaluation, MetricResult
 from notifications import render
 from notifications.channels import Message
 from notifications.config import NotifyConfig
 from notifications.models import Delivery
-from sentinel_core.metric_kinds.sequential import Counted
 from sentinel_core.notify import NotifyEvent
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ def chart(analysis: Analysis, *, now: datetime) -> bytes:
 def series_of(analysis: Analysis, *, since: datetime) -> tuple[list[render.Series], list[datetime]]:
     """Return the panels of the picture from the history rows since ``since``, and the pauses.
 
-    A sequential metric (docs/analysis.md#sequential-judgment-a-false-pause-budget-per-rollout)
+    A metric whose value is evidence (its kind's view says, ``analyses.kinds``; docs/analysis.md)
     is two panels: its evidence, and under it both sides' bad-event rates in percent over the
     steps each evaluation counted.
     """
@@ -77,16 +77,17 @@ def series_of(analysis: Analysis, *, since: datetime) -> tuple[list[render.Serie
         .values_list("name", "evaluation__started_at", "baseline")
     ):
         baselines[name].append((at, base))
-    sequential = set(analysis.metrics.exclude(sequential={}).values_list("name", flat=True))
+    views = {metric.name: kinds.view_of(metric) for metric in analysis.metrics.all()}
+    evidence = {name for name, view in views.items() if view.evidence}
     points: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
     sides: dict[str, list[tuple[datetime, float | None, float | None]]] = defaultdict(list)
     maxima: dict[str, float | None] = {}
     for name, at, value, max_value, limit, counted in rows:
         points[name].append((at, value))
-        # The value of a sequential metric is its evidence, its limit the evidence needed.
-        maxima[name] = limit if name in sequential else max_value
-        if name in sequential:
-            sides[name].append((at, *_percent(Counted.from_dict(counted))))
+        # The value of such a metric is its evidence, its limit the evidence needed.
+        maxima[name] = limit if name in evidence else max_value
+        if name in evidence:
+            sides[name].append((at, *_percent(views[name].point({"counted": counted}))))
     order = list(analysis.metrics.values_list("name", flat=True))
     names = [n for n in order if n in points] + sorted(set(points) - set(order))
     series: list[render.Series] = []
@@ -97,17 +98,15 @@ def series_of(analysis: Analysis, *, since: datetime) -> tuple[list[render.Serie
                 maxima[name],
                 points[name],
                 tuple(b for b in baselines.get(name, ()) if b[1] is not None),
-                evidence=name in sequential,
+                evidence=name in evidence,
             )
         )
-        if name in sequential:
+        if name in evidence:
             label = f"{name}: bad events in % of events, new pods against old pods"
             series.append(render.Series(label, None, (), sides=tuple(sides[name])))
     return series, pauses
 
 
-def _percent(counted: Counted | None) -> tuple[float | None, float | None]:
-    if counted is None:
-        return None, None
-    new, old = counted.new_rate, counted.old_rate
+def _percent(point: dict[str, float | None]) -> tuple[float | None, float | None]:
+    new, old = point.get("new_rate"), point.get("old_rate")
     return (None if new is None else new * 100, None if old is None else old * 100)

@@ -72,18 +72,16 @@ class DeliveryPump:
         due = self._due(now)
         if not due:
             return 0
-        queued = 0
-        claim = now + CLAIM
         pending = Delivery.objects.filter(state=State.PENDING)
-        for pk, at in claims.claim(pending, "next_attempt_at", due, claim):
-            try:
-                self._enqueue(pk, claim)
-            except Exception:
-                log.exception("notifications: cannot queue delivery %s", pk)
-                claims.release(Delivery.objects.all(), "next_attempt_at", [(pk, at)], claim)
-                continue
-            queued += 1
-        return queued
+        return claims.queue_claimed(
+            pending,
+            "next_attempt_at",
+            due,
+            now + CLAIM,
+            self._enqueue,
+            log=log,
+            refused="notifications: cannot queue delivery %s",
+        )
 
     def _one_pass(self) -> bool:
         self.pump_due()

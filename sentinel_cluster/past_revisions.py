@@ -17,8 +17,9 @@ from typing import Any
 
 from sentinel_cluster import kube
 from sentinel_core.backtest import PastRevision
-from sentinel_core.kinds import DEPLOYMENT, STATEFUL_SET
+from sentinel_core.kinds import DEPLOYMENT
 from sentinel_core.values import integer, parse_time
+from sentinel_core.workload_kinds import kind_named
 
 _REVISION = "deployment.kubernetes.io/revision"
 _HISTORY = "deployment.kubernetes.io/revision-history"
@@ -45,13 +46,7 @@ def read(
 
 
 def _key(kind: str, item: Mapping[str, Any]) -> str:
-    metadata = item.get("metadata") or {}
-    if kind == STATEFUL_SET:
-        return str(metadata.get("name") or "")
-    label = "pod-template-hash" if kind == DEPLOYMENT else "controller-revision-hash"
-    labels = metadata.get("labels") or {}
-    value = labels.get(label) if isinstance(labels, Mapping) else None
-    return value if isinstance(value, str) else ""
+    return kind_named(kind).revision_key(item)
 
 
 def _numbers(kind: str, item: Mapping[str, Any]) -> tuple[int, ...]:

@@ -14,8 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from sentinel_cluster import kube
-from sentinel_core.rollout import template_hash
 from sentinel_core.values import parse_time
+from sentinel_core.workload_kinds import template_hash
 
 # The label the Deployment controller adds to each ReplicaSet's copy of the pod template.
 _POD_TEMPLATE_HASH = "pod-template-hash"

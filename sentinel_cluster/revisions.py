@@ -3,8 +3,8 @@
 Their controllers record each pod template as a ControllerRevision and label every pod with
 its ``controller-revision-hash``, as a Deployment's ReplicaSets do with ``pod-template-hash``
 (``sentinel_cluster.replicasets``). The reconciler calls ``read`` once per evaluation of an
-analysis guarding one of them (its rollout and, for ``compare`` and ``sequential``, its sides:
-``sentinel_core.rollout.controller_revisions`` decides from what is read here), and
+analysis guarding one of them (its rollout and, for a metric kind that needs them, its sides:
+``sentinel_core.workload_kinds.controller_revisions`` decides from what is read here), and
 ``revision_created`` only when the revision it rolls out changed
 (docs/status.md#rollouts-statusrollout). RBAC: ``list`` on ``apps/controllerrevisions``.
 
@@ -21,12 +21,8 @@ from datetime import datetime
 from typing import Any
 
 from sentinel_cluster import kube
-from sentinel_core.kinds import STATEFUL_SET
-from sentinel_core.rollout import ControllerRevisions, controller_revisions
 from sentinel_core.values import integer, parse_time
-
-# The label a DaemonSet's controller puts on its revisions and its pods.
-_REVISION_HASH = "controller-revision-hash"
+from sentinel_core.workload_kinds import ControllerRevisions, controller_revisions, kind_named
 
 
 def read(client: kube.OwnedReader, kind: str, workload: Mapping[str, Any]) -> ControllerRevisions:
@@ -35,10 +31,12 @@ def read(client: kube.OwnedReader, kind: str, workload: Mapping[str, Any]) -> Co
     Nothing before the controller has written a status or a revision (also on a cluster that
     serves no ControllerRevisions, which answers a DaemonSet's list with 404).
     """
-    if kind == STATEFUL_SET:
+    if not kind_named(kind).lists_revisions:
         return controller_revisions(kind, workload)
     ranked = sorted(_owned(client, workload), key=_revision, reverse=True)
-    return controller_revisions(kind, workload, [h for item in ranked if (h := _key(kind, item))])
+    return controller_revisions(
+        kind, workload, [h for item in ranked if (h := kind_named(kind).revision_key(item))]
+    )
 
 
 def revision_created(
@@ -52,7 +50,7 @@ def revision_created(
     "now". None too where no ControllerRevisions are served.
     """
     created = [
-        (moment, _key(kind, item))
+        (moment, kind_named(kind).revision_key(item))
         for item in _owned(client, workload)
         for moment in [parse_time((item.get("metadata") or {}).get("creationTimestamp"))]
         if moment is not None
@@ -74,13 +72,3 @@ def _revision(item: Mapping[str, Any]) -> tuple[int, str]:
     # RFC 3339 times in UTC with a Z sort as text.
     created = str((item.get("metadata") or {}).get("creationTimestamp"))
     return (revision if revision is not None else -1, created)
-
-
-def _key(kind: str, item: Mapping[str, Any]) -> str:
-    """Return the revision as its pods are labelled: a StatefulSet's by the revision's name."""
-    metadata = item.get("metadata") or {}
-    if kind == STATEFUL_SET:
-        return str(metadata.get("name") or "")
-    labels = metadata.get("labels") or {}
-    value = labels.get(_REVISION_HASH) if isinstance(labels, Mapping) else None
-    return value if isinstance(value, str) else ""

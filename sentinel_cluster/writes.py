@@ -14,7 +14,7 @@
 
 Each re-reads on a conflict at most ``CONFLICT_RETRIES`` times and then raises ``kube.Conflict``;
 callers decide what that means to them (backoff for the operator, a 409 for a person). The
-patches themselves are computed by the pure ``sentinel_core.target``.
+patches themselves are computed by the pure ``sentinel_core.workload_kinds``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 from sentinel_cluster import kube
 from sentinel_core.kinds import DEPLOYMENT
-from sentinel_core.target import (
+from sentinel_core.workload_kinds import (
     PauseTarget,
     Release,
     clean_up_patch,
@@ -119,8 +119,8 @@ def release(
 ) -> Release | None:
     """Take the analysis ``key`` out of the pause of the ``kind`` ``namespace/name``.
 
-    Return what was done (``sentinel_core.target.release_patch`` says what may be), or None when
-    the target does not exist. Raise ``kube.Conflict`` when it kept changing.
+    Return what was done (``sentinel_core.workload_kinds.release_patch`` says what may be), or
+    None when the target does not exist. Raise ``kube.Conflict`` when it kept changing.
     """
     path = kube.workload_path(kind, namespace, name)
     for _ in range(CONFLICT_RETRIES):

@@ -59,6 +59,8 @@ class PastRollout:
     rolled_back: bool = False
     # The revisions it replaced whose pods it compares against (compare, sequential).
     previous_key: str | None = None
+    # It ended where the next revision was created: a time the API server keeps to the second.
+    ended_by_next: bool = False
 
 
 def past_rollouts(
@@ -80,10 +82,10 @@ def past_rollouts(
     by_number = {n: r for r in ordered for n in r.numbers}
     rollouts: list[PastRollout] = []
     for index, revision in enumerate(ordered):
-        end = revision.created + timedelta(seconds=max_duration)
-        if index + 1 < len(ordered):
-            end = min(end, ordered[index + 1].created)
-        end = min(end, now)
+        end = min(revision.created + timedelta(seconds=max_duration), now)
+        by_next = index + 1 < len(ordered) and ordered[index + 1].created <= end
+        if by_next:
+            end = ordered[index + 1].created
         later = sorted(n for n in by_number if n > revision.first)
         back = bool(later) and by_number[later[0]].created < revision.created
         previous = ordered[index - 1].key if index > 0 else None
@@ -95,6 +97,7 @@ def past_rollouts(
                 ended_at=max(end, revision.created),
                 rolled_back=back,
                 previous_key=previous,
+                ended_by_next=by_next,
             )
         )
     return tuple(rollouts[-limit:]) if limit > 0 else ()
@@ -104,12 +107,16 @@ def instants(rollout: PastRollout, interval: float) -> tuple[datetime, ...]:
     """Return when the operator would have evaluated during ``rollout``, every ``interval``.
 
     The first evaluation one interval after the rollout began (the operator notices a rollout
-    at its next evaluation), the last one before its end (where the next rollout begins).
+    at its next evaluation), the last one before its end (where the next rollout begins). A
+    next revision's creation time is kept to the second, so it may have been created up to a
+    second after ``ended_at``: an instant within that second is still this rollout's (live,
+    the operator notices the next rollout only at its next evaluation after the creation).
     """
     out: list[datetime] = []
     step = timedelta(seconds=interval)
     moment = rollout.started_at + step
-    while moment < rollout.ended_at:
+    end = rollout.ended_at + timedelta(seconds=1 if rollout.ended_by_next else 0)
+    while moment < end:
         out.append(moment)
         moment += step
     return tuple(out)

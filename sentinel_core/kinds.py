@@ -4,7 +4,7 @@ docs/resource.md#target describes them.
 
 ``spec.parse_spec`` checks ``target.kind`` against ``KINDS`` and gives a ``compare`` without
 ``by`` the kind's own label (``default_by``); ``sentinel_cluster.kube.workload_path`` finds the
-object by its ``PLURALS`` entry; ``sentinel_core.target`` pauses each kind its own way;
+object by its ``PLURALS`` entry; ``sentinel_core.workload_kinds`` pauses each kind its own way;
 ``compare`` and ``sequential`` say a missing side in the kind's own terms (``no_new_side``,
 ``no_old_side``). Pure.
 """

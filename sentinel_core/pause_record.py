@@ -16,7 +16,7 @@ enough to be shallow) and checks the record against the target it sits on. The a
 - ``UNTRUSTED``: a record that disagrees with the target (the partition raised or the strategy
   changed since the pause), half-deleted, garbled or oversized. Nothing in it is restored.
 
-Pure: the operator and the web app act on the answer through ``sentinel_core.target`` and
+Pure: the operator and the web app act on the answer through ``sentinel_core.workload_kinds`` and
 ``sentinel_cluster.writes``.
 """
 

@@ -241,10 +241,24 @@ def state_problem(state: State, *, interval: float | None, generation: int, now:
         return "has counted no step but holds counts, evidence or time"
     if state.steps > 0 and not state.log_ratios:
         return "has counted steps but holds no evidence"
+    if _pods_exceed_side(state):
+        return "holds old pods' sums above the old side's counts"
     problem = _tiling_problem(state, since, through, interval, generation)
     if problem:
         return problem
     return _evidence_problem(state)
+
+
+def _pods_exceed_side(state: State) -> bool:
+    """Return whether the old pods' sums (podSpread) count more than the old side did.
+
+    The sums widen the margin, so sums the counts cannot have given would move the verdict;
+    each pod's sum is rounded to 6 decimals per step, hence the slack.
+    """
+    slack = 1e-5 * (state.steps + 1) * (len(state.old_by_pod) + 1)
+    bad = sum(b for _, b, _ in state.old_by_pod)
+    total = sum(t for _, _, t in state.old_by_pod)
+    return bad > state.old_bad + slack or total > state.old_total + slack
 
 
 def _ratio_defined(state: State) -> bool:

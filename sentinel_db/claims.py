@@ -1,13 +1,14 @@
 """Claim due rows with a compare-and-set on their due column, give claims back, and poll.
 
-The two pollers of the operator call these: ``sentinel_operator.dispatcher`` on
-``Analysis.next_due_at`` and ``notifications.pump`` on ``Delivery.next_attempt_at``. A claim
+The pollers of the operator call these: ``sentinel_operator.dispatcher`` on
+``Analysis.next_due_at``, ``notifications.pump`` on ``Delivery.next_attempt_at`` and
+``sentinel_operator.backtest_jobs`` on ``BacktestJob.next_attempt_at``. A claim
 moves a row's due time forward to ``until`` only if it still holds the time the poller read; so
 a row is queued once even when two passes (or two replicas during a leader change) see it, and a
 task lost with its worker is queued again when the claim runs out. When the queue refuses a
 claimed row, ``release`` makes it due again at once, unless something else moved it meanwhile.
-``poll`` is the loop both run on the leader, and ``DueRead`` (``sentinel_db.sql``) the read
-each of their passes starts with.
+``queue_claimed`` is the two pumps' claim-and-queue step, ``poll`` the loop they all run on the
+leader, and ``DueRead`` (``sentinel_db.sql``) the read each of their passes starts with.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from django.db import close_old_connections, models, transaction
 from sentinel_db import sql
 from sentinel_db.sql import DueRead
 
-__all__ = ["Due", "DueRead", "claim", "poll", "release"]
+__all__ = ["Due", "DueRead", "claim", "poll", "queue_claimed", "release"]
 
 # (primary key, the due time as read)
 Due = tuple[int, datetime]
@@ -63,6 +64,34 @@ def release(
         for value, at in claimed:
             released += rows.filter(**{key: value, column: until}).update(**{column: at})
     return released
+
+
+def queue_claimed(
+    rows: models.QuerySet[Any],
+    column: str,
+    found: Sequence[Due],
+    until: datetime,
+    enqueue: Callable[[int, datetime], None],
+    *,
+    log: logging.Logger,
+    refused: str,
+) -> int:
+    """Claim ``found`` and queue each row claimed with ``enqueue(pk, until)``; return how many.
+
+    A row the queue refuses (``enqueue`` raises) is logged as ``refused`` (with its key) on ``log``
+    and given back at once (``release``), so the next pass finds it due; the others are still
+    queued.
+    """
+    queued = 0
+    for pk, at in claim(rows, column, found, until):
+        try:
+            enqueue(pk, until)
+        except Exception:
+            log.exception(refused, pk)
+            release(rows.model._default_manager.all(), column, [(pk, at)], until)
+            continue
+        queued += 1
+    return queued
 
 
 def poll(

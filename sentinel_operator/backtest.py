@@ -46,7 +46,8 @@ from sentinel_core.metric_kinds import Ask, Situation, kind_of
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.spec import AnalysisSpec, InvalidSpecError, parse_spec
 from sentinel_core.status import AnalysisStatus, Rollout
-from sentinel_core.target import TargetState
+from sentinel_core.workload_kinds import TargetState
+from sentinel_operator import templating
 from sentinel_operator.measuring import measure_from
 from sentinel_operator.providers import Providers
 
@@ -270,18 +271,30 @@ class Backtest:
             raise BacktestError(f"cannot read analysis {namespace}/{name}: {exc}") from exc
         generation = 1
         if raw is not None:
-            resource = AnalysisResource.read(raw)
-            generation = resource.generation
+            generation = AnalysisResource.read(raw).generation
             if draft is None:
+                resource = AnalysisResource.read(self._resolved(namespace, raw))
                 if resource.valid_spec is None:
                     raise BacktestError(
                         f"analysis {namespace}/{name} has an invalid spec: {resource.spec}"
                     )
                 return resource.valid_spec, generation
+        # A draft's templates are resolved as a saved analysis's (docs/templates.md).
+        obj = {"metadata": {"namespace": namespace, "name": name}, "spec": draft}
         try:
-            return parse_spec(draft, strict=True), generation
+            return parse_spec(self._resolved(namespace, obj)["spec"], strict=True), generation
         except InvalidSpecError as exc:
             raise BacktestError(f"the draft spec is invalid: {exc}") from None
+
+    def _resolved(self, namespace: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Return ``obj`` with the templates it names resolved, as the operator resolves them."""
+        try:
+            resolution = templating.resolve_object(self.client, obj)
+        except kube.KubeError as exc:
+            raise BacktestError(f"cannot read the templates in {namespace}: {exc}") from exc
+        if resolution.error is not None:
+            raise BacktestError(f"the templates cannot be resolved: {resolution.error.message}")
+        return resolution.obj
 
     def _workload(self, namespace: str, spec: AnalysisSpec) -> Mapping[str, Any]:
         try:

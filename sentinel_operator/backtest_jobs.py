@@ -103,16 +103,15 @@ class BacktestPump:
             .order_by("next_attempt_at", "pk")
             .values_list("pk", "next_attempt_at")[:1]
         )
-        claim = now + CLAIM
-        for pk, at in claims.claim(queued, "next_attempt_at", due, claim):
-            try:
-                self._enqueue(pk, claim)
-            except Exception:
-                log.exception("backtest: cannot queue job %s", pk)
-                claims.release(BacktestJob.objects.all(), "next_attempt_at", [(pk, at)], claim)
-                return 0
-            return 1
-        return 0
+        return claims.queue_claimed(
+            queued,
+            "next_attempt_at",
+            due,
+            now + CLAIM,
+            self._enqueue,
+            log=log,
+            refused="backtest: cannot queue job %s",
+        )
 
     def _one_pass(self) -> bool:
         self.pump_due()

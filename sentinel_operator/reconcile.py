@@ -61,20 +61,21 @@ from sentinel_cluster.replicasets import (
 )
 from sentinel_core.conditions import ConditionType
 from sentinel_core.decision import Decision, Observation, after_conflict, decide
-from sentinel_core.kinds import DEPLOYMENT, KINDS
+from sentinel_core.kinds import KINDS
 from sentinel_core.measurement import Measurement
 from sentinel_core.metric_kinds import Situation, kind_of
 from sentinel_core.pause_record import read_record
 from sentinel_core.resource import AnalysisResource
-from sentinel_core.rollout import (
-    ControllerRevisions,
-    next_revision_rollout,
-    next_rollout,
-)
 from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus, Rollout
 from sentinel_core.status_check import trusted
-from sentinel_core.target import TargetState
+from sentinel_core.workload_kinds import (
+    ControllerRevisions,
+    TargetState,
+    kind_named,
+    next_revision_rollout,
+    next_rollout,
+)
 from sentinel_operator import templating
 from sentinel_operator.history import Attempt
 from sentinel_operator.measuring import NO_HASHES, measure_from
@@ -246,7 +247,9 @@ class Reconciler:
                 writes.clean_up(
                     self.client, spec.target.kind, namespace, spec.target.name, workload
                 )
-            write = _StatusWrite(raw, resource.status, decision, resolution.templates)
+            write = _StatusWrite(
+                raw, resource.status, decision, resolution.templates, resolution.metrics
+            )
             answer = writes.write_status(
                 self.client, raw, write.status_for, stale=_behind(raw) if reads.cached else None
             )
@@ -335,7 +338,7 @@ class Reconciler:
         self, kind: str, workload: Mapping[str, Any] | None, owned: kube.OwnedReader
     ) -> ControllerRevisions | None:
         """Return what a StatefulSet's or DaemonSet's controller rolls out (read once)."""
-        if workload is None or kind == DEPLOYMENT:
+        if workload is None or kind_named(kind).revisions is None:
             return None
         return revisions.read(owned, kind, workload)
 
@@ -569,11 +572,14 @@ class _StatusWrite:
         read: AnalysisStatus,
         decision: Decision,
         templates: tuple[dict[str, Any], ...] | None = None,
+        metrics: tuple[dict[str, Any], ...] | None = None,
     ) -> None:
         self._raw, self._read, self._decided = raw, read, decision
         self.decision = decision
-        # status.templates: the template generations the spec was resolved from.
+        # status.templates: the template generations the spec was resolved from;
+        # status.resolvedMetrics: what was evaluated, with where each metric came from.
         self._templates = templates
+        self._metrics = metrics
 
     @property
     def written(self) -> AnalysisStatus:
@@ -591,6 +597,8 @@ class _StatusWrite:
         written = self.written.to_dict()
         if self._templates is not None:
             written["templates"] = list(self._templates)
+        if self._metrics is not None:
+            written["resolvedMetrics"] = list(self._metrics)
         return written
 
 

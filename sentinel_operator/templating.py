@@ -3,10 +3,12 @@
 The reconciler calls ``resolve_object`` on the analysis it has just read (docs/templates.md):
 one GET per template it names, at each evaluation (a later change moves these reads to watch
 caches, as the targets' are). What comes back is the object with the resolved spec, which
-``AnalysisResource.read`` parses as any other, the ``status.templates`` entries, and whether a
+``AnalysisResource.read`` parses as any other, the ``status.templates`` entries, whether a
 template's generation changed since the status was written (the reconciler then counts afresh,
-as after a spec edit). A template that cannot be resolved gives a ``TemplateSpecError`` as the
-spec, which the decision core reports on ``Ready=False`` with its own reason.
+as after a spec edit), and the resolved metrics with the template each came from
+(``status.resolvedMetrics``, for kubectl, the REST API and the admin). A template that cannot
+be resolved gives a ``TemplateSpecError`` as the spec, which the decision core reports on
+``Ready=False`` with its own reason.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from urllib.parse import quote
 
 from sentinel_cluster import kube
 from sentinel_core.templates import (
+    Resolved,
     Template,
     TemplateError,
     TemplateRef,
@@ -47,6 +50,9 @@ class Resolution:
     templates: tuple[dict[str, Any], ...] | None = None
     changed: bool = False
     error: TemplateSpecError | None = None
+    # status.resolvedMetrics: the metrics evaluated, placeholders replaced, each with the
+    # template it came from (none: the analysis's own). None and empty as ``templates``.
+    metrics: tuple[dict[str, Any], ...] | None = None
 
 
 def resolve_object(client: kube.KubeClient, obj: Mapping[str, Any]) -> Resolution:
@@ -70,8 +76,24 @@ def resolve_object(client: kube.KubeClient, obj: Mapping[str, Any]) -> Resolutio
             )
         resolved = resolve(spec, namespace, read)
     except TemplateError as exc:
-        return Resolution(obj, templates=(), error=TemplateSpecError(exc))
+        return Resolution(obj, templates=(), error=TemplateSpecError(exc), metrics=())
     used = tuple(template.to_dict() for template in resolved.templates)
     before = (obj.get("status") or {}).get("templates")
     changed = isinstance(before, list) and before != list(used)
-    return Resolution({**obj, "spec": resolved.spec}, used, changed)
+    return Resolution(
+        {**obj, "spec": resolved.spec}, used, changed, metrics=_with_origins(resolved)
+    )
+
+
+def _with_origins(resolved: Resolved) -> tuple[dict[str, Any], ...]:
+    """Return the resolved metrics for the status, each naming the template it came from."""
+    out = []
+    for metric in resolved.spec.get("metrics") or []:
+        if not isinstance(metric, Mapping) or not isinstance(metric.get("name"), str):
+            continue  # the analysis's own malformed entry: parse_spec reports it (InvalidSpec)
+        ref = resolved.origins.get(metric["name"])
+        entry = dict(metric)
+        if ref is not None:
+            entry["template"] = {"name": ref.name, "clusterScope": ref.cluster_scope}
+        out.append(entry)
+    return tuple(out)

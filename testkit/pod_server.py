@@ -14,7 +14,9 @@ the same pods through the API server and scrapes them, so the series carry the l
 real ReplicaSets gave them: nothing here writes a hash into a series.
 
 Series of each pod: ``http_request_duration_seconds`` (histogram), ``http_requests_total``
-and ``http_request_errors_total`` (counters).
+and ``http_request_errors_total`` (counters); a pod labelled ``testkit.example.com/exports``
+serves instead the series of that convention (Istio's, Linkerd's, ingress-nginx's...:
+``testkit.exporters``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import contextlib
 import json
 import math
 import random
-import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -35,8 +36,10 @@ import kubernetes.watch
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 
+from testkit.exporters import EXPORTS_LABEL, Exporter
 from testkit.lifecycle import StartStop
 from testkit.manifests import deployment_manifest
+from testkit.ports import free_port
 from testkit.serving import DEFAULT_BUCKETS, RunningServer
 
 if TYPE_CHECKING:
@@ -144,8 +147,12 @@ class _Pod:
     image: str
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     server: RunningServer | None = None
+    exporter: Exporter | None = None
 
     def __post_init__(self) -> None:
+        if self.exporter is not None:
+            self.registry.register(self.exporter)
+            return
         self.latency = Histogram(
             "http_request_duration_seconds",
             "Request latency of the simulated pod.",
@@ -158,6 +165,16 @@ class _Pod:
         self.errors = Counter(
             "http_request_errors", "Requests that failed (5xx).", registry=self.registry
         )
+
+    def observe(self, seconds: float, failed: bool) -> None:
+        """Count one request of the pod's traffic."""
+        if self.exporter is not None:
+            self.exporter.observe(seconds, failed)
+            return
+        self.latency.observe(seconds)
+        self.requests.inc()
+        if failed:
+            self.errors.inc()
 
 
 class PodServer(StartStop):
@@ -318,11 +335,16 @@ class PodServer(StartStop):
             return
         if current is not None:
             self._drop(name)
+        labels = metadata.get("labels") or {}
+        exports = labels.get(EXPORTS_LABEL)
         served = _Pod(
             name=name,
             ip=status["pod_ip"],
-            template_hash=(metadata.get("labels") or {}).get(TEMPLATE_HASH, ""),
+            template_hash=labels.get(TEMPLATE_HASH, ""),
             image=pod["spec"]["containers"][0]["image"],
+            exporter=(
+                Exporter(exports, labels.get("app", ""), self.namespace) if exports else None
+            ),
         )
         self._bind(served)
         with self._lock:
@@ -365,10 +387,7 @@ class PodServer(StartStop):
             for pod, behaviour in pods:
                 for _ in range(self._count(behaviour.rps * elapsed)):
                     seconds = behaviour.latency * math.exp(self._rng.gauss(0, behaviour.spread))
-                    pod.latency.observe(seconds)
-                    pod.requests.inc()
-                    if self._rng.random() < behaviour.error_rate:
-                        pod.errors.inc()
+                    pod.observe(seconds, self._rng.random() < behaviour.error_rate)
 
     def _behaviour(self, pod: _Pod) -> Behaviour:
         return self._by_hash.get(pod.template_hash) or self._by_image.get(pod.image, self.default)
@@ -387,6 +406,4 @@ def _close(pod: _Pod) -> None:
 
 def _free_port() -> int:
     """A port free on every address right now (pods' IPs are bound one by one later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("", 0))
-        return int(sock.getsockname()[1])
+    return free_port("")

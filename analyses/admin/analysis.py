@@ -44,7 +44,7 @@ from analyses.admin.forms import (
 from analyses.admin.metric_groups import METRIC_GROUPS, MetricGroup
 from analyses.models import Analysis, AnalysisMetric
 from analyses.numbers import number_html
-from sentinel_core.spec import InvalidSpecError
+from sentinel_core.spec import DEFAULT_INTERVAL, InvalidSpecError
 
 # Where a refusal from the cluster is kept between the failed save and the second rendering.
 _REFUSAL = "_sentinel_cluster_refusal"
@@ -284,8 +284,11 @@ class AnalysisAdmin(admin.ModelAdmin):
 
     @admin.display(description="interval")
     def interval(self, obj: Analysis) -> str:
-        # Shown when the page is read-only; the form's own field is used when editing.
-        return str(obj.spec.get("interval") or "")
+        # Shown when the page is read-only; the form's own field is used when editing. The CRD
+        # has no default for it (docs/resource.md): absent means the templates' or 30s.
+        return str(
+            obj.spec.get("interval") or f"not set ({DEFAULT_INTERVAL} unless a template sets it)"
+        )
 
     @admin.display(description="notify")
     def notify(self, obj: Analysis) -> str:

@@ -2,12 +2,16 @@
 
 ``AnalysisAdmin`` routes ``<id>/backtest/`` (POST: store a job for the saved spec, as the REST
 API does) and ``<id>/backtest/<job>/`` (the job's page: a progress bar while it runs, reloading
-itself every two seconds, then a row per rollout). The operator runs the job
-(docs/backtest.md). Whoever may view the analysis may backtest it.
+itself every two seconds, then a row per rollout and, per rollout, each metric's graph over its
+replayed evaluations with the would-be pause marked, drawn by the analysis page's chart code).
+The operator runs the job (docs/backtest.md). Whoever may view the analysis may backtest it.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.core.exceptions import PermissionDenied
@@ -16,10 +20,13 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import SafeString, mark_safe
 
 from accounts import access
+from analyses.charts import ChartPoint, render_metric_chart
 from analyses.models import Analysis, BacktestJob
 from sentinel_core.backtest import DEFAULT_MAX_DURATION_SECONDS, DEFAULT_ROLLOUTS
+from sentinel_core.values import parse_time
 
 
 class BacktestAdmin(Protocol):
@@ -61,6 +68,7 @@ def page(admin: BacktestAdmin, request: HttpRequest, object_id: str, job_id: str
         "job": job,
         "percent": round(job.progress * 100),
         "rollouts": result.get("rollouts", []),
+        "graphs": [_graphs(r) for r in result.get("rollouts", [])],
         "summary": result.get("summary"),
         "analysis_url": reverse("admin:analyses_analysis_change", args=[analysis.pk]),
     }
@@ -77,3 +85,55 @@ def _viewable(admin: BacktestAdmin, request: HttpRequest, object_id: str) -> Ana
     ):
         raise PermissionDenied
     return analysis
+
+
+@dataclass(frozen=True)
+class RolloutGraphs:
+    """One replayed rollout's graphs: one per metric, the would-be pause marked."""
+
+    revision: int
+    paused: bool
+    graphs: tuple[tuple[str, SafeString], ...]
+
+
+def _graphs(rollout: Mapping[str, Any]) -> RolloutGraphs:
+    """Return each metric's graph over ``rollout``'s replayed evaluations."""
+    steps: Sequence[Mapping[str, Any]] = rollout.get("evaluations") or []
+    names: list[str] = []
+    for step in steps:
+        names += [m["name"] for m in step.get("metrics", []) if m["name"] not in names]
+    started = parse_time(rollout["startedAt"])
+    graphs = []
+    for name in names:
+        points = [
+            ChartPoint(
+                at=parse_time(step["at"]),
+                value=_number(metric.get("value")),
+                # The pause is drawn on the metric that made it.
+                paused=bool(step.get("paused")) and rollout.get("metric") == name,
+                limit=metric.get("limit"),
+            )
+            for step in steps
+            for metric in step.get("metrics", [])
+            if metric["name"] == name
+        ]
+        limits = [p.limit for p in points if p.limit is not None]
+        svg = render_metric_chart(
+            points,
+            max_value=min(limits) if limits else None,
+            # Unique per rollout: the graph's ids are made from its title.
+            title=f"{name} revision {rollout['revision']}",
+            rollout_at=started,
+            width=960,
+        )
+        # render_metric_chart escapes every text it writes.
+        graphs.append((name, mark_safe(svg)))
+    return RolloutGraphs(int(rollout["revision"]), bool(rollout.get("wouldPauseAt")), tuple(graphs))
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number

@@ -34,8 +34,8 @@ from sentinel_core.spec import (
     AnalysisSpec,
     check_interval,
     parse_duration,
-    parse_spec,
 )
+from sentinel_core.templates import TemplatedSpec, parse_analysis_spec
 
 _DNS1123_LABEL = RegexValidator(
     DNS1123_LABEL,
@@ -422,10 +422,14 @@ def group_value(metric: AnalysisMetric, key: str) -> object:
     return getattr(metric, key, None)
 
 
-def spec_from_forms(form: AnalysisForm, formsets: Sequence[forms.BaseFormSet]) -> AnalysisSpec:
+def spec_from_forms(
+    form: AnalysisForm, formsets: Sequence[forms.BaseFormSet]
+) -> AnalysisSpec | TemplatedSpec:
     """Return the ``spec`` the validated forms describe; raise ``InvalidSpecError`` if broken.
 
-    Metrics keep the order the user sees; rows marked for deletion are left out.
+    Metrics keep the order the user sees; rows marked for deletion are left out. The form has
+    no fields for ``templates`` and ``args`` yet: an analysis's are kept as they are
+    (docs/templates.md), so saving it never drops them.
     """
     data = form.cleaned_data
     metrics = [_metric_spec(f.cleaned_data) for f in included_metric_forms(formsets)]
@@ -446,7 +450,10 @@ def spec_from_forms(form: AnalysisForm, formsets: Sequence[forms.BaseFormSet]) -
         raw["notify"] = notify
     if data.get("false_pause_rate") is not None:
         raw["falsePauseRate"] = data["false_pause_rate"]
-    return parse_spec(raw)
+    current = form.instance.spec if form.instance is not None else None
+    if isinstance(current, dict):
+        raw.update({key: current[key] for key in ("templates", "args") if key in current})
+    return parse_analysis_spec(raw)
 
 
 def included_metric_forms(formsets: Sequence[forms.BaseFormSet]) -> list[forms.Form]:

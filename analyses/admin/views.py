@@ -19,22 +19,13 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
-from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from accounts import access
-from analyses import services
+from analyses import kinds, services
 from analyses.charts import ChartPoint, render_metric_chart, render_rates_chart
-from analyses.models import Analysis, AnalysisMetric, Evaluation, MetricResult
-from analyses.numbers import number_html
+from analyses.models import Analysis, Evaluation, MetricResult
 from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
-from sentinel_core.metric_kinds.compare import (
-    DEFAULT_BY,
-    DEFAULT_CONFIDENCE,
-    DEFAULT_LOOKBACK,
-    DEFAULT_WORSE,
-)
-from sentinel_core.metric_kinds.sequential import Counted
 from sentinel_core.spec import DEFAULT_TARGET_KIND
 from sentinel_core.status import AnalysisStatus, Condition
 
@@ -59,13 +50,6 @@ HISTORY_ROWS = 25
 CHART_EVALUATIONS = 240
 # Not-ready analyses listed by name on the overview; the count links to all of them.
 OVERVIEW_LIST_LIMIT = 20
-# The metric card's tag for each way a metric is judged (docs/analysis.md).
-KIND_WORDS = {
-    "threshold": "threshold",
-    "baseline": "against its baseline",
-    "compare": "new pods against old",
-    "sequential": "sequential, new pods against old",
-}
 # The condition types in the order the page shows them (docs/status.md's conditions).
 _CONDITION_ORDER = (ConditionType.READY, ConditionType.HEALTHY, ConditionType.ROLLOUT_PAUSED)
 
@@ -116,23 +100,31 @@ class MetricChart:
     # minSamples.min.
     samples_min: float | None = None
     series: tuple[tuple[str, str], ...] = ()
-    # With sequential: the graph of both sides' bad-event rates, drawn under the evidence.
+    # With a kind whose value is evidence: the graph of both sides' bad-event rates under it.
     rates_svg: SafeString | str = ""
-    # How the metric is judged, as the card's tag says it: one of ``KIND_WORDS``' keys.
+    # How the metric is judged, as the card's tag says it: a tag of its kind's view
+    # (``analyses.kinds``).
     kind: str = "threshold"
-    # What it reads: (label, PromQL) pairs, its query or a sequential metric's selectors.
+    # What it reads: (label, PromQL) pairs, as its kind's view says.
     reads: tuple[tuple[str, str], ...] = ()
-    # When it fails, in words: max, increase, compare's or sequential's rule.
+    # When it fails, in words, as its kind's view says.
     rule: SafeString | str = ""
     # The last evaluation's verdict in one sentence (status.metricResults[].message).
     sentence: str = ""
-    # With sequential: the evidence needed to fail (m/falsePauseRate).
+    # With a kind whose value is evidence: the evidence needed to fail (m/falsePauseRate).
     needed: float | None = None
+    # Whether its value is evidence (the badge says "evidence x of needed").
+    evidence: bool = False
+    # What the main graph draws, in words.
+    caption: str = ""
+    # A CSS class of the verdict sentence; the history cell's template (its kind's view's).
+    sentence_class: str = ""
+    cell: str = ""
 
     @property
     def kind_words(self) -> str:
         """Return how the metric is judged, in the card's words."""
-        return KIND_WORDS[self.kind]
+        return kinds.WORDS[self.kind]
 
 
 def changelist_url(**filters: str) -> str:
@@ -236,11 +228,13 @@ def detail_context(
         .prefetch_related("metric_results")[:HISTORY_ROWS]
     )
     charts = metric_charts(analysis, latest=status)
-    # The history's cells say what each value is, as the metric's card does.
-    kinds = {chart.name: chart.kind for chart in charts}
+    # The history's cells say what each value is, as the metric's card does; a metric that has
+    # left the spec as what its row kept says.
+    cards = {chart.name: chart for chart in charts}
     for evaluation in history:
         for result in evaluation.metric_results.all():
-            result.kind = kinds.get(result.name) or _result_kind(result)
+            card = cards.get(result.name)
+            result.cell = card.cell if card is not None else kinds.view_of_result(result).cell
     return {
         "analysis": analysis,
         "status": status,
@@ -277,14 +271,14 @@ def metric_charts(
     for metric in analysis.metrics.all():
         points = values.get(metric.name, [])
         result = current.get(metric.name)
-        # A sequential metric draws its evidence on a log scale against the evidence needed
-        # (docs/analysis.md#sequential-judgment-a-false-pause-budget-per-rollout).
-        evidence = metric.is_sequential
+        view = kinds.view_of(metric)
+        # A metric whose value is evidence draws it on a log scale against the evidence needed
+        # (``KindView.evidence``): the status's figure, else the newest history row's limit.
+        evidence = view.evidence
         needed = next((p.limit for p in reversed(points) if p.limit is not None), None)
-        if evidence and result is not None and result.sequential is not None:
-            needed = result.sequential.needed or needed
+        if evidence and result is not None:
+            needed = view.needed(result) or needed
         bound = needed if evidence else metric.max_value
-        kind = _kind(metric)
         charts.append(
             MetricChart(
                 name=metric.name,
@@ -320,86 +314,18 @@ def metric_charts(
                     else None
                 ),
                 series=result.series if result is not None else (),
-                kind=kind,
-                reads=_reads(metric),
-                rule=_rule(metric, needed),
+                kind=view.tag(metric),
+                reads=view.reads(metric),
+                rule=view.rule(metric, needed),
                 sentence=result.message if result is not None else "",
                 needed=needed if evidence else None,
+                evidence=evidence,
+                caption=view.caption(view.tag(metric), metric.max_value),
+                sentence_class=view.sentence_class,
+                cell=view.cell,
             )
         )
     return charts
-
-
-def _kind(metric: AnalysisMetric) -> str:
-    if metric.is_sequential:
-        return "sequential"
-    if metric.compare:
-        return "compare"
-    if metric.max_increase_percent is not None or metric.max_increase_absolute is not None:
-        return "baseline"
-    return "threshold"
-
-
-def _result_kind(result: MetricResult) -> str:
-    """Return the kind of a history row whose metric has left the spec, from what it kept."""
-    if result.counted:
-        return "sequential"
-    if result.comparison:
-        return "compare"
-    return "baseline" if result.baseline is not None else "threshold"
-
-
-def _reads(metric: AnalysisMetric) -> tuple[tuple[str, str], ...]:
-    """Return what the metric reads from Prometheus: its query, or its sequential selectors."""
-    sequential = metric.sequential if isinstance(metric.sequential, dict) else {}
-    if not sequential:
-        return (("Query", metric.query),)
-    if sequential.get("histogram"):
-        return (("Histogram", str(sequential["histogram"])),)
-    return (
-        ("Bad events", str(sequential.get("bad", ""))),
-        ("All events", str(sequential.get("total", ""))),
-    )
-
-
-def _rule(metric: AnalysisMetric, needed: float | None) -> SafeString | str:
-    """Return when the metric fails, in words (the card's "Fails when")."""
-    if metric.is_sequential:
-        return _sequential_text(metric.sequential, needed)
-    if metric.compare:
-        return _compare_text(metric.compare)
-    parts = []
-    if metric.max_value is not None:
-        parts.append(format_html("above max {}", number_html(metric.max_value)))
-    increase = _increase_text(metric)
-    if increase:
-        parts.append(format_html("above {}", increase))
-    return mark_safe(" or ".join(parts))  # each part escaped by format_html
-
-
-def _sequential_text(sequential: object, needed: float | None) -> SafeString | str:
-    """Return a metric's ``sequential`` (the mirror's dict, defaults written out) in words."""
-    if not isinstance(sequential, dict) or not sequential:
-        return ""
-    increase = (sequential.get("maxIncrease") or {}).get("percent") or 0
-    if sequential.get("histogram"):
-        rate = format_html(
-            "share of requests slower than {}", number_html(sequential.get("slowerThan"))
-        )
-    else:
-        rate = "share of bad events"
-    text = format_html(
-        "new pods vs old by {}: fails when the evidence that the new pods' {} is over "
-        "{} \u00d7 the old pods' reaches {}",
-        sequential.get("by", DEFAULT_BY),
-        rate,
-        number_html(1 + float(increase) / 100),
-        number_html(needed) if needed is not None else "the evidence needed",
-    )
-    if sequential.get("minEvents") is not None:
-        events = number_html(sequential["minEvents"])
-        text = format_html("{}; a Pass needs {} events on the new pods", text, events)
-    return text
 
 
 def chart_points(
@@ -407,8 +333,8 @@ def chart_points(
 ) -> dict[str, list[ChartPoint]]:
     """Return each metric's points from the history rows of its newest ``evaluations``.
 
-    A sequential metric's points carry both sides' bad-event rates over the steps each
-    evaluation counted (``MetricResult.counted``); None where it counted none.
+    Each kind's view adds what its history columns give (``KindView.point``): the two sides'
+    medians, or their bad-event rates.
     """
     recent = list(
         Evaluation.objects.filter(analysis=analysis)
@@ -422,58 +348,12 @@ def chart_points(
     )
     for evaluation_id, name, value, baseline, limit, comparison, counted in results:
         at, paused = started[evaluation_id]
-        compared = comparison if isinstance(comparison, dict) else {}
-        sides = Counted.from_dict(counted)
+        kept = {"comparison": comparison, "counted": counted}
+        fields = {key: v for view in kinds.VIEWS for key, v in view.point(kept).items()}
         values[name].append(
-            ChartPoint(
-                at=at,
-                value=value,
-                paused=paused,
-                baseline=baseline,
-                limit=limit,
-                new_median=compared.get("newMedian"),
-                old_median=compared.get("oldMedian"),
-                new_rate=sides.new_rate if sides is not None else None,
-                old_rate=sides.old_rate if sides is not None else None,
-            )
+            ChartPoint(at=at, value=value, paused=paused, baseline=baseline, limit=limit, **fields)
         )
     return values
-
-
-def _increase_text(metric: AnalysisMetric) -> SafeString | str:
-    """Return a metric's ``maxIncrease`` and ``baseline`` in words, or "" without them."""
-    if metric.max_increase_percent is not None:
-        amount = format_html("+{} %", number_html(metric.max_increase_percent))
-    elif metric.max_increase_absolute is not None:
-        amount = format_html("+{}", number_html(metric.max_increase_absolute))
-    else:
-        return ""
-    if metric.baseline_offset:
-        return format_html("{} over its value {} earlier", amount, metric.baseline_offset)
-    if metric.baseline_before_rollout:
-        return format_html("{} over its value before the rollout", amount)
-    return amount
-
-
-def _compare_text(compare: object) -> SafeString | str:
-    """Return a metric's ``compare`` (the mirror's dict, defaults written out) in words."""
-    if not isinstance(compare, dict) or not compare:
-        return ""
-    effect = compare.get("maxEffect") or {}
-    if "percent" in effect:
-        limit = format_html("by more than {} %", number_html(effect["percent"]))
-    elif "absolute" in effect:
-        limit = format_html("by more than {}", number_html(effect["absolute"]))
-    else:
-        limit = format_html("at all")
-    return format_html(
-        "new pods vs old by {}: fails when {}d {} (confidence {}, over {})",
-        compare.get("by", DEFAULT_BY),
-        compare.get("worse", DEFAULT_WORSE),
-        limit,
-        number_html(compare.get("confidence", DEFAULT_CONFIDENCE)),
-        compare.get("lookback", DEFAULT_LOOKBACK),
-    )
 
 
 def resume(admin: ModelAdminActions, request: HttpRequest, object_id: str) -> HttpResponse:

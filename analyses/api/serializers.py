@@ -1,8 +1,9 @@
 """The REST shapes: an analysis as the custom resource looks, and its evaluation history.
 
 ``AnalysisSerializer`` reads from the mirror row and validates writes: ``spec`` goes through
-``sentinel_core.spec.parse_spec(strict=True)`` — the one home of the CRD's rules — and its
-errors are reported under their field paths (``spec.metrics[0].maxValue``), all at once. The
+``sentinel_core.spec.parse_spec(strict=True)`` — the one home of the CRD's rules — (through
+``sentinel_core.templates.parse_analysis_spec`` when it names templates) and its errors are
+reported under their field paths (``spec.metrics[0].maxValue``), all at once. The
 OpenAPI description of ``spec`` and ``status`` is the CRD's own schema, read from
 ``crds/rolloutanalysis.yaml``, so the document cannot drift from the resource.
 """
@@ -26,8 +27,8 @@ from sentinel_core.spec import (
     DNS1123_SUBDOMAIN,
     AnalysisSpec,
     InvalidSpecError,
-    parse_spec,
 )
+from sentinel_core.templates import TemplatedSpec, parse_analysis_spec
 
 _CRD = Path(__file__).resolve().parents[2] / "crds" / "rolloutanalysis.yaml"
 # Kubernetes object names (not CRD rules): namespaces are DNS-1123 labels, custom resource
@@ -159,7 +160,9 @@ class AnalysisSerializer(serializers.Serializer):
             values = {}
         if isinstance(data, Mapping) and "spec" in data:
             try:
-                values["spec"] = parse_spec(self._raw_spec(data["spec"]), strict=True)
+                # A spec naming templates is checked as the CRD checks it and written as given
+                # (docs/templates.md); the operator resolves it.
+                values["spec"] = parse_analysis_spec(self._raw_spec(data["spec"]), strict=True)
             except InvalidSpecError as exc:
                 errors.pop("spec", None)
                 errors.update(exc.by_field())
@@ -168,9 +171,11 @@ class AnalysisSerializer(serializers.Serializer):
             namespace = self.instance.namespace
         if isinstance(namespace, str) and not scope.in_scope(namespace):
             errors["namespace"] = [scope.outside_message(namespace)]
-        elif isinstance(namespace, str) and isinstance(values.get("spec"), AnalysisSpec):
+        elif isinstance(namespace, str) and isinstance(
+            values.get("spec"), AnalysisSpec | TemplatedSpec
+        ):
             # The operator's configuration decides who may use which provider
-            # (docs/resource.md#providers).
+            # (docs/resource.md#providers); a template's metrics are the operator's to check.
             providers = [m.provider for m in values["spec"].metrics]
             errors.update(provider_access.refusals(namespace, providers))
         if isinstance(self.instance, Analysis):

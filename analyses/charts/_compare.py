@@ -19,7 +19,6 @@ from html import escape
 from typing import Protocol, TypeVar
 
 from analyses.charts._svg import readable
-from sentinel_core.values import format_value
 
 # At least 3:1 against the white plot (graphics) and 4.5:1 for their labels (WCAG AA).
 NEW = "#c2410c"
@@ -127,21 +126,3 @@ def _legend(at: tuple[float, float], last: Pair, words: str, unit: str) -> str:
 
 def _usable(value: float | None) -> bool:
     return value is not None and math.isfinite(value)
-
-
-def compare_text(compare: object) -> str:
-    """Return a metric's ``compare`` spec (the mirror's dict) in words, or "" without one."""
-    if not isinstance(compare, dict) or not compare:
-        return ""
-    effect = compare.get("maxEffect") or {}
-    if "percent" in effect:
-        limit = f"by more than {format_value(float(effect['percent']))} %"
-    elif "absolute" in effect:
-        limit = f"by more than {format_value(float(effect['absolute']))}"
-    else:
-        limit = "at all"
-    return (
-        f"new pods vs old by {compare.get('by', 'pod_template_hash')}: fails when "
-        f"{compare.get('worse', 'increase')}d {limit} (confidence {compare.get('confidence')}, "
-        f"over {compare.get('lookback')})"
-    )

@@ -49,7 +49,6 @@ from sentinel_core.kinds import DEPLOYMENT
 from sentinel_core.measurement import PROVIDER_ERRORS, Measurement, MeasurementError
 from sentinel_core.metric_kinds import Situation
 from sentinel_core.pause_record import RecordState
-from sentinel_core.rollout import is_new
 from sentinel_core.spec import (
     DEFAULT_INTERVAL_SECONDS,
     AnalysisSpec,
@@ -58,9 +57,9 @@ from sentinel_core.spec import (
 )
 from sentinel_core.status import AnalysisStatus, Condition, MetricResult, Rollout
 from sentinel_core.status_check import check
-from sentinel_core.target import PauseTarget, TargetState
 from sentinel_core.templates import TemplateSpecError
 from sentinel_core.values import format_time, utc_seconds
+from sentinel_core.workload_kinds import PauseTarget, TargetState, is_new
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -29,23 +30,39 @@ from sentinel_operator.providers import Providers
 from testkit.clusters import Cluster
 from testkit.waiting import wait_until
 from tests.api.client import Api, MakeApi, make_user
-from tests.backtest.history import QUERY, make_history
+from tests.backtest.history import QUERY, History, make_history
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.clusters("real")]
 
 
-def test_backtest_job_over_rest(
+@dataclass(frozen=True)
+class Past:
+    """The Deployment's past and its analysis, mirrored; a viewer; the backtest's URL."""
+
+    history: History
+    viewer: Api
+    base: str
+
+
+@pytest.fixture
+def past(
     make_api: MakeApi,
     api_cluster: Cluster,
     cluster_client: kube.KubeClient,
     namespace: str,
     cluster_kind: str,
     tmp_path: Path,
-) -> None:
+) -> Past:
     history = make_history(api_cluster, cluster_client, namespace, tmp_path / "prometheus")
     mirror.upsert_from_resource(history.created)
-    viewer = make_api("view_analysis")
     base = f"analyses/{namespace}/web-guard/backtest/"
+    return Past(history, make_api("view_analysis"), base)
+
+
+def test_backtest_job_over_rest(
+    past: Past, make_api: MakeApi, cluster_client: kube.KubeClient
+) -> None:
+    history, viewer, base = past.history, past.viewer, past.base
 
     asked = viewer.post(base, json={"rollouts": 5, "maxDuration": "1h"})
     assert asked.status_code == 202, asked.text
@@ -106,17 +123,10 @@ def _running(url: str, api: Api) -> bool:
 
 
 def test_a_running_job_is_cancelled_between_evaluations(
-    make_api: MakeApi,
-    api_cluster: Cluster,
-    cluster_client: kube.KubeClient,
-    namespace: str,
-    cluster_kind: str,
-    tmp_path: Path,
+    past: Past, cluster_client: kube.KubeClient
 ) -> None:
-    history = make_history(api_cluster, cluster_client, namespace, tmp_path / "prometheus")
-    mirror.upsert_from_resource(history.created)
-    viewer = make_api("view_analysis")
-    job = viewer.post(f"analyses/{namespace}/web-guard/backtest/", json={}).json()
+    history, viewer = past.history, past.viewer
+    job = viewer.post(past.base, json={}).json()
     outcome: list[str] = []
     with history.prometheus as prometheus:
         # Two queries a second: the job runs for seconds, long enough to be cancelled.

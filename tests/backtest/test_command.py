@@ -9,22 +9,28 @@ are one line and exit 2.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from sentinel_cluster import kube
 from testkit.clusters import Cluster
+from testkit.manifests import analysis_manifest
 from testkit.paths import MANAGE, REPO_ROOT
 from testkit.site_env import with_defaults
 from tests.backtest.history import QUERY, make_history
 
 pytestmark = [pytest.mark.server, pytest.mark.clusters("real")]
+
+# The history's query with its app an argument.
+TEMPLATE_QUERY = QUERY.replace('"web"', '"{{ args.app }}"')
 
 
 def _run(cluster: Cluster, prometheus: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -77,6 +83,24 @@ def test_backtest_command_on_real_replicasets(
         assert tighter.returncode == 1, tighter.stderr
         assert "paused but not rolled back: 2" in tighter.stdout
 
+        # An analysis whose metric comes from a template: resolved as the operator resolves
+        # it (docs/templates.md), the same replay as the spec written out.
+        _templated(kube_client, namespace, analysis["spec"], "slow-web")
+        templated = _run(kube_cluster, prometheus.url, f"{namespace}/slow-web", "--json")
+        assert templated.returncode == 0, templated.stderr
+        again = json.loads(templated.stdout)
+        assert [r["message"] for r in again["rollouts"]] == [
+            r["message"] for r in result["rollouts"]
+        ]
+        # The newest rollout runs until now: the second backtest has replayed more of it.
+        assert _verdicts(result).items() <= _verdicts(again).items()
+        _templated(kube_client, namespace, analysis["spec"], "lost-web", ref="nothing")
+        unresolved = _run(kube_cluster, prometheus.url, f"{namespace}/lost-web")
+        assert unresolved.returncode == 2 and "Traceback" not in unresolved.stderr
+        assert unresolved.stderr.strip().startswith(
+            "CommandError: the templates cannot be resolved: "
+        ), unresolved.stderr
+
         missing = _run(kube_cluster, prometheus.url, f"{namespace}/nope")
         assert missing.returncode == 2
         assert missing.stderr.strip() == f"CommandError: analysis {namespace}/nope not found"
@@ -84,6 +108,41 @@ def test_backtest_command_on_real_replicasets(
     down = _run(kube_cluster, url, f"{namespace}/web-guard")
     assert down.returncode == 2 and "Traceback" not in down.stderr
     assert down.stderr.strip().startswith("CommandError: Prometheus is unavailable: ")
+
+
+def _templated(
+    client: kube.KubeClient,
+    namespace: str,
+    spec: dict[str, Any],
+    name: str,
+    *,
+    ref: str = "latency",
+) -> None:
+    """Create template ``latency`` (the latency metric, its app an argument) and analysis
+    ``name`` on ``spec``'s target, its metrics from template ``ref``."""
+    template = {
+        "apiVersion": f"{kube.GROUP}/{kube.VERSION}",
+        "kind": "RolloutAnalysisTemplate",
+        "metadata": {"name": "latency", "namespace": namespace},
+        "spec": {
+            "args": [{"name": "app"}],
+            "metrics": [{"name": "latency", "query": TEMPLATE_QUERY, "maxValue": 0.3}],
+        },
+    }
+    path = f"/apis/{kube.GROUP}/{kube.VERSION}/namespaces/{namespace}/rolloutanalysistemplates"
+    with contextlib.suppress(kube.Conflict):
+        client.request("POST", path, body=template)
+    body = {key: value for key, value in spec.items() if key != "metrics"}
+    body.update(templates=[{"name": ref}], args=[{"name": "app", "value": "web"}])
+    analysis = {**analysis_manifest(name, namespace, target="web", metrics=[]), "spec": body}
+    client.request("POST", kube.analyses_path(namespace), body=analysis)
+
+
+def _verdicts(result: dict[str, Any]) -> dict[tuple[int, str], str]:
+    """(revision, instant) -> outcome of every replayed evaluation."""
+    return {
+        (r["revision"], e["at"]): e["outcome"] for r in result["rollouts"] for e in r["evaluations"]
+    }
 
 
 def test_an_unreachable_cluster_is_one_line(tmp_path: Path) -> None:

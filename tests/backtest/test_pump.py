@@ -49,3 +49,19 @@ def test_finished_jobs_are_pruned_after_a_week() -> None:
     BacktestPump(now=lambda: NOW, is_leader=lambda: True, enqueue=lambda *a: None).pump_due()
     assert list(BacktestJob.objects.values_list("pk", flat=True)) == [recent.pk]
     assert not BacktestJob.objects.filter(pk=old.pk).exists()
+
+
+def test_a_job_the_queue_refuses_is_due_again_at_once() -> None:
+    # The claim-and-queue step the notification pump shares (sentinel_db.claims.queue_claimed).
+    def refuse(pk: int, claim: datetime) -> None:
+        raise ConnectionError("broker down")
+
+    job = _job(next_attempt_at=NOW)
+    assert BacktestPump(now=lambda: NOW, is_leader=lambda: True, enqueue=refuse).pump_due() == 0
+    assert BacktestJob.objects.get(pk=job.pk).next_attempt_at == NOW
+    queued: list[tuple[int, datetime]] = []
+    pump = BacktestPump(
+        now=lambda: NOW, is_leader=lambda: True, enqueue=lambda *a: queued.append(a)
+    )
+    assert pump.pump_due() == 1
+    assert queued == [(job.pk, NOW + timedelta(seconds=30))]

@@ -12,7 +12,7 @@ from typing import Any
 
 from sentinel_cluster import kube
 from sentinel_cluster.replicasets import newest_replicaset_created
-from sentinel_core.rollout import template_hash
+from sentinel_core.workload_kinds import template_hash
 from testkit.manifests import deployment_manifest
 from testkit.waiting import wait_until
 

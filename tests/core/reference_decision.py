@@ -32,8 +32,8 @@ from sentinel_core.spec import (
     MetricSpec,
 )
 from sentinel_core.status import AnalysisStatus, Condition, MetricResult, transition
-from sentinel_core.target import PauseTarget, TargetState
 from sentinel_core.values import format_value, utc_seconds
+from sentinel_core.workload_kinds import PauseTarget, TargetState
 
 # Annotation values and condition messages stay readable; the full detail is in the history.
 _MAX_MESSAGE = 1024

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from sentinel_core.backtest import PastRevision, past_rollouts
+from sentinel_core.backtest import PastRevision, instants, past_rollouts
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 
@@ -26,6 +26,19 @@ def test_each_rollout_ends_where_the_next_begins_or_at_the_bound() -> None:
     # The newest one is still going: it ends now.
     assert (c.ended_at, c.revision) == (_at(230), 3)
     assert not any(r.rolled_back for r in (a, b, c))
+    assert [r.ended_by_next for r in (a, b, c)] == [True, False, False]
+
+
+def test_an_instant_in_the_next_revisions_creation_second_is_still_the_rollouts() -> None:
+    # The API server keeps creation times to the second: the next revision created at
+    # 10:20:00 may have been created at 10:20:00.9, after an evaluation at 10:20:00.
+    (a, b) = past_rollouts(
+        [PastRevision("a", _at(0), (1,)), PastRevision("b", _at(20), (2,))],
+        now=_at(20) + timedelta(seconds=60),
+    )
+    assert instants(a, 600.0) == (_at(10), _at(20))
+    # A bound's end (max duration, now) is exact: nothing at or after it.
+    assert instants(b, 30.0) == (_at(20) + timedelta(seconds=30),)
 
 
 def test_a_template_brought_back_marks_the_rollout_it_replaced() -> None:

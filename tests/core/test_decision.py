@@ -31,8 +31,8 @@ from sentinel_core.decision import (
 from sentinel_core.measurement import Measurement, MeasurementError
 from sentinel_core.spec import AnalysisSpec, InvalidSpecError, parse_spec
 from sentinel_core.status import AnalysisStatus, Rollout
-from sentinel_core.target import TargetState, parse_paused_by, pause_patch
 from sentinel_core.values import format_value
+from sentinel_core.workload_kinds import TargetState, parse_paused_by, pause_patch
 
 NOW = datetime(2026, 11, 29, 10, 0, 0, tzinfo=UTC)
 KEY = "shop/checkout"

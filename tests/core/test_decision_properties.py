@@ -33,7 +33,7 @@ from sentinel_core.decision import Decision, resume
 from sentinel_core.measurement import Measurement
 from sentinel_core.spec import InvalidSpecError
 from sentinel_core.status import AnalysisStatus
-from sentinel_core.target import TargetState, pause_patch
+from sentinel_core.workload_kinds import TargetState, pause_patch
 from tests.core.test_decision import (
     KEY,
     World,

@@ -16,7 +16,7 @@ from sentinel_core.backoff import next_delay
 from sentinel_core.conditions import ConditionType, EventReason, Outcome, Reason, Verdict
 from sentinel_core.decision import Decision
 from sentinel_core.measurement import Measurement, MeasurementError
-from sentinel_core.target import TargetState
+from sentinel_core.workload_kinds import TargetState
 from tests.core.test_decision import (
     KEY,
     World,

@@ -28,7 +28,7 @@ from sentinel_core.decision import Decision, decide, resume
 from sentinel_core.measurement import Measurement
 from sentinel_core.metric_kinds.threshold import Reading
 from sentinel_core.status import AnalysisStatus
-from sentinel_core.target import TargetState
+from sentinel_core.workload_kinds import TargetState
 from tests.core import reference_decision
 from tests.core.test_decision import RAW_SPEC, World, no_data, spec_with, value
 from tests.core.test_decision_properties import METRICS, measure

@@ -22,9 +22,10 @@ from sentinel_core.decision import judge
 from sentinel_core.decision._judge import series_labels
 from sentinel_core.measurement import Measurement
 from sentinel_core.metric_kinds.threshold import Reading as ThresholdReading
-from sentinel_core.rollout import baseline_instant, next_rollout, template_hash
+from sentinel_core.metric_kinds.threshold import baseline_at
 from sentinel_core.spec import MetricSpec, parse_spec
 from sentinel_core.status import Rollout
+from sentinel_core.workload_kinds import next_rollout, template_hash
 from tests.core.test_decision import NOW, World, condition
 
 STARTED = datetime(2026, 11, 29, 9, 58, 10, tzinfo=UTC)
@@ -152,10 +153,12 @@ def test_template_hash_is_stable_and_rollouts_are_detected() -> None:
     assert next_rollout(first, "h2", newest_replicaset=None, now=NOW).started_at == NOW
     assert next_rollout(first, None, newest_replicaset=None, now=NOW) is first
     offset = metric(maxIncrease={"percent": 1}, baseline={"offset": "1h30m"})
-    assert (NOW - baseline_instant(offset, None, NOW)).total_seconds() == 5400  # type: ignore[operator]
-    assert baseline_instant(metric(**RELATIVE), ROLLOUT, NOW) == STARTED
-    assert baseline_instant(metric(**RELATIVE), None, NOW) is None
-    assert baseline_instant(metric(maxValue=1), ROLLOUT, NOW) is None
+    # The baseline's instant, as the threshold kind's facts ask it: the rollout's start (None:
+    # no rollout started yet), or now minus the offset.
+    assert (NOW - baseline_at(offset, None, NOW)).total_seconds() == 5400  # type: ignore[operator]
+    assert baseline_at(metric(**RELATIVE), ROLLOUT.started_at, NOW) == STARTED
+    assert baseline_at(metric(**RELATIVE), None, NOW) is None
+    assert baseline_at(metric(maxValue=1), ROLLOUT.started_at, NOW) is None
 
 
 RAW = {

@@ -2,9 +2,9 @@
 
 docs/status.md#pausing-each-kind and #when-a-pause-record-is-not-trusted. Every record case as
 pure functions: ``sentinel_core.pause_record.read_record`` (what the record on a target says),
-``sentinel_core.target``'s patches (pause, release, clean-up) landed with a real merge patch, and
-``decide`` seeing the result. The same cases on both clusters, through the operator and the REST
-API: tests/operator/test_pause_ownership.py.
+``sentinel_core.workload_kinds``' patches (pause, release, clean-up) landed with a real merge
+patch, and ``decide`` seeing the result. The same cases on both clusters, through the operator and
+the REST API: tests/operator/test_pause_ownership.py.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from sentinel_core.measurement import Measurement
 from sentinel_core.pause_record import RecordState, read_record
 from sentinel_core.spec import parse_spec
 from sentinel_core.status import AnalysisStatus, Condition
-from sentinel_core.target import (
+from sentinel_core.workload_kinds import (
     PauseTarget,
     Released,
     TargetState,

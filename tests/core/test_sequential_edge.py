@@ -37,7 +37,7 @@ def test_the_summary_counts_the_pauses_with_their_wilson_interval() -> None:
         '{"pausedAt": null, "guarantee": "Stated"}'
     ] * 19
     assert sequential_edge.summarize(rows) == (
-        "paused 1 of 20: 5.0 % [0.9, 23.6]; guarantee: Stated 20"
+        "paused 1 of 20: 5.0 % [0.9, 23.6], median step 3; guarantee: Stated 20"
     )
     low, high = sequential_edge.wilson(0, 1000)
     assert low == 0.0 and 0.0038 < high < 0.0039

@@ -244,9 +244,12 @@ def test_the_steps_are_the_sides_counts_per_pod_and_step() -> None:
         "2026-12-03T10:02:15Z",
     ]
     assert steps[0] == Step(
-        Side(3, 100, ((3, 100),)), Side(0, 100, ((0, 50), (0, 50))), "2026-12-03T10:02:05Z"
+        Side(3, 100, ((3, 100),), ("n-a",)),
+        Side(0, 100, ((0, 50), (0, 50)), ("o-a", "o-b")),
+        "2026-12-03T10:02:05Z",
     )
-    assert steps[1].old == Side(1, 110, ((0, 50), (1, 60)))
+    # Each pod keeps its name, so its counts can be followed across steps (persistent spread).
+    assert steps[1].old == Side(1, 110, ((0, 50), (1, 60)), ("o-a", "o-b"))
     # A pod without a sample in a step counts 0 there; a hash of neither side is left out.
     assert (steps[2].new.total, steps[2].old.total, steps[2].old.pods) == (100, 50, ((0, 50),))
 

@@ -91,6 +91,9 @@ def test_the_budget_is_shared_by_the_metrics_as_the_spec_says() -> None:
         "evidence": 1.0,
         "needed": 300.0,
         "steps": 0,
+        "ratioLower": None,
+        "ratioUpper": None,
+        "widening": 1.0,
         "guarantee": "Conditional",
         "guaranteeReason": "no step with events on both sides yet",
     }

@@ -101,8 +101,10 @@ STATUS_FIELDS = {
     "conditions",
     "window",
     "rollout",
-    # docs/templates.md: the template generations the spec was resolved from.
+    # docs/templates.md: the template generations the spec was resolved from, and the
+    # resolved metrics with the template each came from.
     "templates",
+    "resolvedMetrics",
 }
 
 

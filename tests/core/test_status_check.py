@@ -36,7 +36,7 @@ from sentinel_core.metric_kinds.sequential import (
 from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus, Rollout
 from sentinel_core.status_check import MAX_CLOCK_SKEW, check, state_problem, trusted
-from sentinel_core.target import TargetState
+from sentinel_core.workload_kinds import TargetState
 from tests.core.test_decision import World, failing, no_data, passing, spec_with
 from tests.core.test_decision_properties import METRICS, measure
 from tests.core.test_decision_properties import step as history_step
@@ -184,6 +184,10 @@ def test_a_through_moved_back_would_count_steps_twice_and_is_discarded() -> None
         ({"since": "2026-12-03T10:05:00Z"}, "ends (through 2026-12-03T10:03:30Z) before it"),
         ({"steps": 0}, "has counted no step but holds counts, evidence or time"),
         ({"logRatios": []}, "has counted steps but holds no evidence"),
+        (
+            {"podSpread": {"pods": [{"pod": "a", "bad": 1e6, "total": 1e6}], "widening": 1.0}},
+            "holds old pods' sums above the old side's counts",
+        ),
     ],
 )
 def test_inconsistent_states_are_discarded(fields: dict[str, Any], problem: str) -> None:

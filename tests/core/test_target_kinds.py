@@ -2,8 +2,8 @@
 
 docs/status.md#pausing-each-kind.
 
-``sentinel_core.target`` computes them from the object as read; a StatefulSet is frozen by its
-partition, a DaemonSet by ``OnDelete``, each reversible from its annotations, and a person
+``sentinel_core.workload_kinds`` computes them from the object as read; a StatefulSet is frozen
+by its partition, a DaemonSet by ``OnDelete``, each reversible from its annotations, and a person
 undoing either by hand reads as not paused (``ResumedByUser``). The same patches against the
 real controllers: tests/realcluster/test_statefulset_daemonset.py.
 """
@@ -20,14 +20,16 @@ import pytest
 from analyses.api.serializers import merge_patch
 from sentinel_core.conditions import Annotation
 from sentinel_core.kinds import DAEMON_SET, STATEFUL_SET, default_by
-from sentinel_core.rollout import controller_revisions, is_new, next_revision_rollout
 from sentinel_core.spec import InvalidSpecError, parse_spec
 from sentinel_core.status import Rollout
-from sentinel_core.target import (
+from sentinel_core.workload_kinds import (
     PauseTarget,
     Released,
     TargetState,
+    controller_revisions,
+    is_new,
     is_paused,
+    next_revision_rollout,
     pause_patch,
     release_patch,
 )

@@ -4,8 +4,8 @@
 with its configuration, cache and data under a test's directory. ``as_kustomization`` writes,
 for a set of the chart's values, the kustomize overlay that asks deploy/ for the same thing —
 ``images``, a ``configMapGenerator`` merge, deploy/overlays/providers on top of the mode, a
-``secretGenerator``, patches — so that what ``helm template`` renders can be compared with what
-``kubectl kustomize`` renders for the same settings.
+``secretGenerator``, patches, the template library component — so that what ``helm template``
+renders can be compared with what ``kubectl kustomize`` renders for the same settings.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ HELM = REPO_ROOT / "charts" / "helm.sh"
 GENERATE = REPO_ROOT / "charts" / "generate.py"
 HOME = "rollout-sentinel"  # the namespace the chart installs into
 PROVIDERS = DEPLOY_DIR / "overlays" / "providers"
+LIBRARY = DEPLOY_DIR / "components" / "template-library"
 # The Secrets deploy/overlays/providers mounts, as the chart's providers.secrets.
 PROVIDER_SECRETS = [
     {"name": "thanos", "secretName": "sentinel-provider-thanos"},
@@ -130,6 +131,9 @@ def as_kustomization(values: dict[str, Any], directory: Path) -> Path:
         "resources": [os.path.relpath(base, directory), *resources],
         "patches": [],
     }
+    if values.get("templates", {}).get("library", True):
+        # The chart's default: the library component, as docs/templates.md adds it to an overlay.
+        kustomization["components"] = [os.path.relpath(LIBRARY, directory)]
     ingress = values.get("webIngress", {}).get("namespace")
     if ingress:
         # The patch docs/operations.md gives for another ingress controller's namespace.

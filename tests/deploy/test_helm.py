@@ -5,7 +5,8 @@ check that the committed chart is what the generator writes from today's deploy/
 ``helm lint`` passes, and that ``helm template`` gives, for each mode and each set of values,
 exactly the objects kustomize gives for the same settings asked of deploy/ with an overlay
 (``tests/deploy/helm.py``, ``as_kustomization``): image, pull policy, settings, resources, the
-providers file of deploy/overlays/providers, the notification channels Secret, monitoring — the
+providers file of deploy/overlays/providers, the notification channels Secret, monitoring, the
+library of cluster templates (deploy/components/template-library) — the
 CRD included, from the chart's ``crds/``, and the Namespace left out (it is Helm's to create).
 Helm is built from the Go module proxy at a pinned version (``charts/helm.sh``).
 """
@@ -60,6 +61,7 @@ EVERYTHING: dict[str, Any] = {
     "providers": {"file": (PROVIDERS / "providers.yaml").read_text(), "secrets": PROVIDER_SECRETS},
     "notifications": {"config": NOTIFY},
     "monitoring": {"enabled": True},
+    "templates": {"library": False},
     "webIngress": {"namespace": "traefik"},
     # mode namespaced: one namespace kept, one dropped, one new.
     "namespaces": ["team-b", "payments"],
@@ -146,6 +148,13 @@ def test_values_reach_the_objects(tmp_path: Path) -> None:
     assert web_ingress["spec"]["ingress"][0]["from"] == [
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "traefik"}}}
     ]
+    # templates.library: on by default, the five cluster templates of the component; off, none.
+    library = sorted(name for kind, name in plain if kind == "ClusterRolloutAnalysisTemplate")
+    assert library == ["envoy-gateway", "http-server", "ingress-nginx", "istio", "linkerd"]
+    assert not [kind for kind, _ in changed if kind == "ClusterRolloutAnalysisTemplate"]
+    istio = plain["ClusterRolloutAnalysisTemplate", "istio"]
+    assert "namespace" not in istio["metadata"]
+    assert {m["name"] for m in istio["spec"]["metrics"]} == {"istio-error-rate", "istio-latency"}
     namespaced = Helm(tmp_path / "c").template({**EVERYTHING, "mode": "namespaced"})
     bindings = [o["metadata"] for o in namespaced if o["kind"] == "RoleBinding"]
     watched = sorted((m["namespace"], m["name"]) for m in bindings if m["namespace"] != HOME)
@@ -170,6 +179,10 @@ def test_values_reach_the_objects(tmp_path: Path) -> None:
         ),
         (["--set", "modee=ha"], "at '': additional properties 'modee' not allowed"),
         (
+            ["--set", "templates.library=yes"],
+            "at '/templates/library': got string, want boolean",
+        ),
+        (
             ["--set", "webIngress.namespace=Ingress_Nginx"],
             "at '/webIngress/namespace': 'Ingress_Nginx' does not match pattern",
         ),
@@ -192,7 +205,15 @@ def test_values_reach_the_objects(tmp_path: Path) -> None:
             "notifications: set config or existingSecret, not both",
         ),
     ],
-    ids=["mode", "typo", "ingress-namespace", "provider-name", "namespace", "notifications"],
+    ids=[
+        "mode",
+        "typo",
+        "library",
+        "ingress-namespace",
+        "provider-name",
+        "namespace",
+        "notifications",
+    ],
 )
 def test_helm_refuses_bad_values_saying_why(args: list[str], message: str, tmp_path: Path) -> None:
     namespace = [] if "--namespace" in args else ["--namespace", "rollout-sentinel"]

@@ -229,6 +229,52 @@ def test_namespaced_grants_only_in_the_listed_namespaces(
     assert review is (account == WEB_ACCOUNT)
 
 
+def test_namespaced_operator_reads_cluster_templates_and_nothing_else_cluster_wide(
+    namespaced: DevCluster,
+) -> None:
+    """docs/security.md: the one cluster-wide grant of the namespaced operator is `get` on
+    ClusterRolloutAnalysisTemplates, the verb the base grants on them."""
+    objects = render(namespaced, "overlays/namespaced")
+    (base_rule,) = [
+        rule
+        for o in render(namespaced, "base")
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"] == OPERATOR_ACCOUNT
+        for rule in o["rules"]
+        if "clusterrolloutanalysistemplates" in rule["resources"]
+    ]
+    cluster_wide = {
+        o["roleRef"]["name"]
+        for o in objects
+        if o["kind"] == "ClusterRoleBinding"
+        and any(s["name"] == OPERATOR_ACCOUNT for s in o["subjects"])
+    }
+    assert cluster_wide == {"rollout-sentinel-operator-cluster-templates"}
+    (role,) = [
+        o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] in cluster_wide
+    ]
+    assert role["rules"] == [
+        {
+            "apiGroups": ["sentinel.example.com"],
+            "resources": ["clusterrolloutanalysistemplates"],
+            "verbs": base_rule["verbs"],
+        }
+    ]
+    token = create_token(namespaced, OPERATOR_ACCOUNT, HOME)
+    resource = "clusterrolloutanalysistemplates.sentinel.example.com"
+    assert _can(namespaced, token, "get", resource)
+    for verb in ("list", "watch", "create", "update", "patch", "delete"):
+        assert not _can(namespaced, token, verb, resource), verb
+    assert not _can(namespaced, token, "get", "nodes")
+    assert not _can(namespaced, token, "get", "namespaces")
+    # Namespaced templates stay with the RoleBindings: the listed namespaces only.
+    assert _can(
+        namespaced, token, "get", "rolloutanalysistemplates.sentinel.example.com", "-n", "team-a"
+    )
+    assert not _can(
+        namespaced, token, "get", "rolloutanalysistemplates.sentinel.example.com", "-n", "elsewhere"
+    )
+
+
 def test_operator_works_under_the_namespaced_rbac(
     namespaced: DevCluster,
     start_operator: StartOperator,
@@ -250,13 +296,36 @@ def test_operator_works_under_the_namespaced_rbac(
         namespaced,
         analysis_manifest("checkout", "team-b", metrics=[gauge_metric(case, 0.5)], failure_limit=1),
     )
+    # team-a's analysis takes the same metric from a ClusterRolloutAnalysisTemplate, read
+    # through the overlay's one cluster-wide grant (deploy/overlays/namespaced).
+    template = "gauge-from-the-platform"
+    kubectl_apply(
+        namespaced,
+        {
+            "apiVersion": f"{kube.GROUP}/{kube.VERSION}",
+            "kind": "ClusterRolloutAnalysisTemplate",
+            "metadata": {"name": template},
+            "spec": {"metrics": [gauge_metric(case, 0.5)]},
+        },
+    )
+    kubectl_apply(namespaced, deployment_manifest("checkout", "team-a"))
+    from_template = analysis_manifest("checkout", "team-a", metrics=[], failure_limit=1)
+    spec = from_template["spec"]
+    del spec["metrics"]
+    spec["templates"] = [{"name": template, "clusterScope": True}]
+    kubectl_apply(namespaced, from_template)
     admin = kube_client(namespaced)
 
-    def paused() -> bool:
-        deployment = admin.request("GET", kube.deployment_path("team-b", "checkout"))
+    def paused(team: str = "team-b") -> bool:
+        deployment = admin.request("GET", kube.deployment_path(team, "checkout"))
         return deployment["spec"].get("paused") is True
 
     wait_until(paused, timeout=30, what=f"the pause under namespaced RBAC\n{operator.log}")
+    wait_until(
+        lambda: paused("team-a"),
+        timeout=30,
+        what=f"the pause by a cluster template under namespaced RBAC\n{operator.log}",
+    )
     lease = admin.request("GET", kube.lease_path(HOME, operator.lease_name))
     assert lease["spec"]["holderIdentity"] == operator.identity
     assert "refused" not in operator.log and "Forbidden" not in operator.log, operator.log

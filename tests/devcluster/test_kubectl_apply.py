@@ -100,14 +100,20 @@ def test_apply_changed_deployment_patches_container_image(cluster: DevCluster, n
     assert stored["metadata"]["generation"] == 2
 
 
-def test_apply_defaults_interval_failure_limit_and_dry_run(cluster: DevCluster, ns: str) -> None:
-    cluster.kubectl("apply", "-n", ns, "-f", "-", input=to_yaml(ra_manifest("checkout")))
+def test_apply_defaults_dry_run_but_not_interval_or_failure_limit(
+    cluster: DevCluster, ns: str
+) -> None:
+    # interval and failureLimit are the operator's to default: a template may give them.
+    manifest = ra_manifest("checkout")
+    del manifest["spec"]["target"]["kind"]
+    cluster.kubectl("apply", "-n", ns, "-f", "-", input=to_yaml(manifest))
 
     spec = _get_json(cluster, ns, "rolloutanalysis", "checkout")["spec"]
 
-    assert spec["interval"] == "30s"
-    assert spec["failureLimit"] == 3
+    assert "interval" not in spec
+    assert "failureLimit" not in spec
     assert spec["dryRun"] is False
+    assert spec["target"]["kind"] == "Deployment"
 
 
 def test_apply_server_dry_run_stores_nothing(cluster: DevCluster, ns: str) -> None:
@@ -128,7 +134,8 @@ def test_apply_server_dry_run_stores_nothing(cluster: DevCluster, ns: str) -> No
 def test_apply_server_dry_run_on_existing_object_changes_nothing(
     cluster: DevCluster, ns: str
 ) -> None:
-    cluster.kubectl("apply", "-n", ns, "-f", "-", input=to_yaml(ra_manifest("checkout")))
+    applied = ra_manifest("checkout", failureLimit=3)
+    cluster.kubectl("apply", "-n", ns, "-f", "-", input=to_yaml(applied))
     before = _get_json(cluster, ns, "ra", "checkout")
 
     result = cluster.kubectl(
@@ -193,13 +200,15 @@ def test_apply_server_side(cluster: DevCluster, ns: str) -> None:
     assert result.stdout == "rolloutanalysis.sentinel.example.com/checkout serverside-applied\n"
     stored = _get_json(cluster, ns, "ra", "checkout")
     assert stored["spec"]["failureLimit"] == 5
-    assert stored["spec"]["interval"] == "30s"
+    assert stored["spec"]["dryRun"] is False
+    assert "interval" not in stored["spec"]
 
 
 def test_diff_shows_the_change_and_exits_one(cluster: DevCluster, ns: str) -> None:
-    cluster.kubectl("apply", "-n", ns, "-f", "-", input=to_yaml(ra_manifest("checkout")))
+    applied = ra_manifest("checkout", failureLimit=3)
+    cluster.kubectl("apply", "-n", ns, "-f", "-", input=to_yaml(applied))
 
-    same = cluster.kubectl("diff", "-n", ns, "-f", "-", input=to_yaml(ra_manifest("checkout")))
+    same = cluster.kubectl("diff", "-n", ns, "-f", "-", input=to_yaml(applied))
     changed = cluster.kubectl(
         "diff",
         "-n",
@@ -234,7 +243,12 @@ def test_applying_a_changed_crd_serves_it_at_once(
     try:
         configured = persistent_cluster.kubectl("apply", "-f", "-", input=to_yaml(crd))
         persistent_cluster.kubectl(
-            "apply", "-n", ns, "-f", "-", input=to_yaml(ra_manifest("a", owner="payments"))
+            "apply",
+            "-n",
+            ns,
+            "-f",
+            "-",
+            input=to_yaml(ra_manifest("a", owner="payments", interval="30s")),
         )
         table = persistent_cluster.kubectl("get", "ra", "-n", ns).stdout.splitlines()
         owner = persistent_cluster.kubectl(

@@ -54,7 +54,7 @@ def test_merge_patch_replaces_lists(cluster: DevCluster, ns: str) -> None:
 
 
 def test_json_patch_on_rollout_analysis(cluster: DevCluster, ns: str) -> None:
-    _apply(cluster, ns, ra_manifest("checkout"))
+    _apply(cluster, ns, ra_manifest("checkout", failureLimit=3))
     operations = [
         {"op": "test", "path": "/spec/failureLimit", "value": 3},
         {"op": "replace", "path": "/spec/failureLimit", "value": 4},
@@ -76,7 +76,7 @@ def test_json_patch_on_rollout_analysis(cluster: DevCluster, ns: str) -> None:
 
 
 def test_failed_json_patch_test_operation_changes_nothing(cluster: DevCluster, ns: str) -> None:
-    _apply(cluster, ns, ra_manifest("checkout"))
+    _apply(cluster, ns, ra_manifest("checkout", failureLimit=3))
     operations = [
         {"op": "replace", "path": "/spec/failureLimit", "value": 4},
         {"op": "test", "path": "/spec/interval", "value": "1m"},
@@ -234,7 +234,7 @@ def test_replace_current_object(cluster: DevCluster, ns: str) -> None:
 
 
 def test_patch_status_subresource_with_kubectl(cluster: DevCluster, ns: str) -> None:
-    _apply(cluster, ns, ra_manifest("checkout"))
+    _apply(cluster, ns, ra_manifest("checkout", failureLimit=3))
 
     result = cluster.kubectl(
         "patch",

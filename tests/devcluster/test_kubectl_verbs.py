@@ -18,7 +18,7 @@ def _apply(cluster: DevCluster, ns: str, *manifests: dict) -> None:
 
 
 def test_describe_rollout_analysis(cluster: DevCluster, ns: str) -> None:
-    _apply(cluster, ns, ra_manifest("checkout"))
+    _apply(cluster, ns, ra_manifest("checkout", interval="30s", failureLimit=3))
 
     out = cluster.kubectl("describe", "ra", "checkout", "-n", ns).stdout
 
@@ -130,7 +130,7 @@ def _kubectl_with_editor(
 
 
 def test_edit_rollout_analysis_changes_spec(cluster: DevCluster, ns: str, tmp_path: Path) -> None:
-    _apply(cluster, ns, ra_manifest("checkout"))
+    _apply(cluster, ns, ra_manifest("checkout", failureLimit=3))
     editor = _editor(tmp_path, "s/failureLimit: 3/failureLimit: 6/")
 
     result = _kubectl_with_editor(cluster, editor, "edit", "ra", "checkout", "-n", ns)
@@ -150,7 +150,7 @@ def test_edit_rollout_analysis_changes_spec(cluster: DevCluster, ns: str, tmp_pa
 
 
 def test_edit_to_invalid_value_is_rejected(cluster: DevCluster, ns: str, tmp_path: Path) -> None:
-    _apply(cluster, ns, ra_manifest("checkout"))
+    _apply(cluster, ns, ra_manifest("checkout", failureLimit=3))
     editor = _editor(tmp_path, "s/failureLimit: 3/failureLimit: 0/")
 
     result = _kubectl_with_editor(cluster, editor, "edit", "ra", "checkout", "-n", ns)

@@ -34,15 +34,15 @@ def _minimal() -> dict[str, Any]:
     }
 
 
-def test_defaults_fill_interval_failure_limit_dry_run_and_target_kind(
+def test_defaults_fill_dry_run_and_target_kind_but_leave_interval_and_failure_limit(
     ra_schema: dict[str, Any],
 ) -> None:
+    # interval and failureLimit have no schema default: the operator applies theirs after a
+    # template's (docs/templates.md).
     defaulted = schema.apply_defaults(ra_schema, _minimal())
     assert defaulted["spec"] == {
         "target": {"name": "checkout", "kind": "Deployment"},
         "metrics": [{"name": "p99", "query": "up", "maxValue": 0.25}],
-        "interval": "30s",
-        "failureLimit": 3,
         "dryRun": False,
     }
     assert defaulted["metadata"] == {"name": "checkout"}
@@ -67,11 +67,13 @@ def test_a_null_in_a_non_nullable_field_is_dropped_then_defaulted(
     ra_schema: dict[str, Any],
 ) -> None:
     obj = _minimal()
+    obj["spec"]["dryRun"] = None
     obj["spec"]["interval"] = None
     obj["spec"]["target"]["kind"] = None
     obj["status"] = {"pausedAt": None, "lastVerdict": None}
     defaulted = schema.apply_defaults(ra_schema, obj)
-    assert defaulted["spec"]["interval"] == "30s"
+    assert defaulted["spec"]["dryRun"] is False
+    assert "interval" not in defaulted["spec"]
     assert defaulted["spec"]["target"]["kind"] == "Deployment"
     assert defaulted["status"] == {"pausedAt": None}
 

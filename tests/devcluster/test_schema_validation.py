@@ -226,6 +226,14 @@ def test_cel_rules_and_the_api_servers_note_when_they_are_skipped(
     assert [(c.reason, str(c)) for c in schema.validate(ra_schema, window)] == [
         ("FieldValueInvalid", "spec.failureWindow: Invalid value: must be at least failureLimit")
     ]
+    # No failureLimit: the operator's default 3 is read, or 1 when a template may give one.
+    unset = _analysis(failureLimit=None)
+    unset["spec"]["failureWindow"] = 2
+    assert [str(c) for c in schema.validate(ra_schema, unset)] == [
+        "spec.failureWindow: Invalid value: must be at least failureLimit"
+    ]
+    unset["spec"]["templates"] = [{"name": "golden-signals"}]
+    assert schema.validate(ra_schema, unset) == []
     missing = _analysis(metrics=[{"name": "p99", "query": "up"}])
     assert [(c.reason, str(c)) for c in schema.validate(ra_schema, missing)] == [
         (

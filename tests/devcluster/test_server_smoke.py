@@ -52,7 +52,8 @@ def _custom(dev: DevCluster, token: str | None = None) -> kubernetes.client.Cust
 def test_create_defaults_and_conflict(dev: DevCluster) -> None:
     api = _custom(dev)
     created = api.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, _ra("a"))
-    assert created["spec"]["failureLimit"] == 3
+    assert (created["spec"]["target"]["kind"], created["spec"]["dryRun"]) == ("Deployment", False)
+    assert "failureLimit" not in created["spec"]
     assert created["metadata"]["generation"] == 1
     with pytest.raises(ApiException) as exc:
         api.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, _ra("a"))
@@ -81,7 +82,7 @@ def test_invalid_message_shape(dev: DevCluster) -> None:
 
 def test_status_subresource_keeps_spec_and_generation(dev: DevCluster) -> None:
     api = _custom(dev)
-    api.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, _ra("s"))
+    api.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, _ra("s", failureLimit=3))
     patched = api.patch_namespaced_custom_object_status(
         GROUP,
         VERSION,

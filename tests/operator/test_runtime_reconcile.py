@@ -22,7 +22,7 @@ from sentinel_cluster import kube, writes
 from sentinel_cluster.events import record_events
 from sentinel_core.decision import Resumption, resume
 from sentinel_core.status import AnalysisStatus
-from sentinel_core.target import Released
+from sentinel_core.workload_kinds import Released
 from sentinel_operator.outcome import Deleted, Evaluated, Outcome, Result, record
 from sentinel_operator.outcome import result as result_of
 from sentinel_operator.prometheus import PrometheusClient

@@ -217,6 +217,16 @@ def test_new_pods_with_three_times_the_errors_are_paused(
     # the budget holds at any number of events, minEvents only withholds a Pass).
     assert state["oldTotal"] >= 4 * state["newTotal"] * 0.5
     assert state["ratio"] is None or state["ratio"] > 1.5, state
+    # The ratio's bounds hold the rate as played (3 x) and rule out "no worse" at the pause;
+    # the 4 old pods' counts are kept by name, alike as played, so the margin is barely widened.
+    assert state["guarantee"] == "Stated", state
+    assert 1 < state["ratioLower"] < 3, state
+    assert state["ratioUpper"] is None or state["ratioUpper"] > 3, state
+    assert len(state["podSpread"]["pods"]) == 4, state
+    assert 1 <= state["podSpread"]["widening"] < 1.5, state
+    assert f"{state['ratioLower']:.2g}\u2013" in result["message"] or (
+        f"at least {state['ratioLower']:.2g}" in result["message"]
+    )
     assert result["message"].startswith("new pods' error rate is ")
     assert "of 100 needed" in result["message"]
     assert old_hash != new_hash

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from sentinel_cluster import kube, writes
-from sentinel_core.target import Released
+from sentinel_core.workload_kinds import Released
 from testkit.clusters import Cluster, kubectl_apply
 from testkit.manifests import analysis_manifest, gauge_metric, workload_manifest
 from testkit.metrics_app import GaugeSetter

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import random
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -71,12 +72,6 @@ def _deploy(client: kube.KubeClient, namespace: str) -> None:
     )
 
 
-def _analysis(client: kube.KubeClient, namespace: str, name: str, spec: dict[str, Any]) -> None:
-    client.request(
-        "POST", kube.analyses_path(namespace), body=rollout_analysis(name, namespace, spec)
-    )
-
-
 def _five_lines(template: str, case: str) -> dict[str, Any]:
     # The analysis of docs/templates.md: a target, a template, an argument.
     return {
@@ -86,124 +81,138 @@ def _five_lines(template: str, case: str) -> dict[str, Any]:
     }
 
 
-def _get(client: kube.KubeClient, namespace: str, name: str) -> dict[str, Any]:
-    return client.request("GET", kube.analysis_path(namespace, name))
+@dataclass(frozen=True)
+class Scene:
+    """The test's Deployment, a cluster template of its gauge, and the steps every test takes."""
+
+    reconciler: Reconciler
+    client: kube.KubeClient
+    namespace: str
+    gauge: GaugeSetter
+    case: str
+    # The cluster template as created, and its name.
+    created: dict[str, Any]
+    template: str
+
+    def analysis(self, name: str = "ra", **changes: Any) -> None:
+        """Create the analysis of five lines, with ``changes`` (None leaves a field out)."""
+        spec = {**_five_lines(self.template, self.case), **changes}
+        body = rollout_analysis(
+            name, self.namespace, {k: v for k, v in spec.items() if v is not None}
+        )
+        self.client.request("POST", kube.analyses_path(self.namespace), body=body)
+
+    def reconcile(self, name: str = "ra", times: int = 1) -> dict[str, Any]:
+        """Reconcile the analysis ``times`` times; return its status."""
+        for _ in range(times):
+            self.reconciler.reconcile(self.namespace, name)
+        return self.client.request("GET", kube.analysis_path(self.namespace, name))["status"]
+
+    @property
+    def paused(self) -> bool:
+        deployment = self.client.request("GET", kube.deployment_path(self.namespace, "checkout"))
+        return bool(deployment["spec"].get("paused"))
 
 
-def _paused(client: kube.KubeClient, namespace: str) -> bool:
-    deployment = client.request("GET", kube.deployment_path(namespace, "checkout"))
-    return bool(deployment["spec"].get("paused"))
-
-
-def test_an_analysis_of_five_lines_pauses_on_a_regression(
+@pytest.fixture
+def scene(
     reconciler: Reconciler,
     kube_client: kube.KubeClient,
     namespace: str,
     gauge: GaugeSetter,
     case: str,
     cluster_template: dict[str, Any],
-) -> None:
-    gauge(0.9)
+) -> Scene:
     _deploy(kube_client, namespace)
     name = cluster_template["metadata"]["name"]
-    _analysis(kube_client, namespace, "ra", _five_lines(name, case))
-    for _ in range(3):  # failureLimit: the CRD's default, 3
-        reconciler.reconcile(namespace, "ra")
-    status = _get(kube_client, namespace, "ra")["status"]
-    assert status["templates"] == [{"name": name, "clusterScope": True, "generation": 1}]
+    return Scene(reconciler, kube_client, namespace, gauge, case, cluster_template, name)
+
+
+def test_an_analysis_of_five_lines_pauses_on_a_regression(scene: Scene) -> None:
+    scene.gauge(0.9)
+    # The template's failureLimit applies: the analysis's CRD has no default that would hide it.
+    scene.client.request(
+        "PATCH",
+        f"{_CLUSTER}/{scene.template}",
+        body={"spec": {"failureLimit": 2}},
+        content_type="application/merge-patch+json",
+    )
+    scene.analysis()
+    spec = scene.client.request("GET", kube.analysis_path(scene.namespace, "ra"))["spec"]
+    assert "failureLimit" not in spec
+    scene.reconcile()
+    assert not scene.paused
+    status = scene.reconcile()
+    assert status["templates"] == [{"name": scene.template, "clusterScope": True, "generation": 2}]
+    # What kubectl sees of the resolved metrics: the query with the argument in its literal.
+    assert status["resolvedMetrics"] == [
+        {
+            "name": "value",
+            "query": f'max(sentinel_test_value{{case="{scene.case}"}})',
+            "maxValue": 0.5,
+            "template": {"name": scene.template, "clusterScope": True},
+        }
+    ]
     assert status["metricResults"][0]["name"] == "value"
     assert status["metricResults"][0]["value"] == "0.9"
-    assert status["failures"] == 3
+    assert status["failures"] == 2
     assert condition({"status": status}, "RolloutPaused")["reason"] == "FailureLimitReached"
     assert condition({"status": status}, "Ready")["status"] == "True"
-    assert _paused(kube_client, namespace)
+    assert scene.paused
 
 
-def test_a_good_rollout_is_not_paused(
-    reconciler: Reconciler,
-    kube_client: kube.KubeClient,
-    namespace: str,
-    gauge: GaugeSetter,
-    case: str,
-    cluster_template: dict[str, Any],
-) -> None:
-    gauge(0.1)
-    _deploy(kube_client, namespace)
-    _analysis(kube_client, namespace, "ra", _five_lines(cluster_template["metadata"]["name"], case))
-    for _ in range(3):
-        reconciler.reconcile(namespace, "ra")
-    status = _get(kube_client, namespace, "ra")["status"]
+def test_a_good_rollout_is_not_paused(scene: Scene) -> None:
+    scene.gauge(0.1)
+    scene.analysis()
+    status = scene.reconcile(times=3)
     assert (status["lastVerdict"], status["failures"]) == ("Pass", 0)
-    assert not _paused(kube_client, namespace)
+    assert not scene.paused
 
 
-def test_a_template_edit_resets_the_counts_of_the_analyses_using_it(
-    reconciler: Reconciler,
-    kube_client: kube.KubeClient,
-    namespace: str,
-    gauge: GaugeSetter,
-    case: str,
-    cluster_template: dict[str, Any],
-) -> None:
-    gauge(0.9)
-    _deploy(kube_client, namespace)
-    name = cluster_template["metadata"]["name"]
+def test_a_template_edit_resets_the_counts_of_the_analyses_using_it(scene: Scene) -> None:
+    scene.gauge(0.9)
+    name = scene.template
     for analysis in ("first", "second"):
-        _analysis(kube_client, namespace, analysis, _five_lines(name, case))
-        for _ in range(2):
-            reconciler.reconcile(namespace, analysis)
-        assert _get(kube_client, namespace, analysis)["status"]["failures"] == 2
+        scene.analysis(analysis)
+        assert scene.reconcile(analysis, times=2)["failures"] == 2
 
-    edited = kube_client.request("GET", f"{_CLUSTER}/{name}")
+    edited = scene.client.request("GET", f"{_CLUSTER}/{name}")
     edited["spec"]["metrics"][0]["maxValue"] = 0.6
-    edited = kube_client.request("PUT", f"{_CLUSTER}/{name}", body=edited)
+    edited = scene.client.request("PUT", f"{_CLUSTER}/{name}", body=edited)
     assert edited["metadata"]["generation"] == 2
 
     for analysis in ("first", "second"):
-        reconciler.reconcile(namespace, analysis)
-        status = _get(kube_client, namespace, analysis)["status"]
+        status = scene.reconcile(analysis)
         # Counted afresh: the evaluation after the edit is the first failure, not the third.
         assert status["failures"] == 1, analysis
         assert status["templates"] == [{"name": name, "clusterScope": True, "generation": 2}]
         assert status["metricResults"][0]["maxValue"] == 0.6
-    assert not _paused(kube_client, namespace)
+    assert not scene.paused
 
 
-def test_a_deleted_template_makes_its_users_not_ready_and_never_paused(
-    reconciler: Reconciler,
-    kube_client: kube.KubeClient,
-    namespace: str,
-    gauge: GaugeSetter,
-    case: str,
-    cluster_template: dict[str, Any],
-) -> None:
-    gauge(0.9)
-    _deploy(kube_client, namespace)
-    name = cluster_template["metadata"]["name"]
-    _analysis(kube_client, namespace, "ra", _five_lines(name, case))
-    for _ in range(2):
-        reconciler.reconcile(namespace, "ra")
-    kube_client.request("DELETE", f"{_CLUSTER}/{name}")
-    for _ in range(3):
-        reconciler.reconcile(namespace, "ra")
-    status = _get(kube_client, namespace, "ra")["status"]
+def test_a_deleted_template_makes_its_users_not_ready_and_never_paused(scene: Scene) -> None:
+    scene.gauge(0.9)
+    name = scene.template
+    scene.analysis()
+    scene.reconcile(times=2)
+    scene.client.request("DELETE", f"{_CLUSTER}/{name}")
+    status = scene.reconcile(times=3)
     ready = condition({"status": status}, "Ready")
     assert (ready["status"], ready["reason"]) == ("False", "TemplateNotFound")
     assert ready["message"] == f"ClusterRolloutAnalysisTemplate {name} not found"
     assert status["failures"] == 2  # nothing counted since
     assert status["templates"] == []
     assert condition({"status": status}, "RolloutPaused")["status"] == "False"
-    assert not _paused(kube_client, namespace)
+    assert not scene.paused
 
     # Created again, it is another guard under the same name and generation: counted afresh.
-    body = {key: cluster_template[key] for key in ("apiVersion", "kind", "spec")}
-    kube_client.request("POST", _CLUSTER, body={**body, "metadata": {"name": name}})
-    reconciler.reconcile(namespace, "ra")
-    status = _get(kube_client, namespace, "ra")["status"]
+    body = {key: scene.created[key] for key in ("apiVersion", "kind", "spec")}
+    scene.client.request("POST", _CLUSTER, body={**body, "metadata": {"name": name}})
+    status = scene.reconcile()
     assert condition({"status": status}, "Ready")["status"] == "True"
     assert status["failures"] == 1
     assert status["templates"] == [{"name": name, "clusterScope": True, "generation": 1}]
-    assert not _paused(kube_client, namespace)
+    assert not scene.paused
 
 
 @pytest.mark.parametrize(
@@ -232,27 +241,15 @@ def test_a_deleted_template_makes_its_users_not_ready_and_never_paused(
     ],
 )
 def test_each_reason_with_its_message_and_nothing_measured(
-    reconciler: Reconciler,
-    kube_client: kube.KubeClient,
-    namespace: str,
-    gauge: GaugeSetter,
-    case: str,
-    cluster_template: dict[str, Any],
-    label: str,
-    changes: dict[str, Any],
-    reason: str,
-    message: str,
+    scene: Scene, label: str, changes: dict[str, Any], reason: str, message: str
 ) -> None:
-    gauge(0.9)
-    _deploy(kube_client, namespace)
-    template = cluster_template["metadata"]["name"]
-    spec = {**_five_lines(template, case), **changes}
-    _analysis(kube_client, namespace, "ra", {k: v for k, v in spec.items() if v is not None})
-    reconciler.reconcile(namespace, "ra")
-    status = _get(kube_client, namespace, "ra")["status"]
+    scene.gauge(0.9)
+    scene.analysis(**changes)
+    status = scene.reconcile()
     ready = condition({"status": status}, "Ready")
     assert (ready["status"], ready["reason"]) == ("False", reason)
-    assert ready["message"] == message.format(namespace=namespace, template=template)
+    assert ready["message"] == message.format(namespace=scene.namespace, template=scene.template)
     assert condition({"status": status}, "Healthy")["reason"] == "NotEvaluated"
     assert status.get("failures", 0) == 0 and not status.get("metricResults")
-    assert not _paused(kube_client, namespace)
+    assert (status["templates"], status["resolvedMetrics"]) == ([], [])
+    assert not scene.paused

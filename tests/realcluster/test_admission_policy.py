@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from sentinel_cluster import kube, writes
-from sentinel_core.target import PauseTarget, Released, TargetState, is_paused
+from sentinel_core.workload_kinds import PauseTarget, Released, TargetState, is_paused
 from testkit.clusters import create_token, kubeconfig_for_token, kubectl_apply
 from testkit.manifests import (
     analysis_manifest,

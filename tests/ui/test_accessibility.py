@@ -14,8 +14,9 @@ sequential metric, one never evaluated and one deleted. At ``WIDTH`` px no page 
 sideways: everything fits the window.
 
 The dark detail page is saved to var/screenshots/analysis-detail-dark.png on every run, and the
-page of every metric kind, light and dark, to analysis-kinds-{light,dark}.png (the copies in
-docs/screenshots/ are refreshed from them by hand, like test_browser's).
+page of every metric kind, light and dark, to analysis-kinds-{light,dark}.png, a finished
+backtest job's page (light) to backtest-job.png (the copies in docs/screenshots/ are refreshed
+from them by hand, like test_browser's).
 
 A second test drives the detail page with the keyboard alone (``keyboard.press``): it edits and
 saves the spec form, then reaches and uses "Evaluate now" and "Resume rollout".
@@ -45,7 +46,7 @@ from pytest_django.live_server_helper import LiveServer
 from accounts import tokens
 from accounts.models import NamespaceGrant
 from analyses.charts import ChartPoint, render_metric_chart
-from analyses.models import Analysis
+from analyses.models import Analysis, BacktestJob, BacktestState
 from testkit.devcluster import DevCluster
 from testkit.paths import REPO_ROOT
 from tests.ui import factories
@@ -66,6 +67,8 @@ AXE_TAGS = ["wcag2a", "wcag2aa", "best-practice"]
 KEYBOARD_NAMESPACE = "ui-keyboard"
 DARK_SCREENSHOT = REPO_ROOT / "var" / "screenshots" / "analysis-detail-dark.png"
 KINDS_SCREENSHOT = str(REPO_ROOT / "var" / "screenshots" / "analysis-kinds-{}.png")
+BACKTEST_SCREENSHOT = REPO_ROOT / "var" / "screenshots" / "backtest-job.png"
+BACKTEST_RESULT = REPO_ROOT / "tests" / "ui" / "backtest_result.json"
 # A selector visible once the API docs page rendered (it renders in script).
 API_DOCS_READY = ".swagger-ui .opblock"
 # A laptop's window: no page may be wider than this (no sideways scrolling).
@@ -173,6 +176,11 @@ PAGES: tuple[AxePage, ...] = (
         ready=".field-compare_confidence .errorlist",
         then=_refuse_compare,
     ),
+    AxePage(
+        "backtest job, finished, with its graphs",
+        "/admin/analyses/analysis/{paused}/backtest/{backtest}/",
+        ready="#backtest-rollouts",
+    ),
     AxePage("API token list", "/admin/accounts/apitoken/", ready="#result_list"),
     AxePage("API token change", "/admin/accounts/apitoken/{token}/change/"),
     AxePage("namespace grant list", "/admin/accounts/namespacegrant/", ready="#result_list"),
@@ -227,7 +235,18 @@ def _seed() -> dict[str, Any]:
     token = tokens.issue(admin, now=timezone.now(), name="ci deploys").token
     NamespaceGrant.objects.create(user=admin, namespace="shop", can_view=True, can_edit=True)
     delivery = factories.failed_delivery(paused, at=timezone.now(), duration_seconds=0.2)
+    # A real backtest's result (tests/realcluster/test_backtest_live.py's, namespace renamed).
+    backtest = BacktestJob.objects.create(
+        namespace=paused.namespace,
+        name=paused.name,
+        rollouts=10,
+        max_duration_seconds=3600,
+        state=BacktestState.SUCCEEDED,
+        result=json.loads(BACKTEST_RESULT.read_text()),
+        finished_at=timezone.now(),
+    )
     return {
+        "backtest": backtest.pk,
         "delivery": delivery.pk,
         "paused": paused.pk,
         "kinds": kinds.pk,
@@ -336,6 +355,9 @@ def test_every_page_has_no_axe_violations(
             gone = entry.allowed - {v["id"] for v in violations}
             if gone:
                 failures.append(f"{entry.name} ({theme}): no longer violated, disallow: {gone}")
+            if theme == "light" and entry.path.startswith("/admin/analyses/analysis/{paused}/back"):
+                BACKTEST_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(BACKTEST_SCREENSHOT), full_page=True)
             if theme == "dark" and entry.name == "analysis detail":
                 DARK_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(DARK_SCREENSHOT), full_page=True)

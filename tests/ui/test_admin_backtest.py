@@ -52,7 +52,28 @@ RESULT = {
             "failureLimit 2: latency is 0.5, above maxValue 0.3",
             "verdicts": {"pass": 2, "fail": 2, "inconclusive": 0, "error": 0},
             "noData": False,
-            "evaluations": [],
+            "evaluations": [
+                {
+                    "at": f"2026-12-06T18:52:{second}Z",
+                    "outcome": outcome,
+                    "metrics": [
+                        {
+                            "name": "latency",
+                            "verdict": outcome,
+                            "value": value,
+                            "limit": 0.3,
+                            "message": "",
+                        }
+                    ],
+                    **({"paused": True} if second == 16 else {}),
+                }
+                for second, outcome, value in (
+                    (11, "Fail", "0.5"),
+                    (16, "Fail", "0.5"),
+                    (21, "Pass", "0.1"),
+                    (26, "Pass", "NaN"),
+                )
+            ],
         },
     ],
     "summary": {
@@ -98,6 +119,15 @@ def test_the_button_queues_a_job_and_its_page_follows_it(viewer_client: Client) 
     table = done[begin : done.index("</table>", begin)]
     # The header and one row per rollout.
     assert table.count("<tr>") == 3
+    # The rollout replayed evaluation by evaluation: its metric's graph, the pause marked at
+    # the evaluation that would have made it; none for the rollout without evaluations.
+    assert "backtest-graphs-1" not in done
+    begin = done.index('id="backtest-graphs-2"')
+    graphs = done[begin : done.index("</section>", begin)]
+    assert graphs.count("<svg") == 1 and "the would-be pause marked" in graphs
+    assert 'data-points="4"' in graphs
+    assert graphs.count('class="chart-pause"') == 1
+    assert "Rollout paused at 2026-12-06 18:52:16 UTC" in graphs
 
 
 def test_someone_who_may_not_view_it_gets_nothing() -> None:

@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from html import unescape
 
 import pytest
+from django.contrib import admin
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
@@ -372,3 +373,11 @@ def _section(page: str, section_id: str) -> str:
     match = re.search(rf'<section[^>]*id="{section_id}".*?</section>', page, re.S)
     assert match is not None, section_id
     return match.group(0)
+
+
+def test_the_read_only_interval_says_what_an_absent_one_means() -> None:
+    # The CRD has no default for interval (docs/resource.md): an analysis applied without one
+    # is stored without one, and its read-only page must not show an empty field.
+    model_admin = admin.site._registry[Analysis]
+    assert model_admin.interval(Analysis(spec={"interval": "1m"})) == "1m"
+    assert model_admin.interval(Analysis(spec={})) == "not set (30s unless a template sets it)"

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from analyses.charts import ChartPoint, compare_text, render_metric_chart
+from django.utils.html import strip_tags
+
+from analyses.charts import ChartPoint, render_metric_chart
+from analyses.kinds.compare import compare_text
 from tests.ui.test_charts import SVG, T0, _by_class, _luminance, _parse, _polyline_points
 
 
@@ -62,7 +65,8 @@ def test_the_legend_has_aa_contrast_on_the_white_card() -> None:
 def test_the_spec_in_words() -> None:
     spec = {"by": "pod_template_hash", "worse": "increase", "maxEffect": {"percent": 10}}
     spec |= {"confidence": 0.95, "lookback": "5m", "minSamples": 10}
-    assert compare_text(spec) == (
+    # The card's "Fails when" (each number in a span whose title holds its exact value).
+    assert strip_tags(compare_text(spec)) == (
         "new pods vs old by pod_template_hash: fails when increased by more than 10 % "
         "(confidence 0.95, over 5m)"
     )

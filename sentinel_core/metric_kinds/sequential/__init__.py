@@ -13,6 +13,7 @@ from typing import Any
 from sentinel_core.measurement import Measurement
 from sentinel_core.metric_kinds._kind import MetricKind, Parsing, Recorded, with_sides_label
 from sentinel_core.metric_kinds.sequential._evidence import (
+    BOUND_GRID,
     GRID,
     Counted,
     Settings,
@@ -21,13 +22,20 @@ from sentinel_core.metric_kinds.sequential._evidence import (
     Step,
     accumulate,
     advance,
+    bound_grid,
     counted,
+    effective_pods,
     evidence_of,
     fresh,
     grid,
     judge_sequential,
     log_ratios,
+    persistent_spread,
+    ratio_bounds,
     reached,
+    spread_of,
+    widening_of,
+    widenings,
 )
 from sentinel_core.metric_kinds.sequential._judge import judge, settings_of
 from sentinel_core.metric_kinds.sequential._read import (
@@ -96,6 +104,7 @@ KIND = MetricKind(
 )
 
 __all__ = [
+    "BOUND_GRID",
     "DEFAULT_FALSE_PAUSE_RATE",
     "DEFAULT_MIN_EVENTS",
     "GRID",
@@ -118,10 +127,12 @@ __all__ = [
     "advance",
     "basis_of",
     "begin",
+    "bound_grid",
     "boundaries_query",
     "boundary_pattern",
     "check_sequential_exclusive",
     "counted",
+    "effective_pods",
     "evidence_of",
     "fresh",
     "grid",
@@ -132,10 +143,15 @@ __all__ = [
     "log_ratios",
     "parse_false_pause_rate",
     "parse_sequential",
+    "persistent_spread",
     "plan",
+    "ratio_bounds",
     "reached",
     "samples_queries",
     "settings_of",
+    "spread_of",
     "step_counts",
     "steps_of",
+    "widening_of",
+    "widenings",
 ]

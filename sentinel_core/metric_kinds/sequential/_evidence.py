@@ -31,6 +31,13 @@ is divided by phi (a quasi-likelihood: right to second order in the log ratio), 
 estimated from the old pods' counts (a moment estimate over the rollout so far, doubled for
 the estimate's own noise). Without per-pod counts phi is 1. Where this holds and where it does
 not is measured, not assumed: docs/analysis.md, "Sequential judgment".
+
+Pods that stay different are not noise that averages out: the null's boundary is widened to
+rho0 * w, w from the old pods' persistent spread (each old pod's counts summed since counting
+began, by name), so that the test is about the release and not about which pods it got; the
+grid moves with the boundary. The ratio's bounds are two one-sided mixtures per ratio of a fixed
+grid, from the same conditional binomial (docs/analysis.md, "Pods that stay different" and "The
+ratio's bounds").
 """
 
 from __future__ import annotations
@@ -63,6 +70,21 @@ DISPERSION_SAFETY = 2.0
 # (docs/analysis.md, "Where the bound is stated").
 MIN_OLD_PODS = 4
 STATED, CONDITIONAL = "Stated", "Conditional"
+# Pods that stay different: the null's boundary rho0 is widened by exp(SPREAD_Z * sd), sd the
+# standard deviation of log(new pods' average / old pods' average) that the old pods' persistent
+# spread implies, estimated from each old pod's counts summed since counting began and
+# multiplied by SPREAD_SAFETY for the estimate's noise (docs/analysis.md, "Pods that stay
+# different"). SPREAD_Z 2: the sides' averages differ by more by pod luck alone about 2 % of
+# the time.
+SPREAD_Z = 2.0
+SPREAD_SAFETY = 2.0
+# The old pods whose summed counts are kept (the status stays small); later ones are not.
+MAX_TRACKED_PODS = 64
+# Beyond this the spread leaves nothing a margin could mean; it also bounds a forged status.
+_MAX_WIDENING = 1000.0
+# The confidence sequence's grid of ratios: 2 ** (k / 6), k = -30..30 (1/32 to 32, 12 % apart).
+BOUND_GRID = 61
+_BOUND_STEP = 6
 # Status values are rounded to this many decimals (log ratios) so that the status stays small.
 _DECIMALS = 6
 
@@ -75,6 +97,8 @@ class Side:
     total: float
     # (bad, total) per pod of the side; empty when the query is not per pod.
     pods: tuple[tuple[float, float], ...] = ()
+    # The pods' names, in the order of ``pods`` (empty: the position in ``pods`` names a pod).
+    names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -135,6 +159,13 @@ class State:
     # whether every such step was read per pod: what ``guarantee`` rests on.
     old_pods: int = 0
     per_pod: bool = True
+    # Each old pod's (name, bad, total) summed since counting began: the pods' persistent spread.
+    old_by_pod: tuple[tuple[str, float, float], ...] = ()
+    # The factor the last step's null boundary was widened by for that spread (1: none).
+    widening: float = 1.0
+    # The cumulated tempered log likelihood of each ratio of the bound grid, less that of ratio
+    # 1 (empty: no step counted): the confidence sequence ``bounds`` reads.
+    bound_logs: tuple[float, ...] = ()
     # The evidence at which the metric fails (Settings.needed), kept with the state in the
     # status so that a reader sees both; not part of what the evidence is about.
     needed: float = field(default=0.0, compare=False)
@@ -159,6 +190,25 @@ class State:
     def kappa(self) -> float:
         """Return the old pods' estimated squared coefficient of variation (0 without pods)."""
         return max(0.0, self.excess / self.weight) if self.weight > 0 else 0.0
+
+    @property
+    def spread(self) -> float:
+        """Return the old pods' persistent squared coefficient of variation, estimated (>= 0)."""
+        return persistent_spread(self.old_by_pod)
+
+    def bounds(self, needed: float | None = None) -> tuple[float | None, float | None]:
+        """Return the anytime-valid bounds of the ratio at the metric's share of the budget.
+
+        None where a side is unbounded (no evidence yet, or beyond the grid).
+        """
+        limit = self.needed if needed is None else needed
+        if not self.bound_logs or limit <= 0:
+            return None, None
+        low, high = ratio_bounds(self.bound_logs, limit)
+        return (
+            None if low is None else low / self.widening,
+            None if high is None else high * self.widening,
+        )
 
     @property
     def guarantee(self) -> tuple[str, str]:
@@ -186,10 +236,13 @@ class State:
     def to_dict(self, needed: float | None = None) -> dict[str, Any]:
         ratio = self.ratio
         guarantee, reason = self.guarantee
+        low, high = self.bounds(needed)
         return {
             "evidence": float(f"{self.evidence:.6g}"),
             "needed": self.needed if needed is None else needed,
             "ratio": None if ratio is None else float(f"{ratio:.4g}"),
+            "ratioLower": None if low is None else float(f"{low:.4g}"),
+            "ratioUpper": None if high is None else float(f"{high:.4g}"),
             "newBad": self.new_bad,
             "newTotal": self.new_total,
             "oldBad": self.old_bad,
@@ -204,6 +257,14 @@ class State:
             "perPod": self.per_pod,
             "guarantee": guarantee,
             "guaranteeReason": reason,
+            "podSpread": {
+                "pods": [
+                    {"pod": name, "bad": bad, "total": total}
+                    for name, bad, total in self.old_by_pod
+                ],
+                "widening": self.widening,
+            },
+            "boundLogs": list(self.bound_logs),
         }
 
     @classmethod
@@ -238,6 +299,14 @@ class State:
         if not isinstance(per_pod, bool):
             return None
         needed = number(raw.get("needed"))
+        # A state written before these were kept: no spread seen, no bounds until a step.
+        spread = _pod_spread(raw.get("podSpread", {"pods": [], "widening": 1.0}))
+        bound_raw = raw.get("boundLogs", [])
+        if spread is None or not isinstance(bound_raw, list):
+            return None
+        bound_logs = [number(v) for v in bound_raw]
+        if len(bound_logs) not in (0, BOUND_GRID) or any(v is None for v in bound_logs):
+            return None
         return cls(
             key=key,
             since=since,
@@ -252,8 +321,28 @@ class State:
             steps=steps,
             old_pods=old_pods,
             per_pod=per_pod,
+            old_by_pod=spread[0],
+            widening=spread[1],
+            bound_logs=tuple(float(v or 0.0) for v in bound_logs),
             needed=needed if needed is not None and needed > 0 else 0.0,
         )
+
+
+def _pod_spread(raw: object) -> tuple[tuple[tuple[str, float, float], ...], float] | None:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("pods"), list):
+        return None
+    widening = number(raw.get("widening"))
+    if widening is None or not 1.0 <= widening <= _MAX_WIDENING:
+        return None
+    pods = []
+    for entry in raw["pods"][:MAX_TRACKED_PODS]:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("pod"), str):
+            return None
+        bad, total = number(entry.get("bad")), number(entry.get("total"))
+        if bad is None or total is None or not 0 <= bad <= total:
+            return None
+        pods.append((str(entry["pod"]), bad, total))
+    return tuple(pods), widening
 
 
 @dataclass(frozen=True)
@@ -347,7 +436,18 @@ def _count(state: State, step: Step, settings: Settings) -> State:
     old_pods = state.old_pods
     if not old_pods and informative and both:
         old_pods = sum(1 for _, t in step.old.pods if t > 0)
-    logs, excess, weight = accumulate(
+    old_by_pod = _summed(state.old_by_pod, step.old) if both else state.old_by_pod
+    new_counts = np.asarray([max(t, 0.0) for _, t in step.new.pods]) if both else None
+    old_counts = np.asarray([max(t, 0.0) for _, t in step.old.pods]) if both else None
+    widening = state.widening
+    if both and informative:
+        widening = widening_of(
+            persistent_spread(old_by_pod),
+            float(effective_pods(new_counts)),
+            float(effective_pods(old_counts)),
+        )
+    bounds = np.asarray(state.bound_logs) if state.bound_logs else np.zeros(BOUND_GRID)
+    logs, excess, weight, bounds = accumulate(
         previous,
         np.asarray(state.excess),
         np.asarray(state.weight),
@@ -356,9 +456,11 @@ def _count(state: State, step: Step, settings: Settings) -> State:
         old_bad=np.asarray(old_bad),
         old_total=np.asarray(old_total),
         rho0=settings.rho0,
-        new_pods=np.asarray([max(t, 0.0) for _, t in step.new.pods]) if both else None,
+        new_pods=new_counts,
         old_pods_bad=np.asarray([_clip(b, t) for b, t in step.old.pods]) if both else None,
-        old_pods=np.asarray([max(t, 0.0) for _, t in step.old.pods]) if both else None,
+        old_pods=old_counts,
+        widening=np.asarray(widening),
+        bounds=bounds,
     )
     return State(
         key=state.key,
@@ -374,7 +476,78 @@ def _count(state: State, step: Step, settings: Settings) -> State:
         steps=state.steps + 1,
         old_pods=old_pods,
         per_pod=state.per_pod and (both or not informative),
+        old_by_pod=old_by_pod,
+        widening=widening,
+        bound_logs=tuple(round(float(v), _DECIMALS) for v in bounds),
     )
+
+
+def _summed(
+    before: tuple[tuple[str, float, float], ...], side: Side
+) -> tuple[tuple[str, float, float], ...]:
+    """Return each old pod's counts summed with this step's (unnamed: named by position)."""
+    names = side.names
+    if len(names) != len(side.pods):
+        names = tuple(f"#{i}" for i in range(len(side.pods)))
+    sums = {name: (bad, total) for name, bad, total in before}
+    for name, (bad, total) in zip(names, side.pods, strict=True):
+        if name not in sums and len(sums) >= MAX_TRACKED_PODS:
+            continue
+        was_bad, was_total = sums.get(name, (0.0, 0.0))
+        sums[name] = (was_bad + _clip(bad, total), was_total + max(total, 0.0))
+    return tuple(
+        (name, round(bad, _DECIMALS), round(total, _DECIMALS))
+        for name, (bad, total) in sums.items()
+    )
+
+
+def persistent_spread(pods: Sequence[tuple[str, float, float]]) -> float:
+    """Return the old pods' persistent squared CV from their counts summed since counting began.
+
+    The same moment estimate as the per-step ``kappa`` (``dispersion_terms``), on each pod's
+    sums: a pod that stays worse stays worse in its sums, while step-to-step wander averages
+    out of them, so this estimates the spread that does not go away with more steps.
+    """
+    import numpy as np
+
+    if len(pods) < 2:
+        return 0.0
+    bad = np.asarray([b for _, b, _ in pods])
+    total = np.asarray([t for _, _, t in pods])
+    return float(spread_of(bad, total))
+
+
+def spread_of(bad: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Return ``persistent_spread`` of per-pod sums (last axis: the pods; broadcasts)."""
+    import numpy as np
+
+    excess, weight = dispersion_terms(bad, total)
+    return np.where(weight > 0, np.maximum(excess, 0) / np.where(weight > 0, weight, 1), 0.0)
+
+
+def widening_of(spread: float, pods_new: float, pods_old: float) -> float:
+    """Return the factor by which pods' persistent spread widens the null's boundary (>= 1)."""
+    return float(widenings(spread, pods_new, pods_old))
+
+
+def widenings(
+    spread: np.ndarray | float, pods_new: np.ndarray | float, pods_old: np.ndarray | float
+) -> np.ndarray:
+    """Return ``widening_of`` elementwise.
+
+    log(new pods' average / old pods' average) has variance about spread (1/Pn + 1/Po) when
+    every pod's rate is its side's times a factor of squared CV ``spread`` (Pn, Po the
+    effective pods): a good release's new pods exceed the old ones by pod luck alone beyond
+    exp(SPREAD_Z sd) about 2 % of the time.
+    """
+    import numpy as np
+
+    k = np.asarray(spread, dtype=float)
+    n, o = np.asarray(pods_new, dtype=float), np.asarray(pods_old, dtype=float)
+    known = (k > 0) & (n > 0) & (o > 0)
+    inverse = np.where(known, 1 / np.where(known, n, 1) + 1 / np.where(known, o, 1), 0.0)
+    sd = np.sqrt(SPREAD_SAFETY * np.where(known, k, 0.0) * inverse)
+    return np.minimum(np.exp(SPREAD_Z * sd), _MAX_WIDENING)
 
 
 def accumulate(
@@ -390,13 +563,18 @@ def accumulate(
     new_pods: np.ndarray | None = None,
     old_pods_bad: np.ndarray | None = None,
     old_pods: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return the log ratios and dispersion sums with one more step counted.
+    widening: np.ndarray | float = 1.0,
+    bounds: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return the log ratios, dispersion sums and bound grid's logs with one more step counted.
 
     ``logs`` has the grid as last axis; the counts broadcast over the others (one rollout for
     ``advance``, thousands for the benchmark). The per-pod arrays (last axis: the pods, 0 for
     a pod not on that side) are all given or all None. The old pods' dispersion of this step
     counts in its own tempering: the moment estimate needs every old pod it can get.
+    ``widening`` (>= 1, per rollout) moves the null's boundary to rho0 * widening for this step,
+    the grid with it; ``bounds`` (last axis: ``BOUND_GRID``) are the confidence sequence's logs
+    (zeros when None).
     """
     import numpy as np
 
@@ -408,17 +586,80 @@ def accumulate(
         pods_new, pods_old = effective_pods(new_pods), effective_pods(old_pods)
     else:
         kappa, pods_new, pods_old = np.zeros(()), np.zeros(()), np.zeros(())
+    boundary = rho0 * np.asarray(widening, dtype=float)
+    # The grid moves with the boundary: alternative j is boundary * TOP ** (j / GRID).
+    relative = TOP ** (np.arange(1, GRID + 1) / GRID)
     step = log_ratios(
         new_bad,
         new_total,
         old_bad,
         old_total,
-        rho0,
+        1.0,
         kappa=kappa,
         pods_new=pods_new,
         pods_old=pods_old,
+        alternatives=boundary[..., None] * relative,
+        null=boundary,
     )
-    return logs + step, excess, weight
+    bound_step = log_ratios(
+        new_bad,
+        new_total,
+        old_bad,
+        old_total,
+        1.0,
+        kappa=kappa,
+        pods_new=pods_new,
+        pods_old=pods_old,
+        alternatives=bound_grid(),
+    )
+    base = np.zeros((*step.shape[:-1], BOUND_GRID)) if bounds is None else bounds
+    return logs + step, excess, weight, base + bound_step
+
+
+def bound_grid() -> np.ndarray:
+    """Return the ratios of the confidence sequence's grid: 2 ** (k / 6), k = -30..30."""
+    import numpy as np
+
+    half = (BOUND_GRID - 1) // 2
+    return 2.0 ** (np.arange(-half, half + 1) / _BOUND_STEP)
+
+
+def ratio_bounds(bound_logs: Sequence[float], needed: float) -> tuple[float | None, float | None]:
+    """Return the confidence sequence's lower and upper ratio from the bound grid's logs.
+
+    Two one-sided tests per grid ratio r, each at half the metric's share of the budget
+    (evidence 2 * needed): "the ratio is at most r" against the grid's ratios above it, and
+    "at least r" against those below, each the average of their likelihood ratios (a test
+    supermartingale for every ratio on its side, as the main evidence is). The lower bound is
+    the largest r such that r and every grid ratio below it are refuted as upper limits; so
+    the true ratio is below it with probability at most half the share, at any time. None when
+    nothing is refuted on that side, or everything (beyond the grid).
+    """
+    import numpy as np
+
+    logs = np.asarray(bound_logs, dtype=float)
+    ratios = bound_grid()
+    limit = math.log(2 * needed) + math.log1p(-1e-9)
+    count = len(logs)
+    index = np.arange(count)
+    # log sum over j > k and over j < k of exp(L_j), by cumulative log-add-exp.
+    above = np.append(np.logaddexp.accumulate(logs[::-1])[::-1][1:], -np.inf)
+    below = np.insert(np.logaddexp.accumulate(logs)[:-1], 0, -np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # "ratio <= r_k" refuted: mean over j > k of exp(L_j - L_k) >= 2 needed.
+        below_refuted = above - np.log(count - 1 - index) - logs >= limit
+        # "ratio >= r_k" refuted: mean over j < k of exp(L_j - L_k) >= 2 needed.
+        above_refuted = below - np.log(index) - logs >= limit
+    below_refuted[-1] = above_refuted[0] = False
+    low = 0
+    while low < count and below_refuted[low]:
+        low += 1
+    high = count - 1
+    while high >= 0 and above_refuted[high]:
+        high -= 1
+    lower = None if low == 0 or low == count else float(ratios[low - 1])
+    upper = None if high == count - 1 or high < 0 else float(ratios[high + 1])
+    return lower, upper
 
 
 def grid(rho0: float) -> np.ndarray:
@@ -439,13 +680,15 @@ def log_ratios(
     pods_new: np.ndarray | float = 0.0,
     pods_old: np.ndarray | float = 0.0,
     alternatives: np.ndarray | None = None,
+    null: np.ndarray | float | None = None,
 ) -> np.ndarray:
     """Return one step's log likelihood ratio per grid point, shape ``(*counts, GRID)``.
 
     The counts broadcast (the benchmark passes whole arrays of rollouts). A step with no
     events on a side, or no bad events at all, carries no evidence: 0. ``kappa`` and the
     effective pods per side (0: unknown) temper the step for over-dispersion.
-    ``alternatives`` replaces the grid (the last axis) by other ratios rho.
+    ``alternatives`` replaces the grid (the last axis) by other ratios rho; ``null`` (one per
+    rollout) replaces ``rho0`` as the ratio they are tested against.
     """
     import numpy as np
 
@@ -458,11 +701,12 @@ def log_ratios(
     share = np.where(informative, n / np.where(informative, n + m, 1.0), 0.5)
     odds = share / (1 - share)
     rho = grid(rho0) if alternatives is None else np.asarray(alternatives, dtype=float)
+    base = np.asarray(rho0 if null is None else null, dtype=float)[..., None]
     # log(pi / pi0) and log((1 - pi) / (1 - pi0)) with pi = rho*odds / (1 + rho*odds).
-    log_up = np.log(rho / rho0) - np.log1p(rho * odds) + np.log1p(rho0 * odds)
-    log_down = np.log1p(rho0 * odds) - np.log1p(rho * odds)
+    log_up = np.log(rho / base) - np.log1p(rho * odds) + np.log1p(base * odds)
+    log_down = np.log1p(base * odds) - np.log1p(rho * odds)
     logs = x * log_up + y * log_down
-    pi0 = rho0 * odds / (1 + rho0 * odds)
+    pi0 = base * odds / (1 + base * odds)
     phi = 1.0 + DISPERSION_SAFETY * _overdispersion(
         np.asarray(kappa, dtype=float)[..., None],
         bad,
@@ -590,11 +834,29 @@ def sentence(settings: Settings, state: State) -> str:
         head = f"new pods' {settings.rate_name} is {times} \u00d7 the old pods' ({counts})"
     else:
         head = f"new pods' {settings.rate_name} against the old pods' ({counts})"
+    bounds = _bounds_text(state.bounds(settings.needed))
+    if bounds:
+        head = f"{head}, {bounds} so far"
     evidence = f"evidence {_evidence_text(state.evidence)} of {settings.needed:g} needed"
     guarantee, reason = state.guarantee
     if guarantee == CONDITIONAL:
         evidence = f"{evidence} (false-pause bound conditional: {reason})"
     return f"{head}; {evidence}"
+
+
+def _bounds_text(bounds: tuple[float | None, float | None]) -> str:
+    low, high = bounds
+    if low is not None and high is not None:
+        return f"{_times(low)}\u2013{_times(high)} \u00d7"
+    if low is not None:
+        return f"at least {_times(low)} \u00d7"
+    if high is not None:
+        return f"at most {_times(high)} \u00d7"
+    return ""
+
+
+def _times(value: float) -> str:
+    return f"{value:.2g}" if value < 10 else f"{value:,.0f}"
 
 
 def _clip(bad: float, total: float) -> float:

@@ -289,9 +289,9 @@ def steps_of(
         for index, value in step_counts(points, plan).items():
             cell = counts.setdefault((index, side, pod), {})
             cell[part] = cell.get(part, 0.0) + value
-    pods: dict[tuple[int, str], list[tuple[float, float]]] = {}
-    for (index, side, _pod), cell in sorted(counts.items()):
-        pods.setdefault((index, side), []).append(_pod_counts(sequential, cell))
+    pods: dict[tuple[int, str], list[tuple[str, float, float]]] = {}
+    for (index, side, pod), cell in sorted(counts.items()):
+        pods.setdefault((index, side), []).append((pod, *_pod_counts(sequential, cell)))
     return tuple(
         Step(
             new=_side(pods.get((index, "new"), [])),
@@ -348,10 +348,16 @@ def _pod_counts(sequential: Sequential, cell: Mapping[str, float]) -> tuple[floa
     return min(max(bad, 0.0), total), total
 
 
-def _side(pods: list[tuple[float, float]]) -> Side:
-    bad = sum(b for b, _ in pods)
-    total = sum(t for _, t in pods)
-    return Side(bad=bad, total=total, pods=tuple(pods))
+def _side(pods: list[tuple[str, float, float]]) -> Side:
+    bad = sum(b for _, b, _ in pods)
+    total = sum(t for _, _, t in pods)
+    # The names follow each old pod's counts across steps: its persistent spread.
+    return Side(
+        bad=bad,
+        total=total,
+        pods=tuple((b, t) for _, b, t in pods),
+        names=tuple(name for name, _, _ in pods),
+    )
 
 
 def _split(selector: str) -> tuple[str, list[str]]:

@@ -11,7 +11,14 @@ from typing import Any
 
 from sentinel_core.metric_kinds._kind import MetricKind, Parsing
 from sentinel_core.metric_kinds.threshold._judge import guard, judge, shown, with_value
-from sentinel_core.metric_kinds.threshold._read import Reading, ask_guard, facts, measure, recorded
+from sentinel_core.metric_kinds.threshold._read import (
+    Reading,
+    ask_guard,
+    baseline_at,
+    facts,
+    measure,
+    recorded,
+)
 from sentinel_core.metric_kinds.threshold._spec import (
     Baseline,
     Increase,
@@ -56,6 +63,7 @@ __all__ = [
     "MinSamples",
     "Reading",
     "ask_guard",
+    "baseline_at",
     "guard",
     "parse_thresholds",
     "shown",

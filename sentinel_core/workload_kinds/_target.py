@@ -13,14 +13,13 @@ the target back what it had before the first pause (a Deployment a person had pa
 paused); an analysis that holds nothing changes nothing; a record that disagrees with the
 target is never acted on.
 
-Each kind is paused its own way: a Deployment with ``spec.paused``; a StatefulSet by raising its
-``rollingUpdate.partition`` to the lowest ordinal already updated; a DaemonSet by switching its
-``updateStrategy`` to ``OnDelete``.
+Each kind is paused its own way, which its package says (``WorkloadKind.held``, ``hold``): a
+Deployment with ``spec.paused``; a StatefulSet by raising its ``rollingUpdate.partition`` to the
+lowest ordinal already updated; a DaemonSet by switching its ``updateStrategy`` to ``OnDelete``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,19 +27,10 @@ from enum import StrEnum
 from typing import Any
 
 from sentinel_core.conditions import Annotation
-from sentinel_core.kinds import DEPLOYMENT, STATEFUL_SET
-from sentinel_core.pause_record import (
-    ALL_KEYS,
-    NO_RECORD,
-    ON_DELETE,
-    ROLLING_UPDATE,
-    PauseRecord,
-    RecordState,
-    partition,
-    read_record,
-    strategy_type,
-)
-from sentinel_core.values import format_time, integer
+from sentinel_core.kinds import DEPLOYMENT
+from sentinel_core.pause_record import ALL_KEYS, NO_RECORD, PauseRecord, RecordState, read_record
+from sentinel_core.values import format_time
+from sentinel_core.workload_kinds._registry import kind_named
 
 
 @dataclass(frozen=True)
@@ -96,11 +86,7 @@ def is_paused(kind: str, workload: Mapping[str, Any]) -> bool:
 
 
 def _held(kind: str, workload: Mapping[str, Any], record: PauseRecord) -> bool:
-    if kind == DEPLOYMENT:
-        return (workload.get("spec") or {}).get("paused") is True
-    if strategy_type(workload) == ON_DELETE:
-        return True
-    return kind == STATEFUL_SET and record.state == RecordState.HELD
+    return kind_named(kind).held(workload, record)
 
 
 def paused_by_of(workload: Mapping[str, Any], kind: str = DEPLOYMENT) -> tuple[str, ...]:
@@ -153,10 +139,9 @@ def pause_patch(pause: PauseTarget, workload: Mapping[str, Any]) -> dict[str, An
     if record.state == RecordState.HELD:
         union = dict.fromkeys((*record.holders, *pause.paused_by))
         annotations[Annotation.PAUSED_BY.value] = ",".join(union)
-        if pause.kind == DEPLOYMENT:
-            spec = {"paused": True}
+        spec = kind_named(pause.kind).rehold()
     else:
-        spec, kept = _hold(pause.kind, workload)
+        spec, kept = kind_named(pause.kind).hold(workload)
         stale = {key: None for key in ALL_KEYS if key in _annotations(workload)}
         annotations = stale | annotations | kept
     patch: dict[str, Any] = {
@@ -168,61 +153,6 @@ def pause_patch(pause: PauseTarget, workload: Mapping[str, Any]) -> dict[str, An
     if spec:
         patch["spec"] = spec
     return patch
-
-
-def _hold(kind: str, workload: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    """Return the spec change that holds ``workload`` and the record of what it had before."""
-    before = Annotation.PAUSED_BEFORE.value
-    if kind == DEPLOYMENT:
-        already = (workload.get("spec") or {}).get("paused") is True
-        return {"paused": True}, {before: _bool_text(already)}
-    if strategy_type(workload) == ON_DELETE:
-        # Held already (a person's OnDelete): nothing changes, and nothing will be undone.
-        return {}, {before: "true"}
-    if kind == STATEFUL_SET:
-        current = partition(workload) or 0
-        frozen = max(current, _lowest_updated_ordinal(workload))
-        kept = {
-            before: "false",
-            Annotation.PAUSED_PARTITION.value: str(frozen),
-            Annotation.PARTITION_BEFORE.value: str(current),
-        }
-        return {"updateStrategy": {"rollingUpdate": {"partition": frozen}}}, kept
-    saved = (workload.get("spec") or {}).get("updateStrategy") or {"type": ROLLING_UPDATE}
-    return (
-        # Only the type changes: rollingUpdate stays as it was (the API server keeps it under
-        # OnDelete), so the admission guard can hold the accounts to flipping the type, never
-        # widening maxUnavailable or maxSurge
-        # (docs/operations.md#the-guard-rail-a-validatingadmissionpolicy).
-        {"updateStrategy": {"type": ON_DELETE}},
-        {
-            before: "false",
-            Annotation.UPDATE_STRATEGY_BEFORE.value: json.dumps(
-                saved, sort_keys=True, separators=(",", ":")
-            ),
-        },
-    )
-
-
-def _bool_text(value: bool) -> str:
-    return "true" if value else "false"
-
-
-def _lowest_updated_ordinal(statefulset: Mapping[str, Any]) -> int:
-    """Return the lowest ordinal a StatefulSet's rolling update has reached.
-
-    The controller updates from the highest ordinal down, so the ``updatedReplicas`` pods at
-    the update revision are the top ones. Without a rollout in progress (both revisions the
-    same, or no status yet) it is ``replicas``: the partition then holds any rollout to come.
-    """
-    replicas = integer((statefulset.get("spec") or {}).get("replicas", 1))
-    replicas = replicas if replicas is not None and replicas >= 0 else 1
-    status = statefulset.get("status") or {}
-    update, current = status.get("updateRevision"), status.get("currentRevision")
-    if not update or update == current:
-        return replicas
-    updated = integer(status.get("updatedReplicas", 0)) or 0
-    return max(0, replicas - max(0, updated))
 
 
 def _annotations(workload: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -1,0 +1,106 @@
+"""What a target (workload) kind is: the one small interface each kind's package exposes.
+
+A kind (``deployment``, ``statefulset``, ``daemonset``) is a ``WorkloadKind``: how its object
+says it is held, how a pause holds it (and what the pause records of it), and, for the kinds
+whose controller records ControllerRevisions, what that controller rolls out. The kind-free
+halves (the pause and release patches, the rollout's key and start) live beside the registry in
+``workload_kinds`` and ask the kind; docs/architecture.md ("Adding a target kind") walks through
+a new one. Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sentinel_core.pause_record import ON_DELETE, PauseRecord, strategy_type
+from sentinel_core.values import integer
+
+Workload = Mapping[str, Any]
+# A merge patch's ``spec`` part, and the pause record's annotations of what the target had.
+SpecChange = dict[str, Any]
+Kept = dict[str, str]
+
+
+@dataclass(frozen=True)
+class ControllerRevisions:
+    """What a StatefulSet's or DaemonSet's status and revisions say of its rolling update.
+
+    ``update``: the revision it rolls out (its pods' ``controller-revision-hash``), None before
+    its controller wrote one; ``old``: the older revisions whose pods still run, empty unless
+    it is rolling out; ``caught_up``: its controller has seen its latest spec
+    (``status.observedGeneration``), so ``update`` is the latest template's.
+    """
+
+    update: str | None = None
+    old: tuple[str, ...] = ()
+    caught_up: bool = False
+
+    @property
+    def rolling(self) -> bool:
+        """Return whether a rollout is under way: pods of an older revision still run."""
+        return bool(self.old)
+
+    @property
+    def hashes(self) -> tuple[str | None, tuple[str, ...]]:
+        """Return the new pods' hash and the old ones', as the metric kinds split series."""
+        return self.update, self.old
+
+
+@dataclass(frozen=True)
+class WorkloadKind:
+    """One target kind's surface: everything the rest of the product asks of it."""
+
+    # spec.target.kind, as the CRD's enum spells it.
+    name: str
+    # Whether the workload is held (its controller rolls no pod over by itself), given the pause
+    # record as read and checked against it.
+    held: Callable[[Workload, PauseRecord], bool]
+    # The spec change that holds the workload as read, and the record of what it had before.
+    hold: Callable[[Workload], tuple[SpecChange, Kept]]
+    # What a further pause of a target a trusted record already holds sends again.
+    rehold: Callable[[], SpecChange]
+    # What its controller rolls out, from the workload and the hashes of the ControllerRevisions
+    # it owns (highest ``revision`` first); None for a kind whose rollouts are read otherwise
+    # (a Deployment: its pod template's hash and its ReplicaSets).
+    revisions: Callable[[Workload, Sequence[str]], ControllerRevisions] | None = None
+    # Whether ``revisions`` needs the owned ControllerRevisions listed (its status does not name
+    # the revision it rolls out).
+    lists_revisions: bool = False
+    # The key of one of its revision objects (a ControllerRevision, a Deployment's ReplicaSet)
+    # as its pods are labelled; "" when the object carries none.
+    revision_key: Callable[[Workload], str] = lambda item: ""
+
+
+def nothing() -> SpecChange:
+    """Return no spec change."""
+    return {}
+
+
+def held_on_delete(workload: Workload) -> bool:
+    """Return whether a StatefulSet or DaemonSet is held by its ``OnDelete`` strategy."""
+    return strategy_type(workload) == ON_DELETE
+
+
+def caught_up(workload: Workload) -> bool:
+    """Return whether the workload's controller has seen its latest spec."""
+    observed = integer((workload.get("status") or {}).get("observedGeneration"))
+    generation = integer((workload.get("metadata") or {}).get("generation"))
+    return observed is not None and generation is not None and observed >= generation
+
+
+def labelled(label: str) -> Callable[[Workload], str]:
+    """Return the ``revision_key`` that reads a revision object's ``label``."""
+
+    def key(item: Workload) -> str:
+        labels = (item.get("metadata") or {}).get("labels") or {}
+        value = labels.get(label) if isinstance(labels, Mapping) else None
+        return value if isinstance(value, str) else ""
+
+    return key
+
+
+def named(item: Workload) -> str:
+    """Return a revision object's name (a StatefulSet's pods are labelled with it)."""
+    return str((item.get("metadata") or {}).get("name") or "")

@@ -1,0 +1,377 @@
+"""The backtest's replay is the live verdict: rollouts judged live, then replayed afterwards.
+
+docs/backtest.md. The session's real control plane with kwok's nodes, the pods' metrics served
+at their own IPs (``testkit.pod_server.PodServer``), the Prometheus 3.x that discovers them, one
+``manage.py runoperator`` judging live, the real kubectl.
+
+The story: a Deployment ``web`` of 2 and, beside it at the same time, a StatefulSet ``db`` of 2
+are judged live every 10 s (pause after 2 consecutive failures). ``web``'s analysis has a
+threshold (the error ratio) and a ``beforeRollout`` baseline (the slowest pod's latency may not
+double from when the rollout began); ``db``'s a threshold on its latency. Then, each started
+right after a live evaluation (so the live evaluations fall where the replay's will, see
+docs/backtest.md#which-instants-and-which-queries):
+
+- ``web`` 2 and ``db`` 2: good (``web`` 2 fails 3 % of its requests, under the 5 % threshold);
+- ``web`` 3 and ``db`` 3: a latency regression (0.5 s): the operator pauses both; a person fixes
+  ``web`` forward (``kubectl set image`` and ``rollout resume``);
+- ``web`` 4: an error-rate regression (half the requests fail): paused; a person resumes and
+  rolls back to ``web`` 2 (``kubectl rollout undo --to-revision=2``).
+
+Then the same specs, created afterwards as drafts, are backtested (``manage.py backtest --spec
+--json`` for ``web``, the same code in process for ``db``): every live evaluation has a replayed
+one within one interval whose verdict is the same, and each live pause is the replay's
+``wouldPauseAt`` at the same evaluation. A draft with a tighter error threshold (1 %) would also
+have paused the good ``web`` 2. The live-versus-replay table is printed (``-s``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sentinel_cluster import kube
+from sentinel_core.values import parse_time
+from sentinel_operator.backtest import Backtest, Replayer
+from sentinel_operator.prometheus import PrometheusClient
+from sentinel_operator.providers import Providers
+from testkit.clusters import kubectl_apply
+from testkit.manifests import analysis_manifest, rollout_analysis, workload_manifest
+from testkit.observe import condition, get_analysis, wait_rows
+from testkit.operator import OperatorProcess
+from testkit.paths import MANAGE, REPO_ROOT
+from testkit.pod_server import Behaviour, PodServer, kwok_deployment, kwok_pod_spec
+from testkit.prometheus import PrometheusServer
+from testkit.realcluster import RealCluster
+from testkit.site_env import with_defaults
+
+INTERVAL = 10.0
+FAILURE_LIMIT = 2
+REPLICAS = 2
+IMAGE = "registry.example.com/shop/{}:{}"
+# Enough requests that 3 % errors stay well between the two thresholds over 10 s.
+RPS = 50.0
+GOOD = Behaviour(latency=0.1, rps=RPS)
+
+
+def _selector(namespace: str, app: str) -> str:
+    return f'{{namespace="{namespace}",app="{app}"}}'
+
+
+def _slowest(namespace: str, app: str) -> str:
+    """The slowest pod's mean latency over 10 s."""
+    s = _selector(namespace, app)
+    return (
+        f"max(rate(http_request_duration_seconds_sum{s}[10s]) / "
+        f"rate(http_request_duration_seconds_count{s}[10s]))"
+    )
+
+
+def _web_spec(namespace: str, max_errors: float) -> dict[str, Any]:
+    s = _selector(namespace, "web")
+    errors = (
+        f"sum(rate(http_request_errors_total{s}[10s])) / sum(rate(http_requests_total{s}[10s]))"
+    )
+    return _spec(
+        "Deployment",
+        "web",
+        [
+            {"name": "error-ratio", "query": errors, "maxValue": max_errors},
+            {
+                "name": "latency",
+                "query": _slowest(namespace, "web"),
+                "maxIncrease": {"percent": 100},
+                "baseline": {"beforeRollout": True},
+            },
+        ],
+    )
+
+
+def _db_spec(namespace: str) -> dict[str, Any]:
+    latency = {"name": "latency", "query": _slowest(namespace, "db"), "maxValue": 0.3}
+    return _spec("StatefulSet", "db", [latency])
+
+
+def _spec(kind: str, name: str, metrics: list[dict[str, Any]]) -> dict[str, Any]:
+    manifest = analysis_manifest(
+        f"{name}-guard",
+        "-",
+        target=name,
+        kind=kind,
+        metrics=metrics,
+        interval=f"{INTERVAL:.0f}s",
+        failure_limit=FAILURE_LIMIT,
+    )
+    return dict(manifest["spec"])
+
+
+def _statefulset(namespace: str, version: str, port: int) -> dict[str, Any]:
+    sts = workload_manifest(
+        "StatefulSet", "db", namespace, IMAGE.format("db", version), replicas=REPLICAS
+    )
+    sts["spec"]["template"]["spec"] = kwok_pod_spec(sts["spec"]["template"]["spec"], port)
+    sts["spec"]["podManagementPolicy"] = "Parallel"
+    return sts
+
+
+class Live:
+    """The live history of one analysis, and starting changes right after its evaluations."""
+
+    def __init__(self, operator: OperatorProcess, namespace: str, name: str) -> None:
+        self.operator, self.namespace, self.name = operator, namespace, name
+        self.seen = 0
+
+    def rows(self) -> list[dict[str, Any]]:
+        return self.operator.evaluations(self.namespace, self.name)
+
+    def after_evaluations(self, count: int) -> list[dict[str, Any]]:
+        """Wait for ``count`` more live evaluations; return the history (act right after)."""
+        wanted = self.seen + count
+        rows = wait_rows(
+            self.operator,
+            self.namespace,
+            self.name,
+            lambda rows: len(rows) >= wanted,
+            timeout=count * INTERVAL + 20,
+        )
+        self.seen = len(rows)
+        return rows
+
+
+def _when(row: dict[str, Any]) -> datetime:
+    moment = datetime.fromisoformat(str(row["started_at"]))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _pairs(
+    live: list[dict[str, Any]], replay: dict[str, Any], until: datetime, *, last: bool
+) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Pair the live evaluations of ``replay``'s period (before ``until``), in order, with the
+    replayed ones from the one nearest the first; None where no replayed evaluation is left or
+    it is one interval away or more.
+
+    Creation times are kept to the second: an evaluation within a revision's creation second
+    belongs to the rollout before it (live, no later one began here before the second's end).
+    """
+    second = timedelta(seconds=1)
+    start = parse_time(replay["startedAt"]) + second
+    end = parse_time(replay["endedAt"]) + (second if not last else timedelta(0))
+    rows = [row for row in live if start <= _when(row) < min(end, until)]
+    steps = replay["evaluations"]
+    if not rows or not steps:
+        return [(row, None) for row in rows]
+
+    def gap(step: dict[str, Any], row: dict[str, Any]) -> float:
+        return abs((parse_time(step["at"]) - _when(row)).total_seconds())
+
+    first = min(range(len(steps)), key=lambda j: gap(steps[j], rows[0]))
+    pairs: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    for i, row in enumerate(rows):
+        j = first + i
+        near = steps[j] if j < len(steps) and gap(steps[j], row) < INTERVAL else None
+        pairs.append((row, near))
+    return pairs
+
+
+def _table(name: str, result: dict[str, Any], live: list[dict[str, Any]], until: datetime) -> str:
+    lines = [f"{name}: revision  live evaluation       replayed at            live  replay"]
+    for replay in result["rollouts"]:
+        last = replay is result["rollouts"][-1]
+        for row, step in _pairs(live, replay, until, last=last):
+            at = step["at"] if step else "-"
+            paused = (
+                " paused" if row["paused"] else "",
+                " paused" if step and step.get("paused") else "",
+            )
+            outcome = step["outcome"] if step else "-"
+            lines.append(
+                f"{'':{len(name)}}  {replay['revision']:<8}  {_when(row):%H:%M:%S.%f}"[:-3]
+                + f"  {at:<22} {row['outcome'] + paused[0]:<13} {outcome + paused[1]}"
+            )
+    return "\n".join(lines)
+
+
+def _assert_replay_is_live(
+    result: dict[str, Any], live: list[dict[str, Any]], until: datetime
+) -> None:
+    """Each live evaluation's verdict is the replayed one's, within one interval; each live
+    pause is where the replay would have paused.
+
+    The rollout during which the analysis was created is left out: live, its evaluations kept
+    the analysis's own phase, not one set by the rollout's start (docs/backtest.md).
+    """
+    created = _when(live[0])
+    compared = [r for r in result["rollouts"] if parse_time(r["startedAt"]) > created]
+    assert compared, result["rollouts"]
+    matched = 0
+    for replay in compared:
+        pairs = _pairs(live, replay, until, last=replay is compared[-1])
+        assert all(step is not None for _, step in pairs), (replay["revision"], pairs)
+        for row, step in pairs:
+            assert step is not None
+            assert row["outcome"] == step["outcome"], (replay["revision"], row, step)
+        live_pause = next((i for i, (row, _) in enumerate(pairs) if row["paused"]), None)
+        if live_pause is not None:
+            # The first pause: the same evaluation of the same rollout.
+            step = pairs[live_pause][1]
+            assert step is not None and step.get("paused"), (replay["revision"], step)
+            assert replay["wouldPauseAt"] == step["at"]
+        matched += len(pairs)
+    # Every live evaluation since then fell in a replayed rollout.
+    since = parse_time(compared[0]["startedAt"]) + timedelta(seconds=1)
+    assert matched == len([row for row in live if since <= _when(row) < until])
+
+
+def _backtest_command(
+    cluster: RealCluster,
+    prometheus: str,
+    target: str,
+    spec: dict[str, Any],
+    workdir: Path,
+    *args: str,
+) -> subprocess.CompletedProcess[str]:
+    draft = workdir / f"{target.replace('/', '-')}-{len(list(workdir.iterdir()))}.yaml"
+    draft.write_text(yaml.safe_dump(spec))
+    env = with_defaults(
+        {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "SENTINEL_PROMETHEUS_URL": prometheus}
+    )
+    return subprocess.run(
+        [sys.executable, str(MANAGE), "backtest", target, "--spec", str(draft), *args],
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.slow
+def test_the_backtest_replays_the_live_verdicts_of_a_deployment_and_a_statefulset(
+    real_cluster: RealCluster,
+    real_client: kube.KubeClient,
+    real_namespace: str,
+    pods: PodServer,
+    pod_prometheus: PrometheusServer,
+    real_operator: OperatorProcess,
+    tmp_path: Path,
+) -> None:
+    cluster, client, namespace = real_cluster, real_client, real_namespace
+    started = time.monotonic()
+    pods.behave(GOOD, image=IMAGE.format("web", 1))
+    pods.behave(Behaviour(latency=0.1, rps=RPS, error_rate=0.03), image=IMAGE.format("web", 2))
+    pods.behave(Behaviour(latency=0.5, rps=RPS), image=IMAGE.format("web", 3))
+    pods.behave(Behaviour(latency=0.1, rps=RPS, error_rate=0.5), image=IMAGE.format("web", 4))
+    pods.behave(GOOD, image=IMAGE.format("db", 1))
+    pods.behave(GOOD, image=IMAGE.format("db", 2))
+    pods.behave(Behaviour(latency=0.5, rps=RPS), image=IMAGE.format("db", 3))
+
+    kubectl_apply(
+        cluster,
+        kwok_deployment("web", namespace, IMAGE.format("web", 1), pods.port, replicas=REPLICAS),
+        _statefulset(namespace, "1", pods.port),
+    )
+    for workload in ("deployment/web", "statefulset/db"):
+        cluster.kubectl("rollout", "status", "-n", namespace, workload, "--timeout=90s")
+    pod_prometheus.wait_for(
+        f'count(up{{namespace="{namespace}"}} == 1)', lambda v: v == [2 * REPLICAS], timeout=30
+    )
+    pod_prometheus.wait_for(_slowest(namespace, "db"), lambda v: len(v) == 1, timeout=30)
+
+    web_spec, db_spec = _web_spec(namespace, 0.05), _db_spec(namespace)
+    kubectl_apply(
+        cluster,
+        rollout_analysis("web-guard", namespace, web_spec),
+        rollout_analysis("db-guard", namespace, db_spec),
+    )
+    web, db = (
+        Live(real_operator, namespace, "web-guard"),
+        Live(real_operator, namespace, "db-guard"),
+    )
+
+    def after(live: Live, evaluations: int, *commands: tuple[str, ...]) -> None:
+        """Right after ``evaluations`` more live evaluations, run the kubectl ``commands``."""
+        live.after_evaluations(evaluations)
+        for args in commands:
+            cluster.kubectl("-n", namespace, *args)
+
+    def set_image(kind: str, name: str, version: int) -> tuple[str, ...]:
+        return ("set", "image", f"{kind}/{name}", f"app={IMAGE.format(name, version)}")
+
+    def web_story() -> datetime:
+        after(web, 2, set_image("deployment", "web", 2))  # good
+        after(web, 2, set_image("deployment", "web", 3))  # the latency regression
+        # Paused at its second evaluation; a person fixes it forward: the new template,
+        # then resume (the ReplicaSet is created then).
+        after(web, 2, set_image("deployment", "web", 4), ("rollout", "resume", "deployment/web"))
+        after(web, 2)  # the error-rate regression, paused
+        undone = datetime.now(UTC)
+        cluster.kubectl("-n", namespace, "rollout", "resume", "deployment/web")
+        cluster.kubectl("-n", namespace, "rollout", "undo", "deployment/web", "--to-revision=2")
+        return undone
+
+    def db_story() -> None:
+        after(db, 2, set_image("statefulset", "db", 2))  # good
+        after(db, 2, set_image("statefulset", "db", 3))  # the latency regression
+        after(db, 2)  # paused
+
+    # The two stories at once, each change right after its own analysis's evaluation.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        db_done = pool.submit(db_story)
+        undone = web_story()
+        db_done.result()
+    for name in ("web-guard", "db-guard"):
+        assert condition(get_analysis(client, namespace, name), "RolloutPaused")["status"] == "True"
+    live_seconds = time.monotonic() - started
+
+    # The same specs, created afterwards: drafts of analyses that never existed.
+    replayed = time.monotonic()
+    ran = _backtest_command(
+        cluster, pod_prometheus.url, f"{namespace}/web-replay", web_spec, tmp_path, "--json"
+    )
+    print(f"\n$ manage.py backtest {namespace}/web-replay --spec web.yaml --json\n{ran.stdout}")
+    assert ran.returncode == 1, ran.stderr
+    web_result = json.loads(ran.stdout)
+    # db's live history up to now; its replay's last rollout runs until the backtest's now.
+    db_live, until = db.rows(), datetime.now(UTC)
+    providers = Providers.single(PrometheusClient(pod_prometheus.url))
+    replayer = Backtest(client, Replayer(providers))
+    db_result = replayer.run(namespace, "db-replay", spec=db_spec).to_dict()
+    replay_seconds = time.monotonic() - replayed
+    web_live = web.rows()
+    print(f"\n{_table('web', web_result, web_live, undone)}")
+    print(_table("db", db_result, db_live, until))
+
+    # web: revisions 1 (before the analysis), 2 good, 3 latency, 4 errors rolled back.
+    first, good, slow, failing = web_result["rollouts"]
+    assert [r["revision"] for r in web_result["rollouts"]] == [1, 2, 3, 4]
+    assert [r["rolledBack"] for r in web_result["rollouts"]] == [False, False, False, True]
+    assert first["wouldPauseAt"] is None and good["wouldPauseAt"] is None
+    assert (slow["evaluation"], slow["metric"]) == (FAILURE_LIMIT, "latency")
+    assert (failing["evaluation"], failing["metric"]) == (FAILURE_LIMIT, "error-ratio")
+    assert web_result["summary"]["caught"][0]["revision"] == 4
+    _assert_replay_is_live(web_result, web_live, undone)
+    # db: revisions 1 (before the analysis), 2 good, 3 latency.
+    assert [r["wouldPauseAt"] is None for r in db_result["rollouts"]] == [True, True, False]
+    assert db_result["rollouts"][2]["evaluation"] == FAILURE_LIMIT
+    _assert_replay_is_live(db_result, db_live, until)
+
+    # A tighter error threshold: good version 2 (3 % errors) would have been paused too.
+    tighter = _backtest_command(
+        cluster, pod_prometheus.url, f"{namespace}/web-replay", _web_spec(namespace, 0.01), tmp_path
+    )
+    print(f"$ manage.py backtest {namespace}/web-replay --spec tighter.yaml\n{tighter.stdout}")
+    print(f"exit status {tighter.returncode}")
+    assert tighter.returncode == 1, tighter.stderr
+    assert (
+        f"revision 2: paused Deployment web: {FAILURE_LIMIT} consecutive failed" in tighter.stdout
+    )
+    print(f"live {live_seconds:.1f} s, replays {replay_seconds:.1f} s")
