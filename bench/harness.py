@@ -301,7 +301,9 @@ def create_all(
             delay = start + spread * index / len(objects) - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            kind = "rolloutanalyses" if obj["kind"] == "RolloutAnalysis" else "deployments"
+            kind = {"RolloutAnalysis": "rolloutanalyses", "ReplicaSet": "replicasets"}.get(
+                str(obj["kind"]), "deployments"
+            )
             group = API_VERSION if kind == "rolloutanalyses" else "apps/v1"
             path = f"/apis/{group}/namespaces/{namespace}/{kind}"
             futures.append(pool.submit(api.request, "POST", path, obj))

@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote, urlencode
 
 import urllib3
@@ -148,6 +148,13 @@ def _cannot_expire(kubeconfig: str) -> bool:
     except (OSError, yaml.YAMLError, AttributeError, KeyError, TypeError):
         return False
     return isinstance(user, dict) and "exec" not in user and "auth-provider" not in user
+
+
+class OwnedReader(Protocol):
+    """What the readers of ReplicaSets and ControllerRevisions ask: ``KubeClient.list_owned``,
+    or an answer from the operator's caches (``sentinel_operator.reconcile``)."""
+
+    def list_owned(self, path: str, owner: Mapping[str, Any]) -> list[Mapping[str, Any]]: ...
 
 
 class KubeClient:

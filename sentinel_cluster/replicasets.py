@@ -23,10 +23,13 @@ _POD_TEMPLATE_HASH = "pod-template-hash"
 _REVISION = "deployment.kubernetes.io/revision"
 # status.metricResults[].comparison.oldHashes holds at most this many (the CRD's maxItems).
 MAX_OLD_HASHES = 20
+# Where a cached object keeps the hash of the pod template it no longer holds
+# (``sentinel_cluster.informer``); never a field of an object the API server sends.
+TEMPLATE_HASH = "sentinel.example.com/templateHash"
 
 
 def compared_hashes(
-    client: kube.KubeClient, deployment: Mapping[str, Any]
+    client: kube.OwnedReader, deployment: Mapping[str, Any]
 ) -> tuple[str | None, tuple[str, ...]]:
     """Return the new pods' ``pod-template-hash`` and the old ones' (docs/analysis.md).
 
@@ -44,7 +47,7 @@ def compared_hashes(
 
 
 def newest_replicaset_created(
-    client: kube.KubeClient, deployment: Mapping[str, Any], current_hash: str
+    client: kube.OwnedReader, deployment: Mapping[str, Any], current_hash: str
 ) -> datetime | None:
     """Return the newest owned ReplicaSet's ``creationTimestamp`` if it runs the current template.
 
@@ -64,10 +67,18 @@ def newest_replicaset_created(
     if not owned:
         return None
     moment, newest = max(owned, key=lambda pair: pair[0])
-    return moment if _template_hash(newest) == current_hash else None
+    return moment if replicaset_template_hash(newest) == current_hash else None
 
 
-def _owned(client: kube.KubeClient, deployment: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def workload_template_hash(workload: Mapping[str, Any]) -> str:
+    """Return the hash of a Deployment's pod template, as read or as its cache kept it."""
+    cached = workload.get(TEMPLATE_HASH)
+    if isinstance(cached, str):
+        return cached
+    return template_hash((workload.get("spec") or {}).get("template") or {})
+
+
+def _owned(client: kube.OwnedReader, deployment: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Return the ReplicaSets ``deployment`` owns; none where the cluster serves none (404)."""
     namespace = str((deployment.get("metadata") or {}).get("namespace", ""))
     return client.list_owned(kube.replicasets_path(namespace), deployment)
@@ -91,7 +102,12 @@ def _replicas(replicaset: Mapping[str, Any]) -> int:
     return replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 0
 
 
-def _template_hash(replicaset: Mapping[str, Any]) -> str:
+def replicaset_template_hash(replicaset: Mapping[str, Any]) -> str:
+    """Return the hash of a ReplicaSet's pod template without its ``pod-template-hash`` label,
+    comparable with ``workload_template_hash`` of its Deployment."""
+    cached = replicaset.get(TEMPLATE_HASH)
+    if isinstance(cached, str):
+        return cached
     template = dict((replicaset.get("spec") or {}).get("template") or {})
     metadata = dict(template.get("metadata") or {})
     labels = {k: v for k, v in (metadata.get("labels") or {}).items() if k != _POD_TEMPLATE_HASH}

@@ -25,7 +25,7 @@ from sentinel_core.values import integer, parse_time
 from sentinel_core.workload_kinds import ControllerRevisions, controller_revisions, kind_named
 
 
-def read(client: kube.KubeClient, kind: str, workload: Mapping[str, Any]) -> ControllerRevisions:
+def read(client: kube.OwnedReader, kind: str, workload: Mapping[str, Any]) -> ControllerRevisions:
     """Return what ``workload`` (a StatefulSet or DaemonSet) rolls out, from its controller.
 
     Nothing before the controller has written a status or a revision (also on a cluster that
@@ -40,7 +40,7 @@ def read(client: kube.KubeClient, kind: str, workload: Mapping[str, Any]) -> Con
 
 
 def revision_created(
-    client: kube.KubeClient, kind: str, workload: Mapping[str, Any], revision: str
+    client: kube.OwnedReader, kind: str, workload: Mapping[str, Any], revision: str
 ) -> datetime | None:
     """Return when ``revision`` (its pods' ``controller-revision-hash``) was created.
 
@@ -61,7 +61,7 @@ def revision_created(
     return moment if newest == revision else None
 
 
-def _owned(client: kube.KubeClient, workload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _owned(client: kube.OwnedReader, workload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Return the ControllerRevisions ``workload`` owns; none where the cluster serves none."""
     namespace = str((workload.get("metadata") or {}).get("namespace", ""))
     return client.list_owned(kube.controllerrevisions_path(namespace), workload)

@@ -45,14 +45,27 @@ class AnalysisGone(Exception):
     """The analysis was deleted, or deleted and created again under a new uid, meanwhile."""
 
 
+class StaleRead(Exception):
+    """A 409 whose fresh copy shows the copy written from was stale; ``fresh`` is that copy."""
+
+    def __init__(self, fresh: Mapping[str, Any]) -> None:
+        super().__init__("the status was decided from a stale copy")
+        self.fresh = fresh
+
+
 def write_status(
-    client: kube.KubeClient, resource: Mapping[str, Any], status_for: StatusFor
+    client: kube.KubeClient,
+    resource: Mapping[str, Any],
+    status_for: StatusFor,
+    *,
+    stale: Callable[[Mapping[str, Any]], bool] | None = None,
 ) -> dict[str, Any]:
     """Write ``status_for(resource)`` through ``/status``; return the API server's answer.
 
     The write carries ``resource``'s resourceVersion. On a 409 the resource is read again and
     ``status_for`` called with the fresh copy; raise ``AnalysisGone`` when the resource is gone
-    or is another incarnation, ``kube.Conflict`` when it kept changing.
+    or is another incarnation, ``kube.Conflict`` when it kept changing, and ``StaleRead`` when
+    ``stale(fresh)`` says ``resource`` (from a cache) was behind: nothing is written then.
     """
     meta = resource.get("metadata") or {}
     path = kube.analysis_path(str(meta.get("namespace")), str(meta.get("name")))
@@ -71,6 +84,10 @@ def write_status(
                 raise AnalysisGone(path) from exc
             if (current.get("metadata") or {}).get("uid") != uid:
                 raise AnalysisGone(path) from None
+            if stale is not None and current is not resource and stale(current):
+                raise StaleRead(current) from None
+            # Only the copy the attempt started from can be a cache's.
+            stale = None
     raise kube.Conflict(f"status write of {path} conflicted {CONFLICT_RETRIES} times", status=409)
 
 

@@ -20,6 +20,10 @@ past half its time limit, or when their claims would run out before it could be 
 (docs/operator.md#claims). Only the leader dispatches; ``runtime`` runs ``Dispatcher.run`` in a
 thread.
 
+Reads from caches: with a ``snapshot`` (``caches.Caches.snapshot``, given by ``runtime``) each
+member carries what the operator's caches hold for it, so the worker asks the API server only
+for what is missing (docs/architecture.md#reads-from-caches).
+
 Scope: with ``SENTINEL_NAMESPACES`` set, only rows in those namespaces are ever dispatched,
 whatever else the database holds; the reconcile task refuses the others too.
 """
@@ -36,14 +40,17 @@ from django.db import transaction
 
 from analyses import due
 from analyses.due import DueRow
+from sentinel_cluster.informer import Snapshot
 from sentinel_db import claims
 from sentinel_operator.metrics import operator_metrics
 from sentinel_operator.tasks import BATCH_TASK
 
 log = logging.getLogger(__name__)
 
-# A member of a batch: namespace, name, uid, due_at.
-Member = tuple[str, str, str, datetime]
+# A member of a batch: namespace, name, uid, due_at, and what the caches hold for it.
+Member = tuple[str, str, str, datetime] | tuple[str, str, str, datetime, Snapshot | None]
+# snapshot(namespace, name, uid): what the caches hold for one evaluation.
+SnapshotOf = Callable[[str, str, str], Snapshot | None]
 # Enqueue(members, claimed_until): put one batch task on the task queue.
 Enqueue = Callable[[Sequence[Member], datetime], None]
 
@@ -63,7 +70,10 @@ def enqueue_batch(members: Sequence[Member], claimed_until: datetime) -> None:
     first = members[0]
     async_task(
         BATCH_TASK,
-        [(namespace, name, uid, due_at.isoformat()) for namespace, name, uid, due_at in members],
+        [
+            (member[0], member[1], member[2], member[3].isoformat(), *member[4:])
+            for member in members
+        ],
         claimed_until.isoformat(),
         task_name=f"reconcile {first[0]}/{first[1]} and {len(members) - 1} more",
         group="reconcile",
@@ -88,6 +98,7 @@ class Dispatcher:
         batch: int = BATCH,
         namespaces: Sequence[str] = (),
         enqueue_in_transaction: bool | None = None,
+        snapshot: SnapshotOf | None = None,
     ) -> None:
         self._now = now
         self._is_leader = is_leader
@@ -108,6 +119,7 @@ class Dispatcher:
         if enqueue_in_transaction is None:
             enqueue_in_transaction = "orm" in getattr(settings, "Q_CLUSTER", {})
         self.enqueue_in_transaction = enqueue_in_transaction
+        self._snapshot = snapshot
         # The pass's read, the most overdue first: compiled once, so the scope and the batch
         # are fixed here.
         self._due = due.read(batch=batch, namespaces=self.namespaces)
@@ -144,7 +156,7 @@ class Dispatcher:
         try:
             with transaction.atomic():
                 for rows in batches:
-                    self._enqueue(_members(rows), claimed_until)
+                    self._enqueue(self._members(rows), claimed_until)
         except Exception:
             log.exception("dispatcher: cannot queue %d analyses", len(claimed))
             self._unclaim(claimed, claimed_until)
@@ -153,12 +165,27 @@ class Dispatcher:
 
     def _enqueue_one(self, rows: list[DueRow], claimed_until: datetime) -> int:
         try:
-            self._enqueue(_members(rows), claimed_until)
+            self._enqueue(self._members(rows), claimed_until)
         except Exception:
             log.exception("dispatcher: cannot queue %d analyses", len(rows))
             self._unclaim(rows, claimed_until)
             return 0
         return len(rows)
+
+    def _members(self, rows: list[DueRow]) -> list[Member]:
+        if self._snapshot is None:
+            return [(row.namespace, row.name, row.uid, row.due_at) for row in rows]
+        snapshot = self._snapshot
+        return [
+            (
+                row.namespace,
+                row.name,
+                row.uid,
+                row.due_at,
+                snapshot(row.namespace, row.name, row.uid),
+            )
+            for row in rows
+        ]
 
     @staticmethod
     def _unclaim(rows: list[DueRow], claimed_until: datetime) -> None:
@@ -176,7 +203,3 @@ class Dispatcher:
             log=log,
             failed="dispatcher: pass failed",
         )
-
-
-def _members(rows: list[DueRow]) -> list[Member]:
-    return [(row.namespace, row.name, row.uid, row.due_at) for row in rows]

@@ -20,14 +20,19 @@ The contract, once (controller-runtime's; docs/status.md#requeue-and-backoff):
   up. Forbidden (RBAC) is retried the same way (capped backoff, never a crash loop) but logged
   as an error naming the refused request, since only a person can fix it.
 
-One attempt, in order, each step once: GET the analysis and read it (``AnalysisResource.read``,
-the one parse of the attempt, handed along from here); GET the target (its kind) in the
-analysis's own namespace only (404 is ``TargetState(exists=False)``, not an error); measure
+One attempt, in order, each step once: the analysis as the operator's caches handed it with the
+task, else GET it, and read it (``AnalysisResource.read``, the one parse of the attempt, handed
+along from here); the target (its kind) in the analysis's own namespace only, from the task or
+GET (404 is ``TargetState(exists=False)``, not an error), and its ReplicaSets or
+ControllerRevisions the same way; measure
 every metric (none when the spec is invalid); ``decide``; carry out the pause (``writes.pause``),
 or remove a pause record left stale or untrustworthy (``writes.clean_up``), BEFORE the status
 write; write status through ``/status`` (``writes.write_status``: on a 409
 re-read and re-apply the decided status, never measure or count again, keeping a person's
-resume made in between and announcing it once: ``sentinel_core.decision.after_conflict``). The
+resume made in between and announcing it once: ``sentinel_core.decision.after_conflict``). What
+came from the caches is never written from when stale: a pause is confirmed against the API
+server first, and a 409 whose fresh copy shows the cached one was behind makes the attempt
+again from the fresh copy (docs/architecture.md#reads-from-caches). The
 attempt then ends in one ``outcome.Outcome``, which ``outcome.record`` writes down: events, then
 mirror, history row, notifications and next due time in one transaction, then metrics. Nothing is
 written to the database before ``decide``; the one thing read for it (the notification context,
@@ -41,14 +46,19 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from analyses import mirror
 from notifications import store as notifications
 from sentinel_cluster import kube, revisions, writes
-from sentinel_cluster.replicasets import compared_hashes, newest_replicaset_created
+from sentinel_cluster.informer import Snapshot
+from sentinel_cluster.replicasets import (
+    compared_hashes,
+    newest_replicaset_created,
+    workload_template_hash,
+)
 from sentinel_core.conditions import ConditionType
 from sentinel_core.decision import Decision, Observation, after_conflict, decide
 from sentinel_core.kinds import KINDS
@@ -67,7 +77,6 @@ from sentinel_core.workload_kinds import (
     kind_named,
     next_revision_rollout,
     next_rollout,
-    template_hash,
 )
 from sentinel_operator import sealing, templating
 from sentinel_operator.history import Attempt
@@ -119,12 +128,15 @@ class Reconciler:
         *,
         due_at: datetime | None = None,
         uid: str | None = None,
+        cached: Snapshot | None = None,
     ) -> Outcome:
         """Run one attempt for ``namespace/name``, record its outcome and return it.
 
         ``due_at`` is when the analysis was due, for the dispatch lag. ``uid`` is the incarnation
         the attempt is for (the dispatcher's due row); None reads it from the mirror, before the
-        analysis is read, so that a 404 marks that incarnation and no later one.
+        analysis is read, so that a 404 marks that incarnation and no later one. ``cached`` is
+        what the operator's caches held for it (``caches.Caches.snapshot``): read from there
+        instead of the API server (docs/architecture.md#reads-from-caches).
         """
         metrics = operator_metrics()
         started = self._now()
@@ -134,7 +146,14 @@ class Reconciler:
         if uid is None:
             uid = mirror.live_uid(namespace, name)
         try:
-            outcome = self._attempt(namespace, name, uid, started, start_mono)
+            reads = _Reads.of(cached, namespace, name, uid)
+            try:
+                outcome = self._attempt(namespace, name, uid, started, start_mono, reads)
+            except _Stale as stale:
+                # The caches were behind the API server: the attempt is made again from what
+                # was just read, nothing written or counted from the stale copy.
+                log.info("reconcile %s/%s: the caches were behind; made again", namespace, name)
+                outcome = self._attempt(namespace, name, uid, started, start_mono, stale.reads)
         except Exception:
             # A bug or a database failure: back off rather than leave the analysis to its
             # dispatch claim (minutes), then let django-q2 see the exception.
@@ -158,14 +177,22 @@ class Reconciler:
     # -- one attempt -----------------------------------------------------------------------
 
     def _attempt(
-        self, namespace: str, name: str, uid: str, started: datetime, start_mono: float
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        started: datetime,
+        start_mono: float,
+        reads: _Reads,
     ) -> Outcome:
-        try:
-            raw = self.client.request("GET", kube.analysis_path(namespace, name))
-        except kube.NotFound:
-            return Deleted(namespace, name, uid=uid)
-        except kube.KubeError as exc:
-            return Unreadable(namespace, name, exc, started, self._now())
+        raw = reads.analysis
+        if raw is None:
+            try:
+                raw = self.client.request("GET", kube.analysis_path(namespace, name))
+            except kube.NotFound:
+                return Deleted(namespace, name, uid=uid)
+            except kube.KubeError as exc:
+                return Unreadable(namespace, name, exc, started, self._now())
 
         try:
             resolution = templating.resolve_object(self.client, raw)
@@ -191,14 +218,15 @@ class Reconciler:
             left_behind: tuple[str, ...] = ()
             adopted = ""
             if spec is not None:
-                target, workload = self._target(namespace, spec)
+                target, workload = self._target(namespace, spec, reads)
                 if workload is not None and status.is_true(ConditionType.ROLLOUT_PAUSED):
                     target, workload, adopted = self._adopt(namespace, name, spec, workload, target)
                 left_behind = self._left_behind(resource, spec)
-                read = self._revisions(spec.target.kind, workload)
-                rollout = self._rollout(spec.target.kind, rollout, workload, read, started)
+                owned = reads.owned_reader(self.client, spec, workload)
+                read = self._revisions(spec.target.kind, workload, owned)
+                rollout = self._rollout(spec.target.kind, rollout, workload, read, started, owned)
                 measurements = self._measure(
-                    resource, status, spec, workload, read, rollout, started
+                    resource, status, spec, workload, read, rollout, started, owned
                 )
             decision = decide(
                 Observation(
@@ -220,6 +248,8 @@ class Reconciler:
             # Pause first: a status claiming RolloutPaused over an unpaused target would later
             # read as a person's resume.
             if decision.pause is not None and workload is not None:
+                if reads.cached:
+                    workload = self._confirm(raw, workload, spec)
                 writes.pause(self.client, decision.pause, workload)
                 operator_metrics().pauses.inc()
                 log.warning(
@@ -243,7 +273,11 @@ class Reconciler:
                 resolution.metrics,
                 seal_key=self._seal_key,
             )
-            answer = writes.write_status(self.client, raw, write.status_for)
+            answer = writes.write_status(
+                self.client, raw, write.status_for, stale=_behind(raw) if reads.cached else None
+            )
+        except writes.StaleRead as exc:
+            raise _Stale(_Reads(analysis=dict(exc.fresh))) from exc
         except writes.AnalysisGone:
             return Deleted(namespace, name, uid=resource.uid)
         except kube.KubeError as exc:
@@ -256,10 +290,13 @@ class Reconciler:
         )
 
     def _target(
-        self, namespace: str, spec: AnalysisSpec
+        self, namespace: str, spec: AnalysisSpec, reads: _Reads
     ) -> tuple[TargetState, dict[str, Any] | None]:
         # Only ever the analysis's own namespace: a spec cannot reach into another one.
         kind = spec.target.kind
+        cached = reads.target_of(spec)
+        if cached is not None:
+            return TargetState.from_workload(kind, cached), cached
         try:
             workload = self.client.request(
                 "GET", kube.workload_path(kind, namespace, spec.target.name)
@@ -309,13 +346,43 @@ class Reconciler:
                     found.append(f"{kind} {name}")
         return tuple(found)
 
+    def _confirm(
+        self, raw: Mapping[str, Any], workload: dict[str, Any], spec: AnalysisSpec
+    ) -> dict[str, Any]:
+        """Return the target as the API server has it, before a pause decided from the caches.
+
+        The analysis and the target are read again; when either is not what the attempt read
+        (the analysis written since, the target another incarnation or edited), ``_Stale``
+        makes the attempt again from them. Else the pause goes ahead, its resourceVersion
+        precondition the fresh one's.
+        """
+        meta = raw.get("metadata") or {}
+        path = kube.analysis_path(str(meta.get("namespace")), str(meta.get("name")))
+        try:
+            fresh = self.client.request("GET", path)
+        except kube.NotFound as exc:
+            raise writes.AnalysisGone(path) from exc
+        kind, namespace = spec.target.kind, str(meta.get("namespace"))
+        try:
+            target = self.client.request(
+                "GET", kube.workload_path(kind, namespace, spec.target.name)
+            )
+        except kube.NotFound:
+            target = None
+        again = _Reads(analysis=fresh, target=target, target_key=(kind, spec.target.name))
+        if (fresh.get("metadata") or {}).get("resourceVersion") != meta.get("resourceVersion"):
+            raise _Stale(again)
+        if target is None or _changed(workload, target):
+            raise _Stale(again)
+        return target
+
     def _revisions(
-        self, kind: str, workload: Mapping[str, Any] | None
+        self, kind: str, workload: Mapping[str, Any] | None, owned: kube.OwnedReader
     ) -> ControllerRevisions | None:
         """Return what a StatefulSet's or DaemonSet's controller rolls out (read once)."""
         if workload is None or kind_named(kind).revisions is None:
             return None
-        return revisions.read(self.client, kind, workload)
+        return revisions.read(owned, kind, workload)
 
     def _rollout(
         self,
@@ -324,6 +391,7 @@ class Reconciler:
         workload: Mapping[str, Any] | None,
         read: ControllerRevisions | None,
         now: datetime,
+        owned: kube.OwnedReader,
     ) -> Rollout | None:
         """Return the target's rollout (docs/status.md#rollouts-statusrollout).
 
@@ -339,12 +407,12 @@ class Reconciler:
             key = read.update
             new = previous.template_hash != key if previous is not None else read.rolling
             if read.caught_up and key and new:
-                created = revisions.revision_created(self.client, kind, workload, key)
+                created = revisions.revision_created(owned, kind, workload, key)
             return next_revision_rollout(previous, read, created=created, now=now)
-        current = template_hash((workload.get("spec") or {}).get("template") or {})
+        current = workload_template_hash(workload)
         newest = None
         if previous is not None and previous.template_hash != current:
-            newest = newest_replicaset_created(self.client, workload, current)
+            newest = newest_replicaset_created(owned, workload, current)
         return next_rollout(previous, current, newest_replicaset=newest, now=now)
 
     def _measure(
@@ -356,6 +424,7 @@ class Reconciler:
         read: ControllerRevisions | None,
         rollout: Rollout | None,
         now: datetime,
+        owned: kube.OwnedReader,
     ) -> tuple[Measurement, ...]:
         """Measure every metric of ``spec`` at its provider, each query at most once."""
         self.providers.refresh()
@@ -367,7 +436,7 @@ class Reconciler:
         if compares and read is not None:
             hashes = read.hashes
         elif compares and workload is not None:
-            hashes = compared_hashes(self.client, workload)
+            hashes = compared_hashes(owned, workload)
         return tuple(
             measure_from(
                 self.providers,
@@ -421,6 +490,114 @@ def _situation(
         new_hash=hashes[0],
         old_hashes=hashes[1],
     )
+
+
+class _Stale(Exception):
+    """The caches were behind the API server; ``reads`` is what was read from it since."""
+
+    def __init__(self, reads: _Reads) -> None:
+        super().__init__("read from a stale cache")
+        self.reads = reads
+
+
+@dataclass(frozen=True)
+class _Reads:
+    """What one attempt starts from instead of asking the API server (None: ask it).
+
+    ``cached`` when it came from the operator's caches (a pause is then confirmed, and a
+    status write's 409 told apart from a stale cache); not when it was read for the attempt
+    made again after one.
+    """
+
+    analysis: dict[str, Any] | None = None
+    target: dict[str, Any] | None = None
+    target_key: tuple[str, str] | None = None
+    owned: tuple[dict[str, Any], ...] | None = None
+    cached: bool = False
+
+    @classmethod
+    def of(cls, snapshot: Snapshot | None, namespace: str, name: str, uid: str | None) -> _Reads:
+        """Return the reads a dispatched snapshot gives, kept to the incarnation dispatched."""
+        analysis = (snapshot or {}).get("analysis")
+        if snapshot is None or not isinstance(analysis, dict):
+            return cls()
+        meta = analysis.get("metadata") or {}
+        if (meta.get("namespace"), meta.get("name")) != (namespace, name) or (
+            uid is not None and meta.get("uid") != uid
+        ):
+            return cls()
+        target, owned = snapshot.get("target"), snapshot.get("owned")
+        return cls(
+            analysis=analysis,
+            target=target if isinstance(target, dict) else None,
+            target_key=(str(snapshot.get("kind")), str(snapshot.get("name"))),
+            owned=tuple(owned) if isinstance(owned, list) else None,
+            cached=True,
+        )
+
+    def target_of(self, spec: AnalysisSpec) -> dict[str, Any] | None:
+        """Return the target read for ``spec`` (its kind and name), if any."""
+        if self.target is None or self.target_key != (spec.target.kind, spec.target.name):
+            return None
+        return self.target
+
+    def owned_reader(
+        self, client: kube.KubeClient, spec: AnalysisSpec | None, workload: Mapping[str, Any] | None
+    ) -> kube.OwnedReader:
+        """Return where the target's ReplicaSets or ControllerRevisions are read from."""
+        if (
+            self.owned is None
+            or spec is None
+            or workload is None
+            or workload is not self.target_of(spec)
+        ):
+            return client
+        return _Owned(self.owned)
+
+
+class _Owned:
+    """The target's ReplicaSets or ControllerRevisions as the caches held them."""
+
+    def __init__(self, items: tuple[dict[str, Any], ...]) -> None:
+        self._items = items
+
+    def list_owned(self, path: str, owner: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        return list(self._items)
+
+
+def _behind(read: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    """Return whether a copy read after a 409 shows that ``read`` (from the caches) was stale.
+
+    Stale: another generation of the spec, or an evaluation the copy from the cache had not
+    seen yet. Anything else written in between (a person's resume) is a concurrent write,
+    handled as without a cache (docs/operator.md#conflicts).
+    """
+
+    def evaluation(obj: Mapping[str, Any]) -> tuple[Any, Any]:
+        meta, status = obj.get("metadata") or {}, obj.get("status") or {}
+        return meta.get("generation"), status.get("lastEvaluationTime")
+
+    seen = evaluation(read)
+    return lambda fresh: evaluation(fresh) != seen
+
+
+def _changed(cached: Mapping[str, Any], fresh: Mapping[str, Any]) -> bool:
+    """Whether the target changed in what a decision reads since the cache's copy."""
+
+    def what(obj: Mapping[str, Any]) -> tuple[Any, ...]:
+        meta = obj.get("metadata") or {}
+        return (meta.get("uid"), meta.get("generation"), _annotations(meta))
+
+    return what(cached) != what(fresh)
+
+
+def _annotations(meta: Mapping[str, Any]) -> dict[str, Any]:
+    # kubectl's last-applied copy is dropped from the cache's copy; it is no pause record.
+    annotations = meta.get("annotations") or {}
+    return {k: v for k, v in annotations.items() if k != _LAST_APPLIED}
+
+
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 class _StatusWrite:

@@ -45,6 +45,7 @@ from notifications.pump import DeliveryPump
 from sentinel_cluster import kube
 from sentinel_operator import lifeline, metrics, tasks
 from sentinel_operator.backtest_jobs import BacktestPump
+from sentinel_operator.caches import Caches
 from sentinel_operator.dispatcher import Dispatcher
 from sentinel_operator.leader import LeaderElector
 from sentinel_operator.periodic import Periodic
@@ -143,6 +144,7 @@ class OperatorRuntime:
         # A django_q.cluster.Cluster (untyped library).
         self._cluster: Any = None
         self._http: ThreadingHTTPServer | None = None
+        self.caches: Caches | None = None
 
     def _is_leader(self) -> bool:
         return self.elector.is_leader
@@ -241,11 +243,27 @@ class OperatorRuntime:
 
     def _start_threads(self) -> None:
         scopes: tuple[str | None, ...] = tuple(settings.SENTINEL.namespaces) or (None,)
+        watches: dict[str, AnalysisWatch] = {}
         for scope in scopes:
             watch = AnalysisWatch(self.client, namespace=scope, now=_now, is_leader=self._is_leader)
+            watches[scope or ""] = watch
             self._spawn(f"watch-{scope or 'all'}", lambda w=watch: w.run(self.stop_event))
+
+        def analysis(namespace: str, name: str) -> dict[str, Any] | None:
+            watch = watches.get(namespace) or watches.get("")
+            return watch.cached(namespace, name) if watch is not None else None
+
+        # Before the dispatcher: what the caches hold goes with each task, so that a worker
+        # reads nothing else in the steady state (docs/architecture.md#reads-from-caches).
+        self.caches = Caches(
+            self.client, namespaces=settings.SENTINEL.namespaces, analysis=analysis
+        )
+        self._threads += self.caches.start(self.stop_event, self._is_leader)
         dispatcher = Dispatcher(
-            now=_now, is_leader=self._is_leader, namespaces=settings.SENTINEL.namespaces
+            now=_now,
+            is_leader=self._is_leader,
+            namespaces=settings.SENTINEL.namespaces,
+            snapshot=self.caches.snapshot,
         )
         self._spawn("dispatcher", lambda: dispatcher.run(self.stop_event))
         # Notifications are sent by workers, queued by the leader like reconciles

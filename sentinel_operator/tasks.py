@@ -24,6 +24,7 @@ from django.utils import timezone
 from analyses import due, mirror
 from notifications import store as notifications
 from sentinel_cluster import kube
+from sentinel_cluster.informer import Snapshot
 from sentinel_core.measurement import Measurement
 from sentinel_operator import lifeline
 from sentinel_operator.metrics import operator_metrics, provider_metrics
@@ -93,11 +94,16 @@ def reconciler() -> Reconciler:
 
 
 def reconcile_one(
-    namespace: str, name: str, due_at: str | None = None, uid: str | None = None
+    namespace: str,
+    name: str,
+    due_at: str | None = None,
+    uid: str | None = None,
+    cached: Snapshot | None = None,
 ) -> str:
     """Reconcile one member of a batch; ``due_at`` (ISO 8601) is when the dispatcher found it due.
 
-    ``uid`` is the incarnation the dispatcher found due (None: whichever the API server holds).
+    ``uid`` is the incarnation the dispatcher found due (None: whichever the API server holds);
+    ``cached`` what the operator's caches held for it (docs/architecture.md#reads-from-caches).
     """
     scope = settings.SENTINEL.namespaces
     if scope and namespace not in scope:
@@ -118,14 +124,15 @@ def reconcile_one(
             "reconcile %s/%s not started: %s; retried when its claim runs out", namespace, name, exc
         )
         return Result.ERROR.value
-    return result(current.reconcile(namespace, name, due_at=due, uid=uid)).value
+    return result(current.reconcile(namespace, name, due_at=due, uid=uid, cached=cached)).value
 
 
 @lifeline.hands_back
 def reconcile_batch_task(members: Sequence[Sequence[str]], claimed_until: str) -> list[str]:
     """Reconcile each of ``members`` at its due time, in order; return each one's result.
 
-    A member is ``(namespace, name, uid, due_at)`` (ISO 8601), claimed by the dispatcher until
+    A member is ``(namespace, name, uid, due_at)`` (ISO 8601) and, from a dispatcher with
+    caches, what they held for it (``informer.Snapshot``, or None), claimed by the dispatcher until
     ``claimed_until`` and up to ``SENTINEL_DISPATCH_AHEAD`` before its due time
     (docs/operator.md#due-time-dispatch). Each keeps its own attempt, outcome transaction and
     backoff: one member's failure is logged and the next one runs. The batch shares django-q2's
@@ -142,7 +149,7 @@ def reconcile_batch_task(members: Sequence[Sequence[str]], claimed_until: str) -
     limit = settings.Q_CLUSTER.get("timeout") or 60
     until = datetime.fromisoformat(claimed_until)
     results: list[str] = []
-    for index, (namespace, name, uid, due_at) in enumerate(members):
+    for index, (namespace, name, uid, due_at, *cached) in enumerate(members):
         due_time = datetime.fromisoformat(due_at)
         late = time.monotonic() - started > limit / 2
         if late or (until - max(due_time, datetime.now(UTC))).total_seconds() < limit:
@@ -157,7 +164,8 @@ def reconcile_batch_task(members: Sequence[Sequence[str]], claimed_until: str) -
             # An orphan starts no evaluation (docs/architecture.md#processes-and-threads).
             return results + _give_back(members[index:], until, "after its operator died")
         try:
-            results.append(reconcile_one(namespace, name, due_at, uid))
+            snapshot = cached[0] if cached and isinstance(cached[0], dict) else None
+            results.append(reconcile_one(namespace, name, due_at, uid, snapshot))
         except Exception:
             # The reconciler turns every failure it knows into an outcome; this one is a bug,
             # logged with its traceback. The analysis keeps its claim; its neighbours still run.

@@ -15,6 +15,11 @@ from the list's resourceVersion:
   logged and skipped; relisting would not change it, and would only repeat.
 - A watch that ends (server timeout) resumes from the last resourceVersion seen; 410 Gone
   relists; any other API error backs off (``backoff.next_delay``) and resumes.
+
+It also keeps the last copy of each analysis it saw, without ``managedFields``
+(``cached``): the dispatcher hands it to the worker, which then makes no GET for it
+(docs/performance.md, "Reads from caches"). Only while the watch runs: from the first list
+until an error, and again after the next list.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from django.db import close_old_connections
 
 from analyses import mirror
 from sentinel_cluster import kube
+from sentinel_cluster.informer import strip_analysis
 from sentinel_core import backoff
 
 log = logging.getLogger(__name__)
@@ -63,6 +69,13 @@ class AnalysisWatch:
         # Counts for tests and logs: how often the scope was listed and events applied.
         self.lists = 0
         self.events = 0
+        # (namespace, name) -> the analysis as last seen; answered from only while ``live``.
+        self._objects: dict[tuple[str, str], dict[str, object]] = {}
+        self.live = False
+
+    def cached(self, namespace: str, name: str) -> dict[str, object] | None:
+        """Return the analysis as the watch last saw it; None when not seen or not live."""
+        return self._objects.get((namespace, name)) if self.live else None
 
     def relist(self) -> mirror.SyncResult:
         """List the scope, repair the mirror and remember the list's resourceVersion."""
@@ -70,13 +83,21 @@ class AnalysisWatch:
         items, version = self.client.list_all(self.path)
         scope = [self.namespace] if self.namespace else None
         result = mirror.sync_all(items, listed_at=listed_at, namespaces=scope, now=self._now())
+        self._objects = {
+            (str(meta.get("namespace") or ""), str(meta.get("name") or "")): strip_analysis(item)
+            for item in items
+            for meta in [item.get("metadata") or {}]
+        }
         self.resource_version = version
+        self.live = True
         self.lists += 1
         log.info("watch %s: listed %d analyses at %s: %s", self.path, len(items), version, result)
         return result
 
     def watch_once(self, stop: threading.Event) -> None:
         """Apply events from ``resource_version`` until the watch ends or ``stop`` is set."""
+        # Resumed where it stopped: what it missed comes as events (or as 410 Gone).
+        self.live = True
         for event in self.client.watch(
             self.path, resource_version=self.resource_version, timeout_seconds=self.watch_timeout
         ):
@@ -92,6 +113,7 @@ class AnalysisWatch:
         if self.namespace and namespace != self.namespace and event.type != "BOOKMARK":
             log.warning("watch %s: ignored an event from namespace %r", self.path, namespace)
         elif event.type in ("ADDED", "MODIFIED"):
+            self._objects[(namespace, str(meta.get("name") or ""))] = strip_analysis(event.object)
             try:
                 # Most events are our own status writes, mirrored by the worker that wrote them:
                 # skipped on one narrow read, without parsing the spec.
@@ -102,6 +124,7 @@ class AnalysisWatch:
                     "watch %s: skipped %s/%s: %s", self.path, namespace, meta.get("name"), exc
                 )
         elif event.type == "DELETED":
+            self._objects.pop((namespace, str(meta.get("name") or "")), None)
             mirror.mark_deleted(
                 namespace,
                 str(meta.get("name") or ""),
@@ -119,6 +142,7 @@ class AnalysisWatch:
             if not self._is_leader():
                 # A follower's mirror is kept by the leader; start afresh when leading.
                 self.resource_version = ""
+                self.live, self._objects = False, {}
                 stop.wait(0.5)
                 continue
             try:
@@ -127,6 +151,7 @@ class AnalysisWatch:
                 self.watch_once(stop)
                 attempt = 0
             except kube.Gone:
+                self.live = False
                 log.info(
                     "watch %s: resourceVersion %s is gone; relisting",
                     self.path,
@@ -134,12 +159,16 @@ class AnalysisWatch:
                 )
                 self.resource_version = ""
             except kube.KubeError as exc:
+                # Events may be missed until the watch resumes: no analysis is handed out
+                # from memory meanwhile.
+                self.live = False
                 attempt += 1
                 delay = backoff.next_delay(attempt, _ERROR_INTERVAL, self._rng)
                 level = logging.ERROR if isinstance(exc, kube.Forbidden) else logging.WARNING
                 log.log(level, "watch %s: %s; retrying in %.1f s", self.path, exc, delay)
                 stop.wait(delay)
             except Exception:
+                self.live = False
                 attempt += 1
                 log.exception("watch %s: unexpected error; relisting", self.path)
                 self.resource_version = ""

@@ -55,13 +55,17 @@ OPERATOR_RULES = [
         "resources": ["deployments"],
         "verbs": ["get", "list", "watch", "patch"],
     },
-    {"apiGroups": ["apps"], "resources": ["replicasets"], "verbs": ["get", "list"]},
+    {"apiGroups": ["apps"], "resources": ["replicasets"], "verbs": ["get", "list", "watch"]},
     {
         "apiGroups": ["apps"],
         "resources": ["statefulsets", "daemonsets"],
         "verbs": ["get", "list", "watch", "patch"],
     },
-    {"apiGroups": ["apps"], "resources": ["controllerrevisions"], "verbs": ["get", "list"]},
+    {
+        "apiGroups": ["apps"],
+        "resources": ["controllerrevisions"],
+        "verbs": ["get", "list", "watch"],
+    },
     {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
 ]
 WEB_RULES = [

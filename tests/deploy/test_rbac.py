@@ -37,10 +37,10 @@ SPEC_ROWS = {
     "rolloutanalysistemplates.sentinel.example.com": ["get"],
     "clusterrolloutanalysistemplates.sentinel.example.com": ["get"],
     "deployments.apps": ["get", "list", "watch", "patch"],
-    "replicasets.apps": ["get", "list"],
+    "replicasets.apps": ["get", "list", "watch"],
     "statefulsets.apps": ["get", "list", "watch", "patch"],
     "daemonsets.apps": ["get", "list", "watch", "patch"],
-    "controllerrevisions.apps": ["get", "list"],
+    "controllerrevisions.apps": ["get", "list", "watch"],
     "events": ["create", "patch"],
     "events.events.k8s.io": ["create", "patch"],
 }

@@ -5,7 +5,8 @@ The budget and its history are in docs/performance.md.
 The operator's CPU per evaluation follows from its database write transactions, SQL statements
 and HTTP requests (docs/performance.md, "Where the time goes"). These tests run one real
 steady-state evaluation (devcluster over HTTPS, the real Prometheus behind the fault proxy, the
-real ``Reconciler.reconcile``) and count them: SQL through an ``execute_wrapper`` on Django's
+real ``Reconciler.reconcile`` handed what the operator's real caches hold, as the dispatcher
+hands it) and count them: SQL through an ``execute_wrapper`` on Django's
 connection, Kubernetes requests and connections in the urllib3 pool of the official client,
 Prometheus queries at the proxy. A change that adds a write transaction or a request per
 evaluation fails here; lower the numbers when an improvement lowers them.
@@ -29,6 +30,9 @@ from django_q.models import OrmQ
 from analyses import mirror
 from analyses.models import Analysis, Evaluation
 from sentinel_cluster import kube
+from sentinel_cluster.informer import Snapshot
+from sentinel_core.pause_record import Annotation
+from sentinel_operator.caches import Caches
 from sentinel_operator.dispatcher import Dispatcher
 from sentinel_operator.outcome import Result
 from sentinel_operator.outcome import result as result_of
@@ -38,7 +42,7 @@ from sentinel_operator.reconcile import Reconciler
 from sentinel_operator.watch import AnalysisWatch
 from testkit.clusters import Cluster
 from testkit.fault_proxy import FaultProxy
-from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
+from testkit.manifests import analysis_manifest, gauge_metric, workload_manifest
 from testkit.metrics_app import GaugeSetter
 
 # Real transactions (no test-wide atomic block), so every BEGIN the code issues is seen.
@@ -47,8 +51,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.clusters("dev
 # The budget of one steady-state evaluation of a two-metric analysis (docs/performance.md).
 # Mirror, history row, metric rows and next due time, together: SQLite's one write lock, once.
 WRITE_TRANSACTIONS = 1
-# GET the analysis, GET its Deployment, PUT /status.
-KUBE_REQUESTS = 3
+# PUT /status: the analysis, the target and its ControllerRevisions come from the caches (was 3:
+# GET the analysis, GET its Deployment, PUT /status; and a list for a DaemonSet's revisions).
+KUBE_REQUESTS = 1
 # All of them on the connection kept from the previous evaluation (keep-alive).
 KUBE_NEW_CONNECTIONS = 0
 # One query per metric.
@@ -70,6 +75,7 @@ BROKER_TASKS_PER_PASS = 2
 DISPATCH_PASS_STATEMENTS = 5
 
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+PAUSED_BY = Annotation.PAUSED_BY.value
 
 
 @dataclass
@@ -138,22 +144,32 @@ def client(kube_cluster: Cluster) -> kube.KubeClient:
     return kube.KubeClient(kube_cluster.api_client())
 
 
+@pytest.fixture(params=["Deployment"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
 def evaluated(
-    client: kube.KubeClient, namespace: str, fault_proxy: FaultProxy, gauge: GaugeSetter, case: str
+    client: kube.KubeClient,
+    namespace: str,
+    fault_proxy: FaultProxy,
+    gauge: GaugeSetter,
+    case: str,
+    kind: str,
 ) -> Reconciler:
     """A two-metric analysis evaluated once (its mirror row made, the connection opened)."""
     gauge(0.01)
     client.request(
         "POST",
-        f"/apis/apps/v1/namespaces/{namespace}/deployments",
-        body=deployment_manifest("checkout", namespace),
+        kube.workloads_path(kind, namespace),
+        body=workload_manifest(kind, "checkout", namespace),
     )
     metrics = [gauge_metric(case, 0.5, "first"), gauge_metric(case, 0.5, "second")]
     client.request(
         "POST",
         kube.analyses_path(namespace),
-        body=analysis_manifest("ra", namespace, metrics=metrics),  # type: ignore[arg-type]
+        body=analysis_manifest("ra", namespace, metrics=metrics, kind=kind),  # type: ignore[arg-type]
     )
     reconciler = Reconciler(
         client,
@@ -175,16 +191,41 @@ def _clock() -> Callable[[], datetime]:
     return lambda: start + timedelta(minutes=next(calls))
 
 
-def test_one_evaluation_costs_one_write_transaction_and_three_kube_requests(
-    evaluated: Reconciler, client: kube.KubeClient, namespace: str, fault_proxy: FaultProxy
+def _snapshot(kube_cluster: Cluster, namespace: str, uid: str) -> Snapshot:
+    """Return what the operator's caches hand the worker: listed as the runtime lists them, by
+    the watch and the informers of the namespace, each on a client of its own."""
+    watch = AnalysisWatch(
+        kube.KubeClient(kube_cluster.api_client()),
+        namespace=namespace,
+        now=lambda: datetime.now(UTC),
+    )
+    watch.relist()
+    caches = Caches(
+        kube.KubeClient(kube_cluster.api_client()), namespaces=[namespace], analysis=watch.cached
+    )
+    for informer in caches.all():
+        informer.relist()
+    snapshot = caches.snapshot(namespace, "ra", uid)
+    assert snapshot is not None and "target" in snapshot, snapshot
+    return snapshot
+
+
+@pytest.mark.parametrize("kind", ["Deployment", "StatefulSet", "DaemonSet"], indirect=True)
+def test_one_evaluation_costs_one_write_transaction_and_one_kube_request(
+    evaluated: Reconciler,
+    client: kube.KubeClient,
+    namespace: str,
+    fault_proxy: FaultProxy,
+    kube_cluster: Cluster,
 ) -> None:
     row = Analysis.objects.get(namespace=namespace, name="ra")
+    cached = _snapshot(kube_cluster, namespace, row.uid)
     fault_proxy.reset()
     requests_before, connections_before = _pool_counts(client)
 
     with _counting_sql() as sql, _counting_instances() as built:
-        # With the due row's uid, as the dispatcher queues every reconcile.
-        outcome = evaluated.reconcile(namespace, "ra", uid=row.uid)
+        # With the due row's uid and the caches' snapshot, as the dispatcher queues it.
+        outcome = evaluated.reconcile(namespace, "ra", uid=row.uid, cached=cached)
 
     requests_after, connections_after = _pool_counts(client)
     assert result_of(outcome) == Result.EVALUATED
@@ -264,3 +305,69 @@ def test_a_dispatch_pass_costs_two_write_transactions_however_many_are_due() -> 
     members = sorted(member[1] for task in queued for member in task.task["args"][0])
     assert members == [f"a{index}" for index in range(8)]
     assert not Analysis.objects.filter(namespace="ns-pass", next_due_at__lte=now).exists()
+
+
+def test_a_cache_behind_by_an_evaluation_costs_the_attempt_again_not_a_count(
+    evaluated: Reconciler,
+    client: kube.KubeClient,
+    namespace: str,
+    fault_proxy: FaultProxy,
+    gauge: GaugeSetter,
+    kube_cluster: Cluster,
+) -> None:
+    row = Analysis.objects.get(namespace=namespace, name="ra")
+    stale = _snapshot(kube_cluster, namespace, row.uid)
+    gauge(0.9)
+    # An evaluation the cached copy has not seen: the first failure.
+    assert result_of(evaluated.reconcile(namespace, "ra", uid=row.uid)) == Result.EVALUATED
+    fault_proxy.reset()
+
+    outcome = evaluated.reconcile(namespace, "ra", uid=row.uid, cached=stale)
+
+    # The status write's 409 showed the copy was behind (another lastEvaluationTime): the
+    # attempt was made again from the fresh copy, so the second failure is counted on the first
+    # instead of being written over it; measured twice, recorded once.
+    assert result_of(outcome) == Result.EVALUATED
+    written = client.request("GET", kube.analysis_path(namespace, "ra"))
+    assert written["status"]["failures"] == 2
+    assert fault_proxy.query_count == 2 * PROMETHEUS_QUERIES
+    assert Evaluation.objects.filter(analysis=row).count() == 3
+
+
+def test_a_pause_decided_from_the_cache_lands_on_the_target_as_it_is_now(
+    evaluated: Reconciler,
+    client: kube.KubeClient,
+    namespace: str,
+    fault_proxy: FaultProxy,
+    gauge: GaugeSetter,
+    kube_cluster: Cluster,
+) -> None:
+    path = kube.analysis_path(namespace, "ra")
+    client.request("PATCH", path, body={"spec": {"failureLimit": 1}}, content_type=kube.MERGE_PATCH)
+    row = Analysis.objects.get(namespace=namespace, name="ra")
+    cached = _snapshot(kube_cluster, namespace, row.uid)
+    old_uid = cached["target"]["metadata"]["uid"]
+    # The target deleted and created again under its name after the caches saw it.
+    target = kube.deployment_path(namespace, "checkout")
+    client.request("DELETE", target)
+    client.request(
+        "POST",
+        kube.workloads_path("Deployment", namespace),
+        body=workload_manifest("Deployment", "checkout", namespace),
+    )
+    gauge(0.9)
+    fault_proxy.reset()
+
+    outcome = evaluated.reconcile(namespace, "ra", uid=row.uid, cached=cached)
+
+    # The pause was confirmed against the API server first, which showed another uid: decided
+    # again from the target as it is now, and paused there.
+    assert result_of(outcome) == Result.EVALUATED
+    deployment = client.request("GET", target)
+    assert deployment["metadata"]["uid"] != old_uid
+    assert deployment["spec"]["paused"] is True
+    assert f"{namespace}/ra" in deployment["metadata"]["annotations"][PAUSED_BY]
+    written = client.request("GET", path)
+    reason = {c["type"]: c["reason"] for c in written["status"]["conditions"]}
+    assert reason["RolloutPaused"] == "FailureLimitReached"
+    assert fault_proxy.query_count == 2 * PROMETHEUS_QUERIES

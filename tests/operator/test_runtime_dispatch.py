@@ -13,11 +13,13 @@ import pytest
 
 from analyses.models import Analysis, Evaluation
 from sentinel_cluster import kube
+from sentinel_cluster.informer import Informer, strip_workload
+from sentinel_cluster.replicasets import TEMPLATE_HASH
 from sentinel_operator import tasks
 from sentinel_operator.dispatcher import Dispatcher, Member
 from sentinel_operator.watch import AnalysisWatch
 from testkit.clusters import Cluster
-from testkit.manifests import analysis_manifest, gauge_metric
+from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
 from testkit.namespaces import delete_namespace, unique_name
 from testkit.waiting import wait_until
 
@@ -224,7 +226,9 @@ def _wait_served(client: kube.KubeClient, namespace: str) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_watch_relists_after_gone_and_survives_an_outage(restartable_cluster: Cluster) -> None:
+def test_watch_relists_after_gone_and_survives_an_outage(
+    restartable_cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
     own_cluster = restartable_cluster
     client = kube.KubeClient(kube.load_api_client(str(own_cluster.kubeconfig)), timeout=3)
     team = unique_name("team")
@@ -237,6 +241,21 @@ def test_watch_relists_after_gone_and_survives_an_outage(restartable_cluster: Cl
     # Watching the one namespace: on the real cluster (the session's), others hold analyses too.
     watch = AnalysisWatch(client, namespace=team, now=lambda: datetime.now(UTC), watch_timeout=2)
     watch.relist()
+    # The operator's cache of the namespace's Deployments (sentinel_cluster.informer) through
+    # the same two restarts: no database, so it runs in a thread of its own from here on.
+    client.request(
+        "POST", kube.workloads_path("Deployment", team), body=deployment_manifest("web", team)
+    )
+    deployments = Informer(
+        kube.KubeClient(kube.load_api_client(str(own_cluster.kubeconfig)), timeout=3),
+        f"/apis/apps/v1/namespaces/{team}/deployments",
+        transform=strip_workload,
+        watch_timeout=2,
+    )
+    cache_stop = threading.Event()
+    cache_thread = threading.Thread(target=deployments.run, args=(cache_stop,))
+    cache_thread.start()
+    wait_until(lambda: deployments.get(team, "web") is not None, timeout=10)
     # Changed while nobody watched, then the restart drops the watch history: resuming from
     # the old resourceVersion is 410 Gone, and only a relist can find "missed".
     _create(client, team, "missed")
@@ -261,11 +280,29 @@ def test_watch_relists_after_gone_and_survives_an_outage(restartable_cluster: Cl
         _wait_served(client, team)
         _create(client, team, "after")
         wait_until(lambda: watch.events > seen or watch.lists > 2, timeout=15)
+        client.request(
+            "POST",
+            kube.workloads_path("Deployment", team),
+            body=deployment_manifest("later", team),
+        )
+        wait_until(lambda: deployments.get(team, "later") is not None and deployments.live, 20)
     finally:
         stop.set()
+        cache_stop.set()
         thread.join(10)
+        cache_thread.join(10)
     assert not thread.is_alive()
     assert watch.lists in (2, 3)
+    # The cache was told 410 Gone when it resumed after a restart, and listed again: both
+    # Deployments in it, stripped to what the operator reads.
+    gone = f"cache {deployments.path}: resourceVersion "
+    assert any(
+        gone in r.message and r.message.endswith("is gone; relisting") for r in caplog.records
+    )
+    assert deployments.lists >= 2
+    later = deployments.get(team, "later")
+    assert later is not None and "template" not in later["spec"] and TEMPLATE_HASH in later
+    assert "managedFields" not in later["metadata"]
     live = Analysis.objects.filter(deleted_at__isnull=True)
     assert sorted(live.values_list("name", flat=True)) == ["after", "listed", "missed"]
     delete_namespace(client, team)

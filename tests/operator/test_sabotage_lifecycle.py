@@ -17,6 +17,7 @@ import uuid
 import pytest
 
 from sentinel_cluster import kube
+from sentinel_core.pause_record import Annotation
 from testkit.clusters import Cluster, kubectl_apply
 from testkit.fault_proxy import FaultProxy
 from testkit.manifests import analysis_manifest, deployment_manifest, gauge_metric
@@ -35,6 +36,7 @@ from testkit.operator import StartOperator
 from testkit.waiting import wait_until
 
 INTERVAL = 5.0
+PAUSED_BY = Annotation.PAUSED_BY.value
 
 
 def test_api_server_down_and_back(
@@ -44,7 +46,11 @@ def test_api_server_down_and_back(
     gauge: GaugeSetter,
     case: str,
 ) -> None:
-    """Item 11: the watch resumes, a new analysis is picked up, nothing is lost, no crash."""
+    """Item 11: the watch resumes, a new analysis is picked up, nothing is lost, no crash.
+
+    Then the caches: relisted after the server's 410 Gone, a target deleted and created again
+    paused as the new one, a person's `kubectl rollout resume` seen within one interval.
+    """
     cluster = restartable_cluster
     namespace = f"sab-{uuid.uuid4().hex[:8]}"
     cluster.kubectl("create", "namespace", namespace)
@@ -98,6 +104,63 @@ def test_api_server_down_and_back(
         assert row is not None and row["deleted_at"] is None and row["ready"]
     assert not deployment_paused(client, namespace)
     assert operator.running
+
+    # The operator's caches through the restart (docs/architecture.md#reads-from-caches): the
+    # server dropped their watches and they listed again (told 410 Gone on resuming where they
+    # were, or afresh after the outage cost this replica its Lease), while evaluations went on
+    # (above). The 410 itself: tests/operator/test_runtime_dispatch.py.
+    scene = time.monotonic()
+    listed = f"cache /apis/apps/v1/namespaces/{namespace}/deployments: listed "
+    wait_until(
+        lambda: operator.log_path.read_text(errors="replace").count(listed) >= 2,
+        timeout=30,
+        what=f"the Deployments' cache listed again\n{operator.log}",
+    )
+    # A target deleted and created again under the same name: the pause lands on the new one,
+    # seen (its uid) before the pause, never on what a stale cache held.
+    old_uid = client.request("GET", kube.deployment_path(namespace, "checkout"))["metadata"]["uid"]
+    client.request("DELETE", kube.deployment_path(namespace, "checkout"))
+    wait_until(
+        lambda: not _exists(client, kube.deployment_path(namespace, "checkout")),
+        timeout=30,
+        what="the old Deployment gone",
+    )
+    kubectl_apply(cluster, deployment_manifest("checkout", namespace))
+    new_uid = client.request("GET", kube.deployment_path(namespace, "checkout"))["metadata"]["uid"]
+    assert new_uid != old_uid
+    # A metric of its own, so that the analyses from before keep passing.
+    trip_gauge = GaugeSetter(gauge.app, gauge.prometheus, f"{case}-trip")
+    trip_gauge(0.9)
+    trip_metric = gauge_metric(f"{case}-trip", 0.5)
+    kubectl_apply(
+        cluster, analysis_manifest("trip", namespace, metrics=[trip_metric], failure_limit=1)
+    )
+    tripped = wait_condition(
+        client, namespace, "trip", "RolloutPaused", "FailureLimitReached", timeout=3 * INTERVAL
+    )
+    target = client.request("GET", kube.deployment_path(namespace, "checkout"))
+    assert target["metadata"]["uid"] == new_uid and target["spec"].get("paused") is True
+    assert f"{namespace}/trip" in target["metadata"]["annotations"][PAUSED_BY]
+    assert tripped["status"]["failures"] == 1
+    # A person's `kubectl rollout resume` is seen within one interval of the analysis.
+    trip_gauge(0.1)
+    cluster.kubectl("-n", namespace, "rollout", "resume", "deployment/checkout")
+    resumed_at = time.monotonic()
+    wait_condition(
+        client, namespace, "trip", "RolloutPaused", "ResumedByUser", timeout=INTERVAL + 2
+    )
+    print(f"kubectl rollout resume seen after {time.monotonic() - resumed_at:.1f} s")
+    print(f"the caches' part of the scene: {time.monotonic() - scene:.1f} s")
+    assert not deployment_paused(client, namespace)
+    assert "Traceback" not in operator.log_path.read_text(errors="replace")
+
+
+def _exists(client: kube.KubeClient, path: str) -> bool:
+    try:
+        client.request("GET", path)
+    except kube.NotFound:
+        return False
+    return True
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
