@@ -93,7 +93,9 @@ def test_a_conflicting_status_write_is_reapplied_without_measuring_again(
     assert row.backoff_attempt == 0
     assert row.next_due_at is not None
     due_in = (row.next_due_at - datetime.now(UTC)).total_seconds()
-    assert 2.0 < due_in <= 5.0  # +interval from the reconcile's start
+    # Due on its phase, one to two intervals after the attempt (its due time was not given).
+    assert 2.0 < due_in < 10.0
+    assert due.on_phase(row.next_due_at, row.uid, 5.0)
 
 
 def test_the_target_is_looked_up_in_the_analysis_namespace_only(
@@ -170,7 +172,14 @@ def test_prometheus_outage_backs_off_and_recovery_resets(
     row = Analysis.objects.get(namespace=namespace, name="ra")
     assert row.backoff_attempt == 0
     assert row.next_due_at is not None
-    assert before + timedelta(seconds=10) <= row.next_due_at <= after + timedelta(seconds=10)
+    # The first answer after retries goes back to the analysis's phase, an interval or more on...
+    assert before + timedelta(seconds=10) <= row.next_due_at < after + timedelta(seconds=20)
+    assert due.on_phase(row.next_due_at, row.uid, 10.0)
+    # ...which the next attempt, due there, keeps: due one interval after its due time.
+    on_phase = row.next_due_at
+    assert result_of(reconciler.reconcile(namespace, "ra", due_at=on_phase)) == Result.EVALUATED
+    row = Analysis.objects.get(namespace=namespace, name="ra")
+    assert row.next_due_at == on_phase + timedelta(seconds=10)
     wait_until(
         lambda: (
             "MetricsRecovered"
