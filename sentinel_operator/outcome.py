@@ -13,7 +13,7 @@ each carrying only what its ending has:
 
 ``next_due`` is the contract of docs/status.md#requeue-and-backoff in one function: an
 evaluation that got answers is **requeued** one interval later on the analysis's own phase
-(``due.requeue_at``) and its backoff count goes back to 0; every other live ending is
+(``requeue.requeue_at``) and its backoff count goes back to 0; every other live ending is
 **retried** after ``backoff.next_delay`` with the count one up; a deleted analysis is not due
 again.
 
@@ -41,7 +41,7 @@ from analyses.models import Analysis
 from notifications import store as notifications
 from sentinel_cluster import kube
 from sentinel_cluster.events import record_events
-from sentinel_core import backoff
+from sentinel_core import backoff, requeue
 from sentinel_core.conditions import ErrorReason
 from sentinel_core.decision import Decision, interrupted
 from sentinel_core.measurement import Measurement
@@ -161,7 +161,7 @@ def next_due(
         case Evaluated(resource=resource, decision=decision) if not decision.transient:
             # A retry's jittered due time is off the phase, so the first answer after retries
             # goes back to it; the plain-SQL path, which reads no backoff count, agrees.
-            again = due.requeue_at(
+            again = requeue.requeue_at(
                 due_at,
                 now=now,
                 interval=decision.interval_seconds,

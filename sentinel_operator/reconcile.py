@@ -13,7 +13,7 @@ The contract, once (controller-runtime's; docs/status.md#requeue-and-backoff):
   missing object is success).
 - An evaluation got answers from Prometheus (any verdict, also an invalid query or spec, also a
   missing target): ``Evaluated``; the status is written and the analysis is **requeued** one
-  ``interval`` later on its own phase (``analyses.due.requeue_at``), its backoff count back to 0.
+  ``interval`` later on its own phase (``sentinel_core.requeue``), its backoff count back to 0.
 - A **transient error** (Prometheus unavailable: ``Evaluated`` with a transient decision; any
   Kubernetes API error: ``CutShort`` or ``Unreadable``; a status write still conflicting after
   ``writes.CONFLICT_RETRIES`` re-reads): **retried** after ``backoff.next_delay``, the count one

@@ -4,9 +4,9 @@
 by the real ``Dispatcher`` with its claims over the test database, on a simulated clock. The
 workers are a queue served at 77 evaluations a second, the saturated rate of two operators on
 two cores (docs/performance.md), so the first pass takes 45 s of the 60; each evaluation's
-next due time is ``analyses.due.requeue_at``'s, written by ``analyses.due.reschedule``, as the
-reconciler's bookkeeping does. With a requeue at ``finished + interval`` the burst would stay a
-45 s clump at the saturated rate with a 15 s gap, minute after minute.
+next due time is ``sentinel_core.requeue.requeue_at``'s, written by ``analyses.due.reschedule``,
+as the reconciler's bookkeeping does. With a requeue at ``finished + interval`` the burst would
+stay a 45 s clump at the saturated rate with a 15 s gap, minute after minute.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pytest
 
 from analyses import due
 from analyses.models import Analysis
+from sentinel_core import requeue
 from sentinel_operator.dispatcher import Dispatcher, Member
 
 T0 = datetime(2026, 12, 6, 12, 0, 0, 250000, tzinfo=UTC)
@@ -85,7 +86,7 @@ def test_a_burst_of_3500_new_analyses_spreads_over_the_interval_within_three() -
             queued.popleft()
             free = finished
             runs[name].append((due_at, start))
-            again = due.requeue_at(due_at, now=finished, interval=INTERVAL, uid=uid)
+            again = requeue.requeue_at(due_at, now=finished, interval=INTERVAL, uid=uid)
             assert due.reschedule(pks[name], generation=1, due_at=again, backoff_attempt=0)
         clock[0] += POLL
 

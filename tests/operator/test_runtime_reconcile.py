@@ -20,6 +20,7 @@ from analyses import due, mirror, services
 from analyses.models import Analysis, Evaluation
 from sentinel_cluster import kube, writes
 from sentinel_cluster.events import record_events
+from sentinel_core import requeue
 from sentinel_core.decision import Resumption, resume
 from sentinel_core.status import AnalysisStatus
 from sentinel_core.target import Released
@@ -95,7 +96,7 @@ def test_a_conflicting_status_write_is_reapplied_without_measuring_again(
     due_in = (row.next_due_at - datetime.now(UTC)).total_seconds()
     # Due on its phase, one to two intervals after the attempt (its due time was not given).
     assert 2.0 < due_in < 10.0
-    assert due.on_phase(row.next_due_at, row.uid, 5.0)
+    assert requeue.on_phase(row.next_due_at, row.uid, 5.0)
 
 
 def test_the_target_is_looked_up_in_the_analysis_namespace_only(
@@ -174,7 +175,7 @@ def test_prometheus_outage_backs_off_and_recovery_resets(
     assert row.next_due_at is not None
     # The first answer after retries goes back to the analysis's phase, an interval or more on...
     assert before + timedelta(seconds=10) <= row.next_due_at < after + timedelta(seconds=20)
-    assert due.on_phase(row.next_due_at, row.uid, 10.0)
+    assert requeue.on_phase(row.next_due_at, row.uid, 10.0)
     # ...which the next attempt, due there, keeps: due one interval after its due time.
     on_phase = row.next_due_at
     assert result_of(reconciler.reconcile(namespace, "ra", due_at=on_phase)) == Result.EVALUATED

@@ -1,0 +1,74 @@
+"""When an analysis is due again after an evaluation that got answers: on its own phase.
+
+docs/status.md#requeue-and-backoff. Every analysis has a phase, a point in each ``interval``
+counted from the Unix epoch, drawn from a hash of its uid. A requeue keeps it, so neither the
+time an attempt waited for a worker nor the time it took is added to every later due time, and
+analyses created together (a burst) fall due apart from their second evaluation on.
+``analyses.due`` writes the time; the benchmarks and the soak check the operator against it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime, timedelta
+
+# Where every analysis's phase is counted from.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+# A due time this close to the analysis's phase is on it; anything else (a creation, an edit,
+# an "evaluate now", a retry's jittered delay) is not, whatever a database's rounding does.
+_ON_PHASE_TOLERANCE_US = 1_000
+
+
+def phase(uid: str, interval: float) -> timedelta:
+    """Return the analysis's phase: where in each ``interval`` since the Unix epoch it is due.
+
+    A hash of the uid, the same in every process and replica and for the analysis's whole
+    life, spread evenly over the interval (as Prometheus spreads its scrape targets by a hash
+    of their labels): analyses created together fall due apart.
+    """
+    period = _period_us(interval)
+    digest = hashlib.blake2b(uid.encode(), digest_size=8).digest()
+    return timedelta(microseconds=int.from_bytes(digest, "big") % period)
+
+
+def next_slot(at: datetime, uid: str, interval: float) -> datetime:
+    """Return the first time at or after ``at`` on the analysis's phase."""
+    period = _period_us(interval)
+    offset = (_micros(at) - _micros(_EPOCH + phase(uid, interval))) % period
+    return at if offset == 0 else at + timedelta(microseconds=period - offset)
+
+
+def on_phase(at: datetime, uid: str, interval: float) -> bool:
+    """Return whether ``at`` is one of the analysis's due times on its phase."""
+    period = _period_us(interval)
+    offset = (_micros(at) - _micros(_EPOCH + phase(uid, interval))) % period
+    return min(offset, period - offset) <= _ON_PHASE_TOLERANCE_US
+
+
+def requeue_at(due_at: datetime | None, *, now: datetime, interval: float, uid: str) -> datetime:
+    """Return the next due time after an evaluation that got answers (docs/status.md).
+
+    ``due_at`` is when the attempt was due (None: not known, a direct call). An attempt due on
+    the analysis's phase and finished at most one ``interval`` after it is due again one
+    interval after its due time: the phase is kept, so the time an attempt waited or took is
+    not added to every later one. Every other attempt (the first, the first of a new spec, an
+    "evaluate now", the first answer after retries, one later than an interval) is due at the
+    first time on its phase at least one interval from ``now``: between one and two intervals.
+    So a burst of new analyses spreads over the interval after their first evaluation, and
+    backoff's jitter does not move the phase for good.
+    """
+    step = timedelta(seconds=interval)
+    if due_at is not None and now - due_at <= step and on_phase(due_at, uid, interval):
+        return due_at + step
+    return next_slot(now + step, uid, interval)
+
+
+def _period_us(interval: float) -> int:
+    if interval <= 0:
+        raise ValueError(f"interval must be a positive number of seconds, got {interval!r}.")
+    return max(1, round(interval * 1_000_000))
+
+
+def _micros(at: datetime) -> int:
+    return (at - _EPOCH) // _MICROSECOND
