@@ -4,10 +4,11 @@
 ``dispatch_stats``; it turns the operator's own ``sentinel_dispatch_lag_seconds`` histogram
 into quantiles with ``histogram_quantile``.
 
-Why the rows give the exact due time: the first evaluation of an analysis was due when it was
-created, off its phase; after each evaluation that got answers the reconciler sets the next due
-time with ``sentinel_core.requeue.requeue_at`` from the attempt's due time and the very
-``finished_at`` it writes to the row, and the dispatcher never starts an analysis before its due
+Why the rows give the due times: the first evaluation of an analysis was due when it was
+mirrored (unknown here: taken as its start, a few tenths of a second late at most on a quiet
+operator); after each evaluation that got answers the reconciler sets the next due time with
+``sentinel_core.requeue.requeue_at`` from the attempt's due time and the very ``started_at``
+and ``finished_at`` it writes to the row, and the dispatcher never starts an analysis before its due
 time. So walking an analysis's rows from its first, each due time follows from the one before
 by the product's own rule: ``lag = next.started_at - due``. After an ``Error`` outcome the next
 due time is a jittered backoff, unknown here: such pairs are counted as errors, not as lag, and
@@ -79,8 +80,8 @@ def dispatch_stats(
         history.sort(key=lambda row: row.started_at)
         interval = timedelta(seconds=intervals[analysis_id])
         counts.append(sum(1 for row in history if window_start <= row.started_at <= window_end))
-        # The due time of the row at hand: None for the first (its creation) and after an
-        # Error (a retry), both off the analysis's phase.
+        # The due time of the row at hand: None (unknown) for the first and after an Error (a
+        # retry's jittered backoff).
         row_due: datetime | None = None
         for index, row in enumerate(history):
             if row.outcome == "Error":
@@ -89,7 +90,11 @@ def dispatch_stats(
                 row_due = None
                 continue
             due_at = requeue_at(
-                row_due, now=row.finished_at, interval=intervals[analysis_id], uid=uids[analysis_id]
+                row_due,
+                started=row.started_at,
+                now=row.finished_at,
+                interval=intervals[analysis_id],
+                uid=uids[analysis_id],
             )
             row_due = due_at
             if not window_start <= due_at <= window_end:

@@ -248,24 +248,25 @@ def no_due_time_dropped(history: History, finding: Finding) -> None:
     for row in history.mirror:
         live_until = _live_until(history, row)
         patience = _patience(row.interval)
-        # The first due time is the creation; after each attempt, the product's requeue on the
-        # analysis's phase from the attempt's due time (an answer) or the backoff, at most
-        # max(interval, 60 s) with jitter (an error), after which the next is off the phase.
+        # The first due time is the creation; after each attempt, the product's requeue from
+        # the attempt's due time (an answer) or the backoff, at most max(interval, 60 s) with
+        # jitter (an error), after which the next due time is unknown (taken as its start).
         dues = [(row.created, None)]
-        on_phase: float | None = None
+        due_time: float | None = None
         for attempt in rows.get(row.id, []):
             if attempt.outcome == ERROR:
                 dues.append((attempt.finished + patience * JITTER + 1.0, attempt))
-                on_phase = None
+                due_time = None
                 continue
             again = requeue_at(
-                None if on_phase is None else _when(on_phase),
+                None if due_time is None else _when(due_time),
+                started=_when(attempt.started),
                 now=_when(attempt.finished),
                 interval=row.interval,
                 uid=row.uid,
             ).timestamp()
             dues.append((again, attempt))
-            on_phase = again
+            due_time = again
         attempts = rows.get(row.id, [])
         for index, (due, _after) in enumerate(dues):
             if due >= live_until:

@@ -1,9 +1,11 @@
 """When an analysis is due again after an evaluation that got answers: on its own phase.
 
-docs/status.md#requeue-and-backoff. Every analysis has a phase, a point in each ``interval``
-counted from the Unix epoch, drawn from a hash of its uid. A requeue keeps it, so neither the
-time an attempt waited for a worker nor the time it took is added to every later due time, and
-analyses created together (a burst) fall due apart from their second evaluation on.
+docs/status.md#requeue-and-backoff. A requeue keeps the time an attempt was due, so neither the
+time it waited for a worker nor the time it took is added to every later due time. Every
+analysis also has a phase, a point in each ``interval`` counted from the Unix epoch, drawn from
+a hash of its uid: an attempt that had to wait for a backlog (analyses created or edited
+together, a burst of retries) is moved onto it, so a backlog falls due spread over the interval
+from the next evaluation on.
 ``analyses.due`` writes the time; the benchmarks and the soak check the operator against it.
 """
 
@@ -18,6 +20,10 @@ _MICROSECOND = timedelta(microseconds=1)
 # A due time this close to the analysis's phase is on it; anything else (a creation, an edit,
 # an "evaluate now", a retry's jittered delay) is not, whatever a database's rounding does.
 _ON_PHASE_TOLERANCE_US = 1_000
+# An attempt that started later than this after its due time waited for a backlog. A quiet
+# operator starts within 0.2 s (docs/performance.md); half of the dispatcher's one-second
+# promise keeps the first served of a burst from staying a clump at one instant.
+LATE = timedelta(seconds=0.5)
 
 
 def phase(uid: str, interval: float) -> timedelta:
@@ -46,21 +52,30 @@ def on_phase(at: datetime, uid: str, interval: float) -> bool:
     return min(offset, period - offset) <= _ON_PHASE_TOLERANCE_US
 
 
-def requeue_at(due_at: datetime | None, *, now: datetime, interval: float, uid: str) -> datetime:
+def requeue_at(
+    due_at: datetime | None,
+    *,
+    started: datetime,
+    now: datetime,
+    interval: float,
+    uid: str,
+) -> datetime:
     """Return the next due time after an evaluation that got answers (docs/status.md).
 
-    ``due_at`` is when the attempt was due (None: not known, a direct call). An attempt due on
-    the analysis's phase and finished at most one ``interval`` after it is due again one
-    interval after its due time: the phase is kept, so the time an attempt waited or took is
-    not added to every later one. Every other attempt (the first, the first of a new spec, an
-    "evaluate now", the first answer after retries, one later than an interval) is due at the
-    first time on its phase at least one interval from ``now``: between one and two intervals.
-    So a burst of new analyses spreads over the interval after their first evaluation, and
-    backoff's jitter does not move the phase for good.
+    ``due_at`` is when the attempt was due (None: not known, taken as ``started``); ``started``
+    and ``now`` when it started and ended. An attempt is due again one ``interval`` after its
+    due time when it ended within an interval of it and either started within ``LATE`` of it
+    or was due on the analysis's phase: the time it waited or took is not added to every later
+    due time. Any other attempt (one that waited for a backlog, such as a burst of new
+    analyses or edits, off its phase; one that ended more than an interval late) is due at the
+    first time on its phase at least one interval from ``now``, so a backlog spreads evenly over
+    the interval instead of staying a clump.
     """
+    _period_us(interval)
     step = timedelta(seconds=interval)
-    if due_at is not None and now - due_at <= step and on_phase(due_at, uid, interval):
-        return due_at + step
+    due = started if due_at is None else due_at
+    if now - due <= step and (started - due <= LATE or on_phase(due, uid, interval)):
+        return due + step
     return next_slot(now + step, uid, interval)
 
 

@@ -12,8 +12,9 @@ each carrying only what its ending has:
 - ``Crashed``: an unexpected exception (a bug, the database).
 
 ``next_due`` is the contract of docs/status.md#requeue-and-backoff in one function: an
-evaluation that got answers is **requeued** one interval later on the analysis's own phase
-(``requeue.requeue_at``) and its backoff count goes back to 0; every other live ending is
+evaluation that got answers is **requeued** one interval after its due time, or on the
+analysis's own phase after waiting for a backlog (``requeue.requeue_at``), and its backoff
+count goes back to 0; every other live ending is
 **retried** after ``backoff.next_delay`` with the count one up; a deleted analysis is not due
 again.
 
@@ -152,17 +153,18 @@ def next_due(
 
     ``interval`` and ``backoff_attempt`` are the analysis's as the bookkeeping found them;
     ``due_at`` is when the attempt was due (None when not known). Requeue is not retry: only an
-    evaluation that got answers waits the interval, on its phase, and resets the count; anything
-    transient (and a crash) waits ``backoff.next_delay`` of the next attempt.
+    evaluation that got answers waits the interval from its due time (``requeue.requeue_at``)
+    and resets the count; anything transient (and a crash) waits ``backoff.next_delay`` of the
+    next attempt.
     """
     match outcome:
         case Deleted():
             return None
         case Evaluated(resource=resource, decision=decision) if not decision.transient:
-            # A retry's jittered due time is off the phase, so the first answer after retries
-            # goes back to it; the plain-SQL path, which reads no backoff count, agrees.
+            # From the attempt's own times only: the plain-SQL path, which reads no row, agrees.
             again = requeue.requeue_at(
                 due_at,
+                started=outcome.attempt.started_at,
                 now=now,
                 interval=decision.interval_seconds,
                 uid=resource.uid,

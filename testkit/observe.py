@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sentinel_cluster import kube
@@ -107,25 +107,36 @@ _RETRIED = frozenset({"MetricsUnavailable", "KubernetesUnavailable", "Kubernetes
 def due_lags(rows: Sequence[Mapping[str, Any]], interval: float, uid: str) -> list[float]:
     """Seconds each history row's evaluation started after its due time, from the second on.
 
-    ``rows`` are an analysis's history from its first evaluation, oldest first (due when it was
-    created); ``uid`` is the analysis's. Each later due time follows from the one before by the
-    operator's own requeue (``sentinel_core.requeue.requeue_at``, on the analysis's phase:
-    docs/status.md#requeue-and-backoff), so neither an attempt's wait nor its duration, which
-    grow with the machine's load, moves it. After a retried error the due time is a jittered
-    backoff, unknown here: that row's lag is NaN.
+    ``rows`` are an analysis's history from its first evaluation, oldest first; ``uid`` is the
+    analysis's. The first was due when the analysis was mirrored, unknown here and taken as its
+    start, so every lag may be short by that first wait (a few tenths of a second). Each later
+    due time follows from the one before by the operator's own requeue
+    (``sentinel_core.requeue.requeue_at``: docs/status.md#requeue-and-backoff), so neither an
+    attempt's wait nor its duration, which grow with the machine's load, moves it. After a
+    retried error the due time is a jittered backoff, unknown here: that row's lag is NaN.
     """
     lags: list[float] = []
     due_at: datetime | None = None
     for before, after in itertools.pairwise(rows):
-        started = datetime.fromisoformat(str(after["started_at"]))
-        finished = datetime.fromisoformat(str(before["finished_at"]))
         if before.get("outcome") == "Error" and before.get("error_reason") in _RETRIED:
             lags.append(math.nan)
             due_at = None
             continue
-        due_at = requeue_at(due_at, now=finished, interval=interval, uid=uid)
-        lags.append((started - due_at).total_seconds())
+        due_at = requeue_at(
+            due_at,
+            started=_utc(before["started_at"]),
+            now=_utc(before["finished_at"]),
+            interval=interval,
+            uid=uid,
+        )
+        lags.append((_utc(after["started_at"]) - due_at).total_seconds())
     return lags
+
+
+def _utc(value: Any) -> datetime:
+    # SQLite's rows hold naive UTC times, PostgreSQL's aware ones.
+    at = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def deployment_paused(client: kube.KubeClient, namespace: str, name: str = "checkout") -> bool:

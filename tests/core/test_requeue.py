@@ -22,36 +22,58 @@ def test_an_attempt_on_its_phase_is_due_one_interval_after_its_due_time() -> Non
     slot = requeue.next_slot(NOW, UID, 30.0)
     assert requeue.on_phase(slot, UID, 30.0)
     # However long it waited for a worker or took, within one interval.
-    for late in (0.0, 0.4, 12.5, 30.0):
-        now = slot + timedelta(seconds=late)
-        assert requeue.requeue_at(slot, now=now, interval=30.0, uid=UID) == slot + timedelta(
-            seconds=30
-        )
-
-
-def test_an_attempt_later_than_an_interval_goes_back_to_its_phase_an_interval_on() -> None:
-    slot = requeue.next_slot(NOW, UID, 30.0)
-    now = slot + timedelta(seconds=30.001)
-    again = requeue.requeue_at(slot, now=now, interval=30.0, uid=UID)
-    assert requeue.on_phase(again, UID, 30.0)
-    assert now + timedelta(seconds=30) <= again < now + timedelta(seconds=60)
+    for waited, took in ((0.0, 0.1), (0.4, 0.2), (12.5, 3.0), (25.0, 5.0)):
+        started = slot + timedelta(seconds=waited)
+        now = started + timedelta(seconds=took)
+        again = requeue.requeue_at(slot, started=started, now=now, interval=30.0, uid=UID)
+        assert again == slot + timedelta(seconds=30)
 
 
 @pytest.mark.parametrize("due_at", [None, NOW - timedelta(seconds=0.2)])
-def test_a_first_or_unknown_due_time_is_put_on_the_phase_between_one_and_two_intervals(
+def test_an_attempt_on_time_keeps_its_due_time_on_the_phase_or_not(
     due_at: datetime | None,
 ) -> None:
     # NOW - 0.2 s stands for a creation, an edit or an "evaluate now": not on the phase.
     assert due_at is None or not requeue.on_phase(due_at, UID, 60.0)
-    again = requeue.requeue_at(due_at, now=NOW, interval=60.0, uid=UID)
+    done = NOW + timedelta(seconds=0.3)
+    again = requeue.requeue_at(due_at, started=NOW, now=done, interval=60.0, uid=UID)
+    assert again == (due_at or NOW) + timedelta(seconds=60)
+    assert not requeue.on_phase(again, UID, 60.0)
+
+
+def test_an_attempt_off_its_phase_that_waited_for_a_backlog_goes_onto_its_phase() -> None:
+    created = NOW
+    assert not requeue.on_phase(created, UID, 60.0)
+    # The 300th of a burst created at once, served at 77 a second.
+    started = created + timedelta(seconds=3.9)
+    now = started + timedelta(seconds=0.1)
+    again = requeue.requeue_at(created, started=started, now=now, interval=60.0, uid=UID)
     assert requeue.on_phase(again, UID, 60.0)
-    assert NOW + timedelta(seconds=60) <= again < NOW + timedelta(seconds=120)
-    # ...and from then on it keeps it.
-    after = requeue.requeue_at(again, now=again + timedelta(seconds=0.3), interval=60.0, uid=UID)
+    assert now + timedelta(seconds=60) <= again < now + timedelta(seconds=120)
+    # ...and from then on it keeps it, even when it waits again.
+    late = again + timedelta(seconds=20)
+    after = requeue.requeue_at(
+        again, started=late, now=late + timedelta(seconds=0.2), interval=60.0, uid=UID
+    )
     assert after == again + timedelta(seconds=60)
 
 
-def test_the_phase_survives_backoff_and_its_jitter() -> None:
+def test_an_attempt_ending_later_than_an_interval_goes_back_to_its_phase_an_interval_on() -> None:
+    slot = requeue.next_slot(NOW, UID, 30.0)
+    started = slot + timedelta(seconds=0.5)
+    now = slot + timedelta(seconds=30.001)  # a slow Prometheus
+    again = requeue.requeue_at(slot, started=started, now=now, interval=30.0, uid=UID)
+    assert requeue.on_phase(again, UID, 30.0)
+    assert now + timedelta(seconds=30) <= again < now + timedelta(seconds=60)
+    # The same off the phase: never due in the past.
+    off = slot + timedelta(seconds=7)
+    again = requeue.requeue_at(
+        off, started=off, now=off + timedelta(seconds=31), interval=30.0, uid=UID
+    )
+    assert again >= off + timedelta(seconds=61)
+
+
+def test_retries_bunched_by_an_outage_spread_out_when_they_meet_a_backlog() -> None:
     rng = random.Random(7)
     slot = requeue.next_slot(NOW, UID, 30.0)
     # An outage: three retries, each at a jittered delay after the attempt before.
@@ -59,9 +81,15 @@ def test_the_phase_survives_backoff_and_its_jitter() -> None:
     for attempt in (1, 2, 3):
         at += timedelta(seconds=backoff.next_delay(attempt, 30.0, rng))
         assert not requeue.on_phase(at, UID, 30.0)
-    # The first answer after it: the retry was due at ``at``, off the phase.
-    again = requeue.requeue_at(at, now=at + timedelta(seconds=0.2), interval=30.0, uid=UID)
-    assert requeue.on_phase(again, UID, 30.0)
+    # The first answer after it, on time: the retry's due time is kept...
+    done = at + timedelta(seconds=0.2)
+    kept = requeue.requeue_at(at, started=at, now=done, interval=30.0, uid=UID)
+    assert kept == at + timedelta(seconds=30)
+    # ...and when it waited behind every other analysis's retry, back onto the phase.
+    waited = at + timedelta(seconds=2)
+    again = requeue.requeue_at(
+        at, started=waited, now=waited + timedelta(seconds=0.2), interval=30.0, uid=UID
+    )
     assert (again - slot) % timedelta(seconds=30) == timedelta(0)
 
 
@@ -79,4 +107,4 @@ def test_phases_are_the_same_everywhere_and_spread_over_the_interval() -> None:
 
 def test_an_interval_must_be_positive() -> None:
     with pytest.raises(ValueError, match="positive"):
-        requeue.requeue_at(None, now=NOW, interval=0.0, uid=UID)
+        requeue.requeue_at(None, started=NOW, now=NOW, interval=0.0, uid=UID)

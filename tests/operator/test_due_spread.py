@@ -86,7 +86,9 @@ def test_a_burst_of_3500_new_analyses_spreads_over_the_interval_within_three() -
             queued.popleft()
             free = finished
             runs[name].append((due_at, start))
-            again = requeue.requeue_at(due_at, now=finished, interval=INTERVAL, uid=uid)
+            again = requeue.requeue_at(
+                due_at, started=start, now=finished, interval=INTERVAL, uid=uid
+            )
             assert due.reschedule(pks[name], generation=1, due_at=again, backoff_attempt=0)
         clock[0] += POLL
 

@@ -140,7 +140,7 @@ def test_a_worker_killed_mid_batch_leaves_its_members_to_their_claims(
         mirrored = operator.mirror_row(namespace, name)
         assert mirrored is not None
         lags = due_lags(history, INTERVAL, mirrored["uid"])
-        assert all(lag >= 0.0 for lag in lags), (name, lags, history)
+        assert all(lag >= -0.5 for lag in lags), (name, lags, history)
 
     assert operator.running
     assert operator.metric("sentinel_leader") == 1.0
