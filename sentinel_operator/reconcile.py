@@ -13,7 +13,7 @@ The contract, once (controller-runtime's; docs/status.md#requeue-and-backoff):
   missing object is success).
 - An evaluation got answers from Prometheus (any verdict, also an invalid query or spec, also a
   missing target): ``Evaluated``; the status is written and the analysis is **requeued** one
-  ``interval`` later on its own phase (``sentinel_core.requeue``), its backoff count back to 0.
+  ``interval`` after its due time (``sentinel_core.requeue``), its backoff count back to 0.
 - A **transient error** (Prometheus unavailable: ``Evaluated`` with a transient decision; any
   Kubernetes API error: ``CutShort`` or ``Unreadable``; a status write still conflicting after
   ``writes.CONFLICT_RETRIES`` re-reads): **retried** after ``backoff.next_delay``, the count one
@@ -117,7 +117,7 @@ class Reconciler:
         """Run one attempt for ``namespace/name``, record its outcome and return it.
 
         ``due_at`` is when the analysis was due, for the dispatch lag and the requeue, which
-        keeps its phase (docs/status.md#requeue-and-backoff). ``uid`` is the incarnation
+        counts from it (docs/status.md#requeue-and-backoff). ``uid`` is the incarnation
         the attempt is for (the dispatcher's due row); None reads it from the mirror, before the
         analysis is read, so that a 404 marks that incarnation and no later one.
         """
