@@ -74,8 +74,9 @@ def test_a_worker_killed_mid_batch_leaves_its_members_to_their_claims(
         SENTINEL_CLAIM_TIMEOUT=str(CLAIM),
         # One worker: a pass's claims are one task, and killing it is killing the batch.
         SENTINEL_Q_WORKERS="1",
-        # The three first evaluations may be a second or so apart; claimed together after.
-        SENTINEL_DISPATCH_AHEAD="2",
+        # The three first evaluations may be a second or so apart, and one that started late
+        # goes onto its analysis's phase within the interval: claimed together after.
+        SENTINEL_DISPATCH_AHEAD=f"{INTERVAL:g}",
     )
     gauge(0.1)
     metrics = [gauge_metric(case, 0.5)]
