@@ -1,12 +1,11 @@
-"""When an analysis is due again after an evaluation that got answers: on its own phase.
+"""When an analysis is due again after an evaluation that got answers: from its due time.
 
 docs/status.md#requeue-and-backoff. A requeue keeps the time an attempt was due, so neither the
 time it waited for a worker nor the time it took is added to every later due time. Every
 analysis also has a phase, a point in each ``interval`` counted from the Unix epoch, drawn from
 a hash of its uid: an attempt that had to wait for a backlog (analyses created or edited
 together, a burst of retries) is moved onto it, so a backlog falls due spread over the interval
-from the next evaluation on.
-``analyses.due`` writes the time; the benchmarks and the soak check the operator against it.
+from the next evaluation on. ``analyses.due`` writes the time; the benchmarks and the soak check the operator against it.
 """
 
 from __future__ import annotations
@@ -71,7 +70,7 @@ def requeue_at(
     first time on its phase at least one interval from ``now``, so a backlog spreads evenly over
     the interval instead of staying a clump.
     """
-    _period_us(interval)
+    _period_us(interval)  # refuses an interval that is not positive, on every path
     step = timedelta(seconds=interval)
     due = started if due_at is None else due_at
     if now - due <= step and (started - due <= LATE or on_phase(due, uid, interval)):

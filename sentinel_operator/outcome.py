@@ -14,9 +14,8 @@ each carrying only what its ending has:
 ``next_due`` is the contract of docs/status.md#requeue-and-backoff in one function: an
 evaluation that got answers is **requeued** one interval after its due time, or on the
 analysis's own phase after waiting for a backlog (``requeue.requeue_at``), and its backoff
-count goes back to 0; every other live ending is
-**retried** after ``backoff.next_delay`` with the count one up; a deleted analysis is not due
-again.
+count goes back to 0; every other live ending is **retried** after ``backoff.next_delay`` with
+the count one up; a deleted analysis is not due again.
 
 ``record`` writes down what follows from an outcome, dispatching on its type: the decision's
 events (HTTP, so before the transaction), then in ONE database transaction the mirror (from the
@@ -187,7 +186,7 @@ def record(
 ) -> Due | None:
     """Write down what ``outcome`` says (the module docstring's order); return its next due.
 
-    ``due_at`` is when the attempt was due, which a requeue keeps the phase of.
+    ``due_at`` is when the attempt was due, which a requeue counts the interval from.
     """
     if isinstance(outcome, Evaluated):
         # HTTP, so before the transaction: SQLite's one write lock is never held over a request.
