@@ -5,7 +5,8 @@ time it waited for a worker nor the time it took is added to every later due tim
 analysis also has a phase, a point in each ``interval`` counted from the Unix epoch, drawn from
 a hash of its uid: an attempt that had to wait for a backlog (analyses created or edited
 together, a burst of retries) is moved onto it, so a backlog falls due spread over the interval
-from the next evaluation on. ``analyses.due`` writes the time; the benchmarks and the soak check the operator against it.
+from the next evaluation on. ``analyses.due`` writes the time; the benchmarks and the soak
+check the operator against it.
 """
 
 from __future__ import annotations
