@@ -6,7 +6,9 @@ dispatch"). Everything that moves it asks here:
 - the dispatcher reads what is due (``read``), ``claim``s it and, when the queue refuses,
   ``release``s it; a batch task gives back the members it will not start (``release``);
 - the reconciler's outcome sets the next due time (``reschedule``; in the steady state as part
-  of the mirror's one UPDATE, whose due columns ``rescheduled`` names);
+  of the mirror's one UPDATE, whose due columns ``rescheduled`` names); after an evaluation
+  that got answers that time is ``sentinel_core.requeue.requeue_at``'s, from the attempt's
+  due time (the rule is pure, so the benchmarks check the operator against it too);
 - the mirror makes a new, revived or edited analysis due at once (``due_now``) and takes a
   deleted one out of the queue (``mark_deleted``);
 - the web app's "evaluate now" (``evaluate_now``).

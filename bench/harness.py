@@ -27,6 +27,7 @@ from typing import Any
 import requests
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.bench_db import migrate
 from bench.cpu import named_descendants
@@ -69,6 +70,36 @@ class ApiSession:
         if response.status_code >= 300:
             raise RuntimeError(f"{method} {path}: HTTP {response.status_code} {response.text}")
         return dict(response.json())
+
+    def request_counts(self) -> dict[str, float]:
+        """Return the API server's ``apiserver_request_total`` so far, by request kind.
+
+        The real API server's own count of what it served (every client: the operators, the
+        controllers, kwok), summed over response codes and keyed ``"VERB resource"`` or
+        ``"VERB resource/subresource"``. Empty when the server exports no such metric
+        (devcluster).
+        """
+        response = self.session.get(self.base + "/metrics", timeout=30)
+        if response.status_code >= 300:
+            return {}
+        counts: dict[str, float] = {}
+        try:
+            families = list(text_string_to_metric_families(response.text))
+        except ValueError:
+            return {}
+        for family in families:
+            if family.name != "apiserver_request":
+                continue
+            for sample in family.samples:
+                if sample.name != "apiserver_request_total":
+                    continue
+                labels = sample.labels
+                what = labels.get("resource", "") or labels.get("group", "")
+                if labels.get("subresource"):
+                    what += "/" + labels["subresource"]
+                key = f"{labels.get('verb', '?')} {what or '(none)'}"
+                counts[key] = counts.get(key, 0.0) + sample.value
+        return counts
 
 
 # The real control plane's processes, by program name, for CPU accounting (docs/realcluster.md).

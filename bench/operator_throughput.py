@@ -101,9 +101,14 @@ def _lag_buckets(operators: list[harness.BenchOperator]) -> dict[float, float]:
 
 
 def _steady_state(
-    operators: list[harness.BenchOperator], db: BenchDb, options: Options, meter: CpuMeter
+    operators: list[harness.BenchOperator],
+    db: BenchDb,
+    options: Options,
+    meter: CpuMeter,
+    api: harness.ApiSession,
 ) -> Window:
     before = _lag_buckets(operators)
+    requests_before = api.request_counts()
     start = meter.snapshot()
     window_start = datetime.now(UTC)
     done = threading.Event()
@@ -117,19 +122,20 @@ def _steady_state(
     done.set()
     window_end = datetime.now(UTC)
     cpu = CpuMeter.between(start, meter.snapshot())
+    requests_after = api.request_counts()
     load = os.getloadavg()
     memory = [tree_memory(operator.pid) for operator in operators]
     after = _lag_buckets(operators)
     grace = timedelta(seconds=5)
     # Let the last due times of the window be dispatched before judging them missed.
     time.sleep(grace.total_seconds() + 1)
-    intervals = {
-        pk: float(seconds)
-        for pk, seconds in db.rows("SELECT id, interval_seconds FROM analyses_analysis")
-    }
-    rows = _rows(db, window_start - timedelta(seconds=options.interval + 30))
+    found = db.rows("SELECT id, interval_seconds, uid FROM analyses_analysis")
+    intervals = {pk: float(seconds) for pk, seconds, _ in found}
+    uids = {pk: str(uid) for pk, _, uid in found}
+    # From each analysis's first evaluation: its due times follow one from another.
+    rows = _rows(db, _EPOCH)
     stats = dispatch_stats(
-        rows, intervals, window_start=window_start, window_end=window_end, grace=grace
+        rows, intervals, uids, window_start=window_start, window_end=window_end, grace=grace
     )
     return Window(
         stats,
@@ -139,6 +145,11 @@ def _steady_state(
         load,
         rss_mb=sum(rss for rss, _ in memory),
         pss_mb=sum(pss for _, pss in memory),
+        requests={
+            key: served
+            for key, count in requests_after.items()
+            if (served := count - requests_before.get(key, 0.0)) > 0
+        },
     )
 
 
@@ -231,13 +242,14 @@ def _measure(
     names: list[str],
     load_before: float,
     extra_pids: dict[str, int],
+    api: harness.ApiSession,
 ) -> Results:
     pids = {f"operator-{index}": operator.pid for index, operator in enumerate(operators)}
     meter = CpuMeter({**harness.server_pids(stack), **extra_pids, **pids})
     windows = []
     for run in range(options.runs):
         _say(f"steady-state window {run + 1} of {options.runs}, {options.window:.0f} s")
-        windows.append(_steady_state(operators, db, options, meter))
+        windows.append(_steady_state(operators, db, options, meter, api))
     total = count = 0.0
     for operator in operators:
         total += operator.file_samples("sentinel_evaluation_duration_seconds_sum").get("", 0.0)
@@ -338,7 +350,7 @@ def run(options: Options) -> int:
         )
         _say(f"all evaluated once; warming up one more interval ({options.interval} s)")
         time.sleep(options.interval)
-        results = _measure(options, stack, operators, db, names, load_before, extra_pids)
+        results = _measure(options, stack, operators, db, names, load_before, extra_pids, api)
     setup = Setup(
         cluster=stack.kind,
         analyses=options.analyses,

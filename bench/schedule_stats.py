@@ -4,12 +4,15 @@
 ``dispatch_stats``; it turns the operator's own ``sentinel_dispatch_lag_seconds`` histogram
 into quantiles with ``histogram_quantile``.
 
-Why the rows give the exact due time: after an evaluation that got answers the reconciler sets
-``next_due_at = finished_at + interval`` with the very ``finished_at`` it writes to the row, and
-the dispatcher never starts an analysis before its due time. So for two consecutive evaluations
-of one analysis, ``lag = next.started_at - (previous.finished_at + interval)``. After an
-``Error`` outcome the next due time is a jittered backoff, unknown here: such pairs are counted
-as errors, not as lag.
+Why the rows give the due times: the first evaluation of an analysis was due when it was
+mirrored (unknown here: taken as its start, a few tenths of a second late at most on a quiet
+operator); after each evaluation that got answers the reconciler sets the next due time with
+``sentinel_core.requeue.requeue_at`` from the attempt's due time and the very ``started_at``
+and ``finished_at`` it writes to the row, and the dispatcher never starts an analysis before its due
+time. So walking an analysis's rows from its first, each due time follows from the one before
+by the product's own rule: ``lag = next.started_at - due``. After an ``Error`` outcome the next
+due time is a jittered backoff, unknown here: such pairs are counted as errors, not as lag, and
+the attempt after one was due off the phase.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bench.harness import percentile
+from sentinel_core.requeue import requeue_at
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class DispatchStats:
 def dispatch_stats(
     rows: Iterable[EvaluationRow],
     intervals: Mapping[int, float],
+    uids: Mapping[int, str],
     *,
     window_start: datetime,
     window_end: datetime,
@@ -60,8 +65,9 @@ def dispatch_stats(
 ) -> DispatchStats:
     """Account for every due time in ``[window_start, window_end]``.
 
-    ``rows`` may extend before the window (to know the first due times) and up to
-    ``window_end + grace``; a due time whose evaluation had not started by then is missed.
+    ``rows`` start at each analysis's first evaluation (its due times follow from there) and
+    may extend up to ``window_end + grace``; a due time whose evaluation had not started by then
+    is missed. ``intervals`` and ``uids`` are each analysis's, by id.
     """
     by_analysis: dict[int, list[EvaluationRow]] = {}
     for row in rows:
@@ -74,12 +80,23 @@ def dispatch_stats(
         history.sort(key=lambda row: row.started_at)
         interval = timedelta(seconds=intervals[analysis_id])
         counts.append(sum(1 for row in history if window_start <= row.started_at <= window_end))
+        # The due time of the row at hand: None (unknown) for the first and after an Error (a
+        # retry's jittered backoff).
+        row_due: datetime | None = None
         for index, row in enumerate(history):
             if row.outcome == "Error":
                 if window_start <= row.started_at <= window_end:
                     errors += 1
+                row_due = None
                 continue
-            due_at = row.finished_at + interval
+            due_at = requeue_at(
+                row_due,
+                started=row.started_at,
+                now=row.finished_at,
+                interval=intervals[analysis_id],
+                uid=uids[analysis_id],
+            )
+            row_due = due_at
             if not window_start <= due_at <= window_end:
                 continue
             due += 1

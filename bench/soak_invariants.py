@@ -15,6 +15,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from bench.soak_plan import (
     MAX_VALUE,
@@ -28,6 +29,7 @@ from bench.soak_plan import (
     samples_case,
 )
 from bench.soak_record import Attempt, FaultRecord, History, MirrorRow
+from sentinel_core.requeue import requeue_at
 from sentinel_site.config import DEFAULT_CLAIM_TIMEOUT
 
 # How long a value set on the metrics app takes to be what a query returns: Prometheus scrapes
@@ -234,6 +236,10 @@ def _regression_deadline(
 # -- the invariants ----------------------------------------------------------------------------
 
 
+def _when(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, UTC)
+
+
 @invariant(1, "every due time of every live analysis has an attempt (nothing silently dropped)")
 def no_due_time_dropped(history: History, finding: Finding) -> None:
     rows = _by_analysis(history)
@@ -242,12 +248,25 @@ def no_due_time_dropped(history: History, finding: Finding) -> None:
     for row in history.mirror:
         live_until = _live_until(history, row)
         patience = _patience(row.interval)
-        # The first due time is the creation; after each attempt, +interval (an answer) or the
-        # backoff, at most max(interval, 60 s) with jitter (an error).
+        # The first due time is the creation; after each attempt, the product's requeue from
+        # the attempt's due time (an answer) or the backoff, at most max(interval, 60 s) with
+        # jitter (an error), after which the next due time is unknown (taken as its start).
         dues = [(row.created, None)]
+        due_time: float | None = None
         for attempt in rows.get(row.id, []):
-            step = row.interval if attempt.outcome != ERROR else patience * JITTER + 1.0
-            dues.append((attempt.finished + step, attempt))
+            if attempt.outcome == ERROR:
+                dues.append((attempt.finished + patience * JITTER + 1.0, attempt))
+                due_time = None
+                continue
+            again = requeue_at(
+                None if due_time is None else _when(due_time),
+                started=_when(attempt.started),
+                now=_when(attempt.finished),
+                interval=row.interval,
+                uid=row.uid,
+            ).timestamp()
+            dues.append((again, attempt))
+            due_time = again
         attempts = rows.get(row.id, [])
         for index, (due, _after) in enumerate(dues):
             if due >= live_until:

@@ -41,6 +41,9 @@ class Window:
     # Summed over every operator process tree: resident and proportional set sizes.
     rss_mb: float
     pss_mb: float
+    # Requests the API server served in the window (its apiserver_request_total, every
+    # client), by "VERB resource[/subresource]"; empty on devcluster, which exports none.
+    requests: dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,13 @@ def per_process_ms(cpu: CpuUse, work: float) -> dict[str, float | None]:
     return {name: _round(1000 * used / max(work, 1), 2) for name, used in cpu.by_component.items()}
 
 
+def requests_per_eval(window: Window) -> dict[str, float | None]:
+    """The API server's requests of each kind per evaluation in ``window``, most first."""
+    evaluations = max(window.stats.evaluations_in_window, 1)
+    ordered = sorted(window.requests.items(), key=lambda item: (-item[1], item[0]))
+    return {key: _round(count / evaluations, 3) for key, count in ordered}
+
+
 def _window_json(setup: Setup, window: Window) -> dict[str, Any]:
     stats = window.stats
     return {
@@ -104,6 +114,12 @@ def _window_json(setup: Setup, window: Window) -> dict[str, Any]:
         "cpu_ms_per_eval": per_process_ms(window.cpu, stats.evaluations_in_window),
         # Every measured process together, in cores: near 2 means the machine is the limit.
         "cores_busy": _round(sum(window.cpu.by_component.values()) / window.cpu.seconds, 2),
+        "kube_requests_per_eval": requests_per_eval(window),
+        "kube_requests_per_eval_total": _round(
+            sum(window.requests.values()) / max(stats.evaluations_in_window, 1), 3
+        )
+        if window.requests
+        else None,
         "operator_rss_mb": round(window.rss_mb, 1),
         "operator_pss_mb": round(window.pss_mb, 1),
         "load_avg": [round(value, 2) for value in window.load],
@@ -184,6 +200,15 @@ def as_text(setup: Setup, r: Results) -> str:
             f"{histogram_quantile(0.99, window.lag_before, window.lag_after):.3f} s  (<= 1 s: "
             f"{100 * share_within(1.0, window.lag_before, window.lag_after):.1f} %)",
             "  " + window.cpu.line(stats.evaluations_in_window, "evaluation"),
+        ]
+        if window.requests:
+            per_eval = requests_per_eval(window)
+            total = sum(window.requests.values()) / max(stats.evaluations_in_window, 1)
+            lines.append(
+                f"  API server requests per eval.  {total:.2f}: "
+                + ", ".join(f"{key} {value:.3f}" for key, value in per_eval.items())
+            )
+        lines += [
             f"  operator memory                RSS {window.rss_mb:.0f} MB, PSS "
             f"{window.pss_mb:.0f} MB (all operator processes)",
         ]

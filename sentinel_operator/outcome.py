@@ -12,9 +12,10 @@ each carrying only what its ending has:
 - ``Crashed``: an unexpected exception (a bug, the database).
 
 ``next_due`` is the contract of docs/status.md#requeue-and-backoff in one function: an
-evaluation that got answers is **requeued** at ``+interval`` and its backoff count goes back to
-0; every other live ending is **retried** after ``backoff.next_delay`` with the count one up; a
-deleted analysis is not due again.
+evaluation that got answers is **requeued** one interval after its due time, or on the
+analysis's own phase after waiting for a backlog (``requeue.requeue_at``), and its backoff
+count goes back to 0; every other live ending is **retried** after ``backoff.next_delay`` with
+the count one up; a deleted analysis is not due again.
 
 ``record`` writes down what follows from an outcome, dispatching on its type: the decision's
 events (HTTP, so before the transaction), then in ONE database transaction the mirror (from the
@@ -40,7 +41,7 @@ from analyses.models import Analysis
 from notifications import store as notifications
 from sentinel_cluster import kube
 from sentinel_cluster.events import record_events
-from sentinel_core import backoff
+from sentinel_core import backoff, requeue
 from sentinel_core.conditions import ErrorReason
 from sentinel_core.decision import Decision, interrupted
 from sentinel_core.measurement import Measurement
@@ -139,19 +140,35 @@ def result(outcome: Outcome) -> Result:
 
 
 def next_due(
-    outcome: Outcome, *, interval: float, backoff_attempt: int, now: datetime, rng: random.Random
+    outcome: Outcome,
+    *,
+    interval: float,
+    backoff_attempt: int,
+    now: datetime,
+    rng: random.Random,
+    due_at: datetime | None = None,
 ) -> Due | None:
     """Return when the analysis is due again after ``outcome``; None when it is not.
 
-    ``interval`` and ``backoff_attempt`` are the analysis's as the bookkeeping found them.
-    Requeue is not retry: only an evaluation that got answers waits the interval and resets the
-    count; anything transient (and a crash) waits ``backoff.next_delay`` of the next attempt.
+    ``interval`` and ``backoff_attempt`` are the analysis's as the bookkeeping found them;
+    ``due_at`` is when the attempt was due (None when not known). Requeue is not retry: only an
+    evaluation that got answers waits the interval from its due time (``requeue.requeue_at``)
+    and resets the count; anything transient (and a crash) waits ``backoff.next_delay`` of the
+    next attempt.
     """
     match outcome:
         case Deleted():
             return None
-        case Evaluated(decision=decision) if not decision.transient:
-            return Due(now + timedelta(seconds=decision.interval_seconds), 0)
+        case Evaluated(resource=resource, decision=decision) if not decision.transient:
+            # From the attempt's own times only: the plain-SQL path, which reads no row, agrees.
+            again = requeue.requeue_at(
+                due_at,
+                started=outcome.attempt.started_at,
+                now=now,
+                interval=decision.interval_seconds,
+                uid=resource.uid,
+            )
+            return Due(again, 0)
         case _:
             attempt = backoff_attempt + 1
             delay = backoff.next_delay(attempt, interval, rng)
@@ -165,8 +182,12 @@ def record(
     now: datetime,
     rng: random.Random,
     instance: str = "",
+    due_at: datetime | None = None,
 ) -> Due | None:
-    """Write down what ``outcome`` says (the module docstring's order); return its next due."""
+    """Write down what ``outcome`` says (the module docstring's order); return its next due.
+
+    ``due_at`` is when the attempt was due, which a requeue counts the interval from.
+    """
     if isinstance(outcome, Evaluated):
         # HTTP, so before the transaction: SQLite's one write lock is never held over a request.
         record_events(
@@ -179,16 +200,18 @@ def record(
     if isinstance(outcome, Unreadable | Crashed):
         # Nothing reached the cluster, so nothing must be waited for: a database that is down
         # fails this at once and the dispatch claim brings the analysis back.
-        scheduled = _bookkeeping(outcome, now, rng)
+        scheduled = _bookkeeping(outcome, now, rng, due_at)
     else:
         scheduled = durably(
-            lambda: _bookkeeping(outcome, now, rng), what=f"the outcome of {_key(outcome)}"
+            lambda: _bookkeeping(outcome, now, rng, due_at), what=f"the outcome of {_key(outcome)}"
         )
     operator_metrics().reconciles.labels(result(outcome).value).inc()
     return scheduled
 
 
-def _bookkeeping(outcome: Outcome, now: datetime, rng: random.Random) -> Due | None:
+def _bookkeeping(
+    outcome: Outcome, now: datetime, rng: random.Random, due_at: datetime | None
+) -> Due | None:
     """Mirror, history, notifications and next due time in ONE write transaction.
 
     One transaction per attempt instead of four (docs/performance.md): on SQLite each one is a
@@ -197,7 +220,7 @@ def _bookkeeping(outcome: Outcome, now: datetime, rng: random.Random) -> Due | N
     """
     with transaction.atomic():
         if isinstance(outcome, Evaluated):
-            refreshed = _refreshed(outcome, now, rng)
+            refreshed = _refreshed(outcome, now, rng, due_at)
             if refreshed is not None:
                 return refreshed
         match outcome:
@@ -255,7 +278,12 @@ def _bookkeeping(outcome: Outcome, now: datetime, rng: random.Random) -> Due | N
                 row = found
                 interval = float(row.interval_seconds)
         scheduled = next_due(
-            outcome, interval=interval, backoff_attempt=row.backoff_attempt, now=now, rng=rng
+            outcome,
+            interval=interval,
+            backoff_attempt=row.backoff_attempt,
+            now=now,
+            rng=rng,
+            due_at=due_at,
         )
         assert scheduled is not None  # only Deleted is never due again, and it returned
         generation = (
@@ -272,7 +300,9 @@ def _bookkeeping(outcome: Outcome, now: datetime, rng: random.Random) -> Due | N
         return scheduled
 
 
-def _refreshed(outcome: Evaluated, now: datetime, rng: random.Random) -> Due | None:
+def _refreshed(
+    outcome: Evaluated, now: datetime, rng: random.Random, due_at: datetime | None
+) -> Due | None:
     """The steady state's bookkeeping in three plain statements; None when it does not apply.
 
     A requeue (answers got, so the next due time needs no backoff count read first) of the
@@ -287,7 +317,12 @@ def _refreshed(outcome: Evaluated, now: datetime, rng: random.Random) -> Due | N
     if resource.generation != outcome.attempt.generation:
         return None
     scheduled = next_due(
-        outcome, interval=decision.interval_seconds, backoff_attempt=0, now=now, rng=rng
+        outcome,
+        interval=decision.interval_seconds,
+        backoff_attempt=0,
+        now=now,
+        rng=rng,
+        due_at=due_at,
     )
     assert scheduled is not None  # an evaluation is always due again
     pk = mirror.refresh_status(

@@ -12,8 +12,8 @@ The contract, once (controller-runtime's; docs/status.md#requeue-and-backoff):
   new incarnation created meanwhile under the same name is left alone. Nothing is requeued (a
   missing object is success).
 - An evaluation got answers from Prometheus (any verdict, also an invalid query or spec, also a
-  missing target): ``Evaluated``; the status is written and the analysis is **requeued** at
-  ``+interval``, its backoff count back to 0.
+  missing target): ``Evaluated``; the status is written and the analysis is **requeued** one
+  ``interval`` after its due time (``sentinel_core.requeue``), its backoff count back to 0.
 - A **transient error** (Prometheus unavailable: ``Evaluated`` with a transient decision; any
   Kubernetes API error: ``CutShort`` or ``Unreadable``; a status write still conflicting after
   ``writes.CONFLICT_RETRIES`` re-reads): **retried** after ``backoff.next_delay``, the count one
@@ -132,7 +132,8 @@ class Reconciler:
     ) -> Outcome:
         """Run one attempt for ``namespace/name``, record its outcome and return it.
 
-        ``due_at`` is when the analysis was due, for the dispatch lag. ``uid`` is the incarnation
+        ``due_at`` is when the analysis was due, for the dispatch lag and the requeue, which
+        counts from it (docs/status.md#requeue-and-backoff). ``uid`` is the incarnation
         the attempt is for (the dispatcher's due row); None reads it from the mirror, before the
         analysis is read, so that a 404 marks that incarnation and no later one. ``cached`` is
         what the operator's caches held for it (``caches.Caches.snapshot``): read from there
@@ -163,15 +164,20 @@ class Reconciler:
             except Exception:
                 log.exception("reconcile %s/%s: cannot reschedule it either", namespace, name)
             raise
-        scheduled = self._record(outcome)
+        scheduled = self._record(outcome, due_at)
         if isinstance(outcome, CutShort | Unreadable):
             _log_refusal(outcome, scheduled, self._now())
         metrics.evaluation_duration.observe(self._monotonic() - start_mono)
         return outcome
 
-    def _record(self, outcome: Outcome) -> Due | None:
+    def _record(self, outcome: Outcome, due_at: datetime | None = None) -> Due | None:
         return record(
-            outcome, client=self.client, now=self._now(), rng=self._rng, instance=self.instance
+            outcome,
+            client=self.client,
+            now=self._now(),
+            rng=self._rng,
+            instance=self.instance,
+            due_at=due_at,
         )
 
     # -- one attempt -----------------------------------------------------------------------

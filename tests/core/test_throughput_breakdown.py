@@ -1,6 +1,7 @@
 """``bench.operator_throughput``'s CPU breakdown by process (docs/performance.md, the scale-out
 on the real API server): the real control plane's components found by program name, and the
-per-process figures of every phase in the JSON report."""
+per-process figures of every phase in the JSON report, with the API server's requests per
+evaluation."""
 
 from __future__ import annotations
 
@@ -55,7 +56,12 @@ def test_the_json_report_breaks_every_phase_down_by_process() -> None:
     steady = CpuUse(
         10.0, {"kube-apiserver": 1.0, "etcd": 0.2, "operator-0": 0.5, "operator-1": 0.3}
     )
-    window = Window(stats, {}, {}, steady, (1.0, 1.0, 1.0), rss_mb=900.0, pss_mb=300.0)
+    # What the API server served in the window: a GET, a GET and a status PUT per evaluation.
+    served = {"GET rolloutanalyses": 100.0, "GET deployments": 100.0}
+    served["PUT rolloutanalyses/status"] = 100.0
+    window = Window(
+        stats, {}, {}, steady, (1.0, 1.0, 1.0), rss_mb=900.0, pss_mb=300.0, requests=served
+    )
     results = Results(
         windows=[window],
         duration=(0.02, 100.0),
@@ -79,6 +85,12 @@ def test_the_json_report_breaks_every_phase_down_by_process() -> None:
     assert run["operator_cpu_ms_per_eval"] == 8.0
     assert run["cores_busy"] == 0.2
     assert run["operator_pss_mb"] == 300.0
+    assert run["kube_requests_per_eval"] == {
+        "GET deployments": 1.0,
+        "GET rolloutanalyses": 1.0,
+        "PUT rolloutanalyses/status": 1.0,
+    }
+    assert run["kube_requests_per_eval_total"] == 3.0
     assert report["saturated_cpu_ms_per_eval"] == {
         "kube-apiserver": 10.0,
         "operator-0": 5.0,

@@ -171,6 +171,15 @@ def test_prometheus_outage_backs_off_and_recovery_resets(
     assert row.backoff_attempt == 0
     assert row.next_due_at is not None
     assert before + timedelta(seconds=10) <= row.next_due_at <= after + timedelta(seconds=10)
+    # The next attempts, dispatched at their due times, keep them: each is due one interval after
+    # its due time (not after its end), the second through the steady state's plain-SQL
+    # bookkeeping (nothing new to announce).
+    first_due = row.next_due_at
+    for step in (1, 2):
+        due_at = first_due + timedelta(seconds=10 * (step - 1))
+        assert result_of(reconciler.reconcile(namespace, "ra", due_at=due_at)) == Result.EVALUATED
+        row = Analysis.objects.get(namespace=namespace, name="ra")
+        assert row.next_due_at == due_at + timedelta(seconds=10)
     wait_until(
         lambda: (
             "MetricsRecovered"

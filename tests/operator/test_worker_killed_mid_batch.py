@@ -30,7 +30,7 @@ import pytest
 from testkit.clusters import Cluster, kubectl_apply
 from testkit.manifests import analysed_deployments, gauge_metric
 from testkit.metrics_app import GaugeSetter
-from testkit.observe import wait_rows
+from testkit.observe import due_lags, wait_rows
 from testkit.operator import OperatorProcess, ProxiedStart
 from testkit.processes import descendants, holding_sockets
 from testkit.waiting import wait_until
@@ -74,8 +74,9 @@ def test_a_worker_killed_mid_batch_leaves_its_members_to_their_claims(
         SENTINEL_CLAIM_TIMEOUT=str(CLAIM),
         # One worker: a pass's claims are one task, and killing it is killing the batch.
         SENTINEL_Q_WORKERS="1",
-        # The three first evaluations may be a second or so apart; claimed together after.
-        SENTINEL_DISPATCH_AHEAD="2",
+        # The three first evaluations may be a second or so apart, and one that started late
+        # goes onto its analysis's phase within the interval: claimed together after.
+        SENTINEL_DISPATCH_AHEAD=f"{INTERVAL:g}",
     )
     gauge(0.1)
     metrics = [gauge_metric(case, 0.5)]
@@ -130,14 +131,17 @@ def test_a_worker_killed_mid_batch_leaves_its_members_to_their_claims(
         _log(operator)
     )
 
-    # One attempt at a time per member: each starts an interval after the last one finished
-    # (a claim's end is later still), never beside it.
+    # One attempt at a time per member: each starts after the last one finished, at its due
+    # time on the analysis's phase or later (a claim's end is later still), never beside it.
     for name in NAMES:
         history = operator.evaluations(namespace, name)
         assert all(row["outcome"] == "Pass" for row in history), history
         for before, after in itertools.pairwise(history):
-            gap = _time(after["started_at"]) - _time(before["finished_at"])
-            assert gap >= timedelta(seconds=INTERVAL - 0.5), (name, before, after)
+            assert _time(after["started_at"]) > _time(before["finished_at"]), (name, history)
+        mirrored = operator.mirror_row(namespace, name)
+        assert mirrored is not None
+        lags = due_lags(history, INTERVAL, mirrored["uid"])
+        assert all(lag >= -0.5 for lag in lags), (name, lags, history)
 
     assert operator.running
     assert operator.metric("sentinel_leader") == 1.0
