@@ -2,8 +2,9 @@
 
 ``python -m bench.backtest_lag [--analyses 200] [--interval 10] [--window 60] [--workers 2]``
 
-docs/backtest.md promises that a backtest cannot starve live evaluations: it holds one worker
-at most and sends at most 20 queries a second to a provider. This measures it on the real control
+docs/backtest.md promises that a backtest cannot starve live evaluations: it runs on a thread
+of the leader's process, never on a django-q2 worker, and sends at most 20 queries a second to a
+provider. This measures it on the real control
 plane (docs/realcluster.md) with ``bench.operator_throughput``'s stack: N analyses x 2 metrics
 at the interval, one ``runoperator``; a Deployment ``history`` with 11 templates (10 past
 rollouts and the current one, 5.5 s apart) and an analysis of it. Two steady-state windows,

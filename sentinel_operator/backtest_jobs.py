@@ -1,16 +1,19 @@
-"""Run the backtest jobs the REST API stores: the leader queues them, a worker runs one.
+"""Run the backtest jobs the REST API stores: the leader queues them and runs one at a time.
 
 The web app may not queue django-q2 tasks (their signing key is the operator's alone,
 docs/security.md), so a job is a ``BacktestJob`` row, ``queued`` with ``next_attempt_at`` set.
-``sentinel_operator.runtime`` runs ``BacktestPump.run`` on the leader: each pass claims due
-queued jobs with a compare-and-set on ``next_attempt_at`` (``sentinel_db.claims``, as the
-notification pump does) and queues ``run_job`` — one job running at a time, so a backtest holds at
-most one worker and live evaluations keep the others (docs/backtest.md). The task takes the row
-with a compare-and-set on its claim (a second copy of the task finds nothing to do), replays
-through ``sentinel_operator.backtest`` with this worker's reconciler's client and providers,
-stores its progress and a heartbeat about once a second, stops between two evaluations when a
-cancel was asked, and stores the result or the one-line error. The pump also fails a running
-job whose heartbeat stopped (its worker died) and prunes finished jobs after ``BACKTEST_KEEP``.
+``sentinel_operator.runtime`` runs ``BacktestPump.run`` on the leader: each pass claims the next
+due queued job with a compare-and-set on ``next_attempt_at`` (``sentinel_db.claims``, as the
+notification pump does) and runs ``run_job`` on a thread of its own in the leader's process,
+never on a django-q2 worker: a backtest is long and mostly waits on its per-provider rate
+limit, and holding a worker for that left live evaluations one worker of two (measured,
+docs/backtest.md). One job runs at a time. ``run_job`` takes the row with a compare-and-set on
+its claim (a second copy finds nothing to do), replays through ``sentinel_operator.backtest``
+with this process's reconciler's client and providers, stores its progress and a heartbeat
+about once a second, stops between two evaluations when a cancel was asked, and stores the
+result or the one-line error. An operator stopping puts its running job back in the queue (the
+next leader runs it again from the start); the pump fails a running job whose heartbeat stopped
+(its process died) and prunes finished jobs after ``BACKTEST_KEEP``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+from django import db
+
 from analyses.models import BACKTEST_KEEP, BacktestJob, BacktestState
 from sentinel_db import claims
 from sentinel_operator import tasks
@@ -28,14 +33,13 @@ from sentinel_operator.backtest import Backtest, BacktestError, Cancelled, Repla
 
 log = logging.getLogger(__name__)
 
-RUN_TASK = "sentinel_operator.backtest_jobs.run_job"
-# How long a queued job waits for a worker before the pump queues it again.
+# How long a claimed job may wait for its thread to take it before the pump claims it again.
 CLAIM = timedelta(seconds=30)
 POLL_INTERVAL = 1.0
-# A running job silent this long has lost its worker.
+# A running job silent this long has lost its process.
 STALE = timedelta(seconds=120)
-# django-q2's time limit for one job: the query bound at the backtest's rate, and then some.
-TASK_TIMEOUT = 1800
+# How long a stopping pump waits for its running job to put itself back in the queue.
+_STOP_SECONDS = 5.0
 # Progress, heartbeat and the cancel flag are written and read at most this often.
 _REPORT_SECONDS = 1.0
 
@@ -46,37 +50,58 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def enqueue_job(pk: int, claim: datetime) -> None:
-    """Queue ``run_job`` on django-q2 with its own time limit (the default ``Enqueue``)."""
-    from django_q.tasks import async_task
+class _Runner:
+    """Run claimed jobs with ``run_job`` on threads of this process, told to stop with ``stop``."""
 
-    async_task(
-        RUN_TASK,
-        pk,
-        claim.isoformat(),
-        task_name=f"backtest {pk}",
-        group="backtest",
-        save=False,
-        timeout=TASK_TIMEOUT,
-    )
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self.threads: list[threading.Thread] = []
+
+    def __call__(self, pk: int, claim: datetime) -> None:
+        def body() -> None:
+            try:
+                run_job(pk, claim.isoformat(), stopping=self.stop.is_set)
+            finally:
+                db.connections.close_all()
+
+        self.threads = [t for t in self.threads if t.is_alive()]
+        thread = threading.Thread(target=body, name=f"backtest-{pk}", daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def wait(self, timeout: float) -> None:
+        """Give running jobs ``timeout`` seconds to reach their next evaluation and requeue."""
+        deadline = time.monotonic() + timeout
+        for thread in self.threads:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 class BacktestPump:
-    """Poll for queued backtest jobs, claim one at a time and queue its task."""
+    """Poll for queued backtest jobs, claim one at a time and run it.
+
+    ``enqueue`` starts a claimed job (default: ``run_job`` on a thread of this process, told to
+    stop when ``run``'s ``stop`` is set).
+    """
 
     def __init__(
         self,
         *,
         now: Callable[[], datetime] = _now,
         is_leader: Callable[[], bool],
-        enqueue: Enqueue = enqueue_job,
+        enqueue: Enqueue | None = None,
         poll_interval: float = POLL_INTERVAL,
     ) -> None:
         self._now = now
         self._is_leader = is_leader
-        self._enqueue = enqueue
+        self._runner: _Runner | None = None
+        self._enqueue: Enqueue = enqueue or self._start
         self.poll_interval = poll_interval
         self._pruned: datetime | None = None
+
+    def _start(self, pk: int, claim: datetime) -> None:
+        if self._runner is None:
+            self._runner = _Runner(threading.Event())
+        self._runner(pk, claim)
 
     def pump_due(self) -> int:
         """Fail stale jobs, prune old ones, queue the next due one; return how many queued."""
@@ -85,14 +110,14 @@ class BacktestPump:
             state=BacktestState.RUNNING, heartbeat_at__lt=now - STALE
         ).update(
             state=BacktestState.FAILED,
-            error="the operator worker running it stopped; ask again",
+            error="the operator running it stopped; ask again",
             finished_at=now,
         )
         if self._pruned is None or now - self._pruned > timedelta(hours=1):
             BacktestJob.objects.filter(finished_at__lt=now - BACKTEST_KEEP).delete()
             self._pruned = now
         queued = BacktestJob.objects.filter(state=BacktestState.QUEUED)
-        # One at a time: none running, none claimed and waiting for a worker.
+        # One at a time: none running, none claimed and waiting for its thread.
         if (
             BacktestJob.objects.filter(state=BacktestState.RUNNING).exists()
             or queued.filter(next_attempt_at__gt=now).exists()
@@ -120,6 +145,7 @@ class BacktestPump:
 
     def run(self, stop: threading.Event) -> None:
         """Pump until ``stop`` is set, while this replica leads."""
+        self._runner = _Runner(stop)
         claims.poll(
             stop,
             is_leader=self._is_leader,
@@ -128,13 +154,20 @@ class BacktestPump:
             log=log,
             failed="backtest: pump pass failed",
         )
+        self._runner.wait(_STOP_SECONDS)
 
 
 class _Report:
     """Store a job's progress and heartbeat, and read its cancel flag, about once a second."""
 
-    def __init__(self, pk: int, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        pk: int,
+        stopping: Callable[[], bool],
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.pk = pk
+        self._stopping = stopping
         self._monotonic = monotonic
         self._last = -_REPORT_SECONDS
         self._cancel = False
@@ -147,13 +180,25 @@ class _Report:
         self._cancel = BacktestJob.objects.filter(pk=self.pk, cancel_requested=True).exists()
 
     def cancelled(self) -> bool:
-        return self._cancel
+        return self._cancel or self._stopping()
+
+    def asked_to_cancel(self) -> bool:
+        """Return whether someone asked to cancel the job (read now, not from the last report)."""
+        return BacktestJob.objects.filter(pk=self.pk, cancel_requested=True).exists()
 
 
-def run_job(pk: int, claim: str, *, backtest: Backtest | None = None) -> str:
+def run_job(
+    pk: int,
+    claim: str,
+    *,
+    backtest: Backtest | None = None,
+    stopping: Callable[[], bool] = lambda: False,
+) -> str:
     """Run backtest job ``pk`` if it still holds ``claim``; return what became of it.
 
-    ``backtest`` replays it (default: with this worker's reconciler's client and providers).
+    ``backtest`` replays it (default: with this process's reconciler's client and providers).
+    When ``stopping()`` turns true (the operator is shutting down) the job stops between two
+    evaluations and goes back to the queue, due at once, to be run again from the start.
     """
     now = _now()
     taken = BacktestJob.objects.filter(
@@ -162,7 +207,7 @@ def run_job(pk: int, claim: str, *, backtest: Backtest | None = None) -> str:
     if not taken:
         return "not taken"
     job = BacktestJob.objects.get(pk=pk)
-    report = _Report(pk)
+    report = _Report(pk, stopping)
     if backtest is None:
         reconciler = tasks.reconciler()
         backtest = Backtest(reconciler.client, Replayer(reconciler.providers))
@@ -178,6 +223,15 @@ def run_job(pk: int, claim: str, *, backtest: Backtest | None = None) -> str:
             cancelled=report.cancelled,
         )
     except Cancelled:
+        if stopping() and not report.asked_to_cancel():
+            finished.update(
+                state=BacktestState.QUEUED,
+                next_attempt_at=_now(),
+                started_at=None,
+                heartbeat_at=None,
+                done=0,
+            )
+            return BacktestState.QUEUED
         finished.update(state=BacktestState.CANCELLED, finished_at=_now())
         return BacktestState.CANCELLED
     except BacktestError as exc:

@@ -63,6 +63,18 @@ class _ClusterRefusedSave(Exception):
         return cls([Problem(None, None, line)])
 
 
+class _TriedDraft(Exception):
+    """Raised from ``save_related`` by *Try on past rollouts*: a job, not a save; its page."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.url = url
+
+
+# The edit form's submit button that backtests the form's spec instead of saving it.
+TRY_DRAFT = "_backtest"
+
+
 class LifecycleFilter(admin.SimpleListFilter):
     """Live analyses by default; deleted ones stay reachable for their history."""
 
@@ -381,16 +393,20 @@ class AnalysisAdmin(admin.ModelAdmin):
                 context.update(views.detail_context(self, request, obj))
         # Outside Django's wrapping transaction: see analyses.admin.compat for why.
         try:
-            return compat.changeform_without_transaction(
-                self, request, object_id, form_url, context
-            )
-        except _ClusterRefusedSave as refused:
-            # Render the user's input again with the cluster's answer as the form's error
-            # (see AnalysisForm.clean).
-            setattr(request, _REFUSAL, refused.problems)
-            return compat.changeform_without_transaction(
-                self, request, object_id, form_url, context
-            )
+            try:
+                return compat.changeform_without_transaction(
+                    self, request, object_id, form_url, context
+                )
+            except _ClusterRefusedSave as refused:
+                # Render the user's input again with the cluster's answer as the form's error
+                # (see AnalysisForm.clean).
+                setattr(request, _REFUSAL, refused.problems)
+                return compat.changeform_without_transaction(
+                    self, request, object_id, form_url, context
+                )
+        except _TriedDraft as tried:
+            # Nothing was saved or logged: the draft is a backtest job; follow it.
+            return HttpResponseRedirect(tried.url)
 
     # -- writes: to the cluster, never straight to the mirror ------------------------------
 
@@ -417,6 +433,9 @@ class AnalysisAdmin(admin.ModelAdmin):
             if refused:
                 pairs = [(field, line) for field, lines in refused.items() for line in lines]
                 raise _ClusterRefusedSave(place_all(pairs, metric_forms))
+            if change and TRY_DRAFT in request.POST:
+                # Validated as a save would be (edit rights, the allow-list), then not saved.
+                raise _TriedDraft(backtest.start_draft(request, obj, spec.to_dict()))
             if change:
                 row = services.update_analysis(obj, spec)
             else:

@@ -4,7 +4,10 @@
 API does) and ``<id>/backtest/<job>/`` (the job's page: a progress bar while it runs, reloading
 itself every two seconds, then a row per rollout and, per rollout, each metric's graph over its
 replayed evaluations with the would-be pause marked, drawn by the analysis page's chart code).
-The operator runs the job (docs/backtest.md). Whoever may view the analysis may backtest it.
+The edit form's *Try on past rollouts* button stores a job for the draft spec the form holds,
+unsaved (``start_draft``, called by ``AnalysisAdmin.save_related`` once the form validated, edit
+rights and the namespace's provider allow-list checked). The operator runs the job
+(docs/backtest.md). Whoever may view the analysis may backtest it; a draft needs edit rights.
 """
 
 from __future__ import annotations
@@ -52,6 +55,20 @@ def start(admin: BacktestAdmin, request: HttpRequest, object_id: str) -> HttpRes
     return HttpResponseRedirect(
         reverse("admin:analyses_analysis_backtest_job", args=[analysis.pk, job.pk])
     )
+
+
+def start_draft(request: HttpRequest, analysis: Analysis, draft: Mapping[str, Any]) -> str:
+    """Store a backtest job of ``draft`` (the caller checked edit rights); return its page."""
+    job = BacktestJob.objects.create(
+        namespace=analysis.namespace,
+        name=analysis.name,
+        requested_by=request.user.get_username(),
+        draft=dict(draft),
+        rollouts=DEFAULT_ROLLOUTS,
+        max_duration_seconds=DEFAULT_MAX_DURATION_SECONDS,
+        next_attempt_at=timezone.now(),
+    )
+    return reverse("admin:analyses_analysis_backtest_job", args=[analysis.pk, job.pk])
 
 
 def page(admin: BacktestAdmin, request: HttpRequest, object_id: str, job_id: str) -> HttpResponse:

@@ -4,10 +4,12 @@ pruned (docs/backtest.md)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from analyses.models import BacktestJob, BacktestState
+from sentinel_operator.backtest import Backtest, Cancelled, Result
 from sentinel_operator.backtest_jobs import BacktestPump, run_job
 
 pytestmark = pytest.mark.django_db
@@ -65,3 +67,48 @@ def test_a_job_the_queue_refuses_is_due_again_at_once() -> None:
     )
     assert pump.pump_due() == 1
     assert queued == [(job.pk, NOW + timedelta(seconds=30))]
+
+
+class _Evaluations(Backtest):
+    """Six stand-in evaluations: tells progress and asks ``cancelled`` as ``run`` does."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def run(self, *args: object, **kwargs: Any) -> Result:
+        for done in range(6):
+            self.asked += 1
+            if kwargs["cancelled"]():
+                raise Cancelled("the backtest was cancelled")
+            kwargs["progress"](done, 6)
+        return Result("shop", "web", (), {}, 0)
+
+
+def test_a_stopping_operator_puts_its_running_job_back_in_the_queue() -> None:
+    # The leader runs a job on a thread of its own; shutting down must not lose the job, nor
+    # leave it "running" until the stale-heartbeat sweep fails it.
+    job = _job(next_attempt_at=NOW)
+    stopping = [False]
+    replay = _Evaluations()
+
+    def stop_after_two() -> bool:
+        stopping[0] = stopping[0] or replay.asked > 2
+        return stopping[0]
+
+    claim = NOW.isoformat()
+    assert run_job(job.pk, claim, backtest=replay, stopping=stop_after_two) == "queued"
+    again = BacktestJob.objects.get(pk=job.pk)
+    assert again.state == BacktestState.QUEUED and again.done == 0
+    assert again.next_attempt_at is not None and again.started_at is None
+    # The next leader takes it again and runs it to the end.
+    assert run_job(job.pk, again.next_attempt_at.isoformat(), backtest=_Evaluations()) == (
+        "succeeded"
+    )
+    assert BacktestJob.objects.get(pk=job.pk).state == BacktestState.SUCCEEDED
+
+
+def test_a_cancel_asked_while_stopping_still_cancels() -> None:
+    job = _job(next_attempt_at=NOW, cancel_requested=True)
+    outcome = run_job(job.pk, NOW.isoformat(), backtest=_Evaluations(), stopping=lambda: True)
+    assert outcome == "cancelled"
+    assert BacktestJob.objects.get(pk=job.pk).state == BacktestState.CANCELLED

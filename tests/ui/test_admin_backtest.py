@@ -7,6 +7,7 @@ progress while the job runs, reloading itself, and a row per rollout once it suc
 from __future__ import annotations
 
 import pytest
+from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.urls import reverse
@@ -14,6 +15,7 @@ from django.urls import reverse
 from accounts.models import NamespaceGrant
 from analyses.models import BacktestJob, BacktestState
 from tests.ui import factories
+from tests.ui.forms import change_form, with_fields
 
 pytestmark = pytest.mark.django_db
 
@@ -142,3 +144,44 @@ def test_someone_who_may_not_view_it_gets_nothing() -> None:
     start = reverse("admin:analyses_analysis_backtest", args=[row.pk])
     assert client.post(start).status_code in (302, 404)
     assert not BacktestJob.objects.exists()
+
+
+def test_try_on_past_rollouts_queues_the_forms_draft_unsaved(viewer_client: Client) -> None:
+    row = factories.analysis("checkout")
+    editor = User.objects.create_user("editor", None, None, is_staff=True)
+    # The metrics inline is a model of its own: editing it takes its permissions too.
+    editor.user_permissions.add(
+        *Permission.objects.filter(
+            content_type__app_label="analyses",
+            content_type__model__in=("analysis", "analysismetric"),
+        ).exclude(codename__in=("add_analysis", "delete_analysis"))
+    )
+    NamespaceGrant.objects.create(user=editor, namespace="*", can_view=True, can_edit=True)
+    client = Client()
+    client.force_login(editor)
+    url = reverse("admin:analyses_analysis_change", args=[row.pk])
+    # The button is the edit form's: shown to whoever may change the analysis, and only them.
+    assert 'name="_backtest"' in client.get(url).content.decode()
+    assert 'name="_backtest"' not in viewer_client.get(url).content.decode()
+    spec_before, generation = row.spec, row.generation
+
+    draft = {**change_form(row, metrics=[("p99-latency", "up", 0.1)]), "_backtest": "Try"}
+    del draft["_save"]
+    answer = client.post(url, draft)
+    job = BacktestJob.objects.get()
+    assert answer.status_code == 302
+    assert answer["Location"] == reverse(
+        "admin:analyses_analysis_backtest_job", args=[row.pk, job.pk]
+    )
+    assert (job.namespace, job.name, job.requested_by) == (row.namespace, row.name, "editor")
+    assert job.draft is not None and job.draft["metrics"][0]["maxValue"] == 0.1
+    # Nothing saved: the mirror (which follows the cluster) and the change log are as they were.
+    row.refresh_from_db()
+    assert (row.spec, row.generation) == (spec_before, generation)
+    assert not LogEntry.objects.exists()
+
+    # A viewer may not try a draft; a draft the form refuses queues nothing.
+    assert viewer_client.post(url, draft).status_code == 403
+    broken = client.post(url, with_fields(draft, provider="thanos"))
+    assert broken.status_code == 200 and "thanos" in broken.content.decode()
+    assert BacktestJob.objects.count() == 1
