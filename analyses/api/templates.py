@@ -27,7 +27,7 @@ from analyses import templates_service as service
 from analyses.api.permissions import AnalysisPermissions
 from analyses.api.serializers import ErrorSerializer
 from analyses.models import Analysis
-from sentinel_core.spec import DNS1123_SUBDOMAIN
+from sentinel_core.spec import DNS1123_LABEL, DNS1123_SUBDOMAIN
 
 _SPEC_DESCRIPTION = (
     "The template's spec as in the custom resource (docs/templates.md): metrics, args and the "
@@ -96,10 +96,20 @@ def _error(description: str) -> OpenApiResponse:
 
 _FIELD_ERRORS = OpenApiResponse(
     response={
-        "type": "object",
-        "description": "Messages keyed by field path, from the API server's validation.",
-        "additionalProperties": {"type": "array", "items": {"type": "string"}},
-        "example": {"spec.metrics[0].maxValue": ["Required value"]},
+        "oneOf": [
+            {
+                "type": "object",
+                "description": "Messages keyed by field path, from the API server's validation.",
+                "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                "example": {"spec.metrics[0].maxValue": ["Required value"]},
+            },
+            {
+                "type": "object",
+                "description": "A body that is not JSON.",
+                "properties": {"detail": {"type": "string"}, "code": {"type": "string"}},
+                "required": ["detail", "code"],
+            },
+        ]
     },
     description="Invalid input; nothing was written.",
 )
@@ -110,6 +120,7 @@ _READ_ERRORS = {
     503: _error("The cluster cannot be reached."),
 }
 _DETAIL_ERRORS = {**_READ_ERRORS, 404: _error("No such template.")}
+_LIST_ERRORS = {**_READ_ERRORS, 404: _error("The path's namespace is not a namespace name.")}
 _WRITE_ERRORS = {
     **_DETAIL_ERRORS,
     409: _error("The template changed in the cluster (or already exists); nothing was written."),
@@ -137,6 +148,20 @@ class _TemplateView(GenericAPIView):  # type: ignore[type-arg]
     permission_classes = [AnalysisPermissions]
     serializer_class = TemplateSerializer
     pagination_class = None
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        # A path segment that cannot name a Kubernetes object names nothing: 404, and the
+        # API server is never sent it.
+        namespace, name = kwargs.get("namespace"), kwargs.get("name")
+        if namespace is not None and not (
+            len(namespace) <= 63 and re.fullmatch(DNS1123_LABEL, namespace)
+        ):
+            raise exceptions.NotFound(f"No namespace {namespace!r}.")
+        if name is not None and not (len(name) <= 253 and re.fullmatch(DNS1123_SUBDOMAIN, name)):
+            raise exceptions.NotFound(f"No {self.kind.name} {name!r}.")
+        if name is not None:
+            self.authorize(namespace, _DETAIL_VERBS.get(request.method or "", access.Verb.GET))
 
     def authorize(self, namespace: str | None, verb: access.Verb) -> None:
         user = self.request.user
@@ -210,7 +235,7 @@ class TemplateListView(_TemplateView):
     @extend_schema(
         summary="List a namespace's templates",
         description="Read from the cluster (templates have no mirror), ordered by name.",
-        responses={200: TemplateSerializer(many=True), **_READ_ERRORS},
+        responses={200: TemplateSerializer(many=True), **_LIST_ERRORS},
     )
     def get(self, request: Request, namespace: str) -> Response:
         self.authorize(namespace, access.Verb.LIST)
@@ -229,12 +254,6 @@ class TemplateListView(_TemplateView):
 
 class TemplateDetailView(_TemplateView):
     """One RolloutAnalysisTemplate."""
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        super().initial(request, *args, **kwargs)
-        self.authorize(
-            kwargs["namespace"], _DETAIL_VERBS.get(request.method or "", access.Verb.GET)
-        )
 
     @extend_schema(summary="Get a template", responses={200: TemplateSerializer, **_DETAIL_ERRORS})
     def get(self, request: Request, namespace: str, name: str) -> Response:
@@ -287,10 +306,6 @@ class ClusterTemplateDetailView(_TemplateView):
     """One ClusterRolloutAnalysisTemplate."""
 
     kind = service.CLUSTER
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        super().initial(request, *args, **kwargs)
-        self.authorize(None, _DETAIL_VERBS.get(request.method or "", access.Verb.GET))
 
     @extend_schema(
         summary="Get a cluster template", responses={200: TemplateSerializer, **_DETAIL_ERRORS}
