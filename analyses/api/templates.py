@@ -179,6 +179,10 @@ class _TemplateView(GenericAPIView):  # type: ignore[type-arg]
     def answer(self, resource: dict[str, Any], code: int = status.HTTP_200_OK) -> Response:
         return Response(TemplateSerializer(resource).data, status=code)
 
+    def get_object(self) -> dict[str, Any]:
+        # OPTIONS (DRF's metadata) looks the object up before describing the PUT form.
+        return self.found(self.kwargs.get("namespace"), self.kwargs["name"])
+
     def found(self, namespace: str | None, name: str) -> dict[str, Any]:
         try:
             return service.get_template(self.kind, namespace, name)

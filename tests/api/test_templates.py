@@ -72,6 +72,9 @@ def test_namespaced_template_round_trip_and_conflict(
     assert [item["name"] for item in listing.json()] == ["errors"]
     assert api.get(f"templates/{namespace}/errors/").json()["spec"] == in_cluster["spec"]
     assert api.get(f"templates/{namespace}/missing/").status_code == 404
+    # A segment that cannot name an object is 404 without asking the cluster.
+    assert api.get(f"templates/{namespace}/Not_A_Name/").status_code == 404
+    assert api.request("OPTIONS", f"templates/{namespace}/errors/").status_code == 200
 
     # A replacement keeps nothing of the old spec (failureLimit and args are gone).
     spec = {"metrics": [{"name": "p99", "query": "vector(1)", "maxValue": 2}]}
