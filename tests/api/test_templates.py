@@ -150,7 +150,7 @@ def test_cluster_templates_are_written_by_superusers_only(
 
 
 def test_namespace_grants_decide_for_namespaced_templates(
-    make_api: MakeApi, live_server: Any, namespace: str
+    make_api: MakeApi, live_server: Any, namespace: str, settings: Any
 ) -> None:
     outsider = _api_for(make_user(*ALL_PERMISSIONS, namespaces=("elsewhere",)), live_server)
     assert outsider.get(f"templates/{namespace}/").status_code == 403
@@ -164,6 +164,14 @@ def test_namespace_grants_decide_for_namespaced_templates(
         .status_code
         == 403
     )
+    # Outside SENTINEL_NAMESPACES, as for analyses: a create is 400 naming it, a read 404.
+    settings.SENTINEL_NAMESPACES = ("some-other-namespace",)
+    root = _api_for(make_user(is_superuser=True), live_server)
+    created = root.post(f"templates/{namespace}/", json={"name": "errors", "spec": _spec()})
+    assert created.status_code == 400
+    assert "outside SENTINEL_NAMESPACES" in created.json()["namespace"][0]
+    assert root.get(f"templates/{namespace}/").status_code == 404
+    assert root.get(f"templates/{namespace}/errors/").status_code == 404
 
 
 def test_injected_503_is_503_and_nothing_is_written(
