@@ -13,6 +13,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from analyses.api.backtests import BacktestJobView, BacktestListView
 from analyses.api.exceptions import NotFoundView
+from analyses.api.templates import (
+    ClusterTemplateDetailView,
+    ClusterTemplateListView,
+    TemplateDetailView,
+    TemplateListView,
+)
 from analyses.api.views import AnalysisViewSet
 
 app_name = "api"
@@ -45,6 +51,18 @@ urlpatterns = [
     path(f"{_ONE}evaluate/", _detail_action("evaluate", "post"), name="analysis-evaluate"),
     path(f"{_ONE}backtest/", BacktestListView.as_view(), name="analysis-backtest"),
     path(f"{_ONE}backtest/<int:pk>/", BacktestJobView.as_view(), name="analysis-backtest-job"),
+    path("templates/<str:namespace>/", TemplateListView.as_view(), name="template-list"),
+    path(
+        "templates/<str:namespace>/<str:name>/",
+        TemplateDetailView.as_view(),
+        name="template-detail",
+    ),
+    path("clustertemplates/", ClusterTemplateListView.as_view(), name="clustertemplate-list"),
+    path(
+        "clustertemplates/<str:name>/",
+        ClusterTemplateDetailView.as_view(),
+        name="clustertemplate-detail",
+    ),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI, served from drf-spectacular-sidecar's static files. (Not Redoc: its page
     # loads fonts from Google.)

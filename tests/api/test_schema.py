@@ -46,7 +46,16 @@ def test_schema_describes_every_endpoint(live_server: Any) -> None:
         f"{one}notifications/": {"get"},
         f"{one}backtest/": {"post"},
         f"{one}backtest/{{id}}/": {"get", "delete"},
+        # docs/api.md#templates: both kinds.
+        "/api/v1/templates/{namespace}/": {"get", "post"},
+        "/api/v1/templates/{namespace}/{name}/": {"get", "put", "delete"},
+        "/api/v1/clustertemplates/": {"get", "post"},
+        "/api/v1/clustertemplates/{name}/": {"get", "put", "delete"},
     }
+    template = schema["components"]["schemas"]["Template"]["properties"]
+    assert {"name", "resourceVersion", "generation", "spec"} <= set(template)
+    replace = schema["paths"]["/api/v1/clustertemplates/{name}/"]["put"]["responses"]
+    assert replace.keys() >= {"200", "400", "403", "409", "503"}
     components = schema["components"]["schemas"]
     # The backtest job's shape (docs/backtest.md).
     job = components["BacktestJob"]["properties"]

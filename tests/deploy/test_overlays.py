@@ -80,6 +80,11 @@ WEB_RULES = [
         "verbs": ["update", "patch"],
     },
     {
+        "apiGroups": ["sentinel.example.com"],
+        "resources": ["rolloutanalysistemplates", "clusterrolloutanalysistemplates"],
+        "verbs": ["get", "list", "create", "update", "delete"],
+    },
+    {
         "apiGroups": ["apps"],
         "resources": ["deployments", "statefulsets", "daemonsets"],
         "verbs": ["get", "patch"],

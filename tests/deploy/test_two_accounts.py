@@ -47,6 +47,15 @@ WEB_ROWS = {
         "delete",
     ],
     "rolloutanalyses.sentinel.example.com/status": ["update", "patch"],
+    # docs/api.md#templates: both template kinds, read and written for the REST API's users.
+    "rolloutanalysistemplates.sentinel.example.com": ["get", "list", "create", "update", "delete"],
+    "clusterrolloutanalysistemplates.sentinel.example.com": [
+        "get",
+        "list",
+        "create",
+        "update",
+        "delete",
+    ],
     "deployments.apps": ["get", "patch"],
     "statefulsets.apps": ["get", "patch"],
     "daemonsets.apps": ["get", "patch"],
@@ -273,6 +282,23 @@ def test_namespaced_operator_reads_cluster_templates_and_nothing_else_cluster_wi
     assert not _can(
         namespaced, token, "get", "rolloutanalysistemplates.sentinel.example.com", "-n", "elsewhere"
     )
+
+
+def test_namespaced_web_app_reads_cluster_templates_and_writes_only_namespaced_ones(
+    namespaced: DevCluster,
+) -> None:
+    """docs/security.md: under the namespaced overlay the web app reads cluster templates
+    cluster-wide and writes none; namespaced templates in the listed namespaces only."""
+    token = create_token(namespaced, WEB_ACCOUNT, HOME)
+    cluster_templates = "clusterrolloutanalysistemplates.sentinel.example.com"
+    for verb in ("get", "list"):
+        assert _can(namespaced, token, verb, cluster_templates), verb
+    for verb in ("create", "update", "delete"):
+        assert not _can(namespaced, token, verb, cluster_templates), verb
+    templates = "rolloutanalysistemplates.sentinel.example.com"
+    assert _can(namespaced, token, "create", templates, "-n", "team-a")
+    assert not _can(namespaced, token, "create", templates, "-n", "elsewhere")
+    assert not _can(namespaced, token, "list", templates, "--all-namespaces")
 
 
 def test_operator_works_under_the_namespaced_rbac(
