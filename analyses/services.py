@@ -159,7 +159,7 @@ def create_analysis(
         "metadata": {"namespace": namespace, "name": name},
         "spec": spec.to_dict(),
     }
-    with _translated(namespace, name):
+    with translated(f"{namespace}/{name}"):
         try:
             created = client.request("POST", kube.analyses_path(namespace), body=body)
         except kube.Conflict as exc:
@@ -196,7 +196,7 @@ def update_analysis(
     _require_scope(analysis.namespace)
     client = client or kube_client()
     path = kube.analysis_path(analysis.namespace, analysis.name)
-    with _translated(analysis.namespace, analysis.name):
+    with translated(f"{analysis.namespace}/{analysis.name}"):
         _refuse_leaving_a_held_target(client, analysis, spec)
     new_spec: dict[str, Any] = spec.to_dict()
     # At the mirror's resourceVersion the cluster's spec is the mirror's, so its keys are the
@@ -207,7 +207,7 @@ def update_analysis(
         patch = {"metadata": {"resourceVersion": version}, "spec": {**new_spec, **dropped}}
         return client.request("PATCH", path, body=patch, content_type=kube.MERGE_PATCH)
 
-    with _translated(analysis.namespace, analysis.name):
+    with translated(f"{analysis.namespace}/{analysis.name}"):
         updated = _preconditioned(client, analysis, path, resource_version, send)
     if (updated.get("metadata") or {}).get("uid") != analysis.uid:
         # Deleted and created again under the same name between our read and this write.
@@ -237,7 +237,7 @@ def delete_analysis(
         options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": preconditions}
         return client.request("DELETE", path, body=options)
 
-    with _translated(analysis.namespace, analysis.name):
+    with translated(f"{analysis.namespace}/{analysis.name}"):
         _preconditioned(client, analysis, path, resource_version, send)
     mirror.mark_deleted(analysis.namespace, analysis.name, analysis.uid, now=now)
 
@@ -288,7 +288,7 @@ def resume_analysis(
             written["seal"] = sealed
         return written
 
-    with _translated(analysis.namespace, analysis.name):
+    with translated(f"{analysis.namespace}/{analysis.name}"):
         raw = _current(client, analysis, path)
         resource = AnalysisResource.read(raw)
         spec = resource.valid_spec
@@ -365,8 +365,11 @@ def _require_scope(namespace: str) -> None:
 
 
 @contextlib.contextmanager
-def _translated(namespace: str, name: str) -> Iterator[None]:
-    """Turn the client's errors left over by the caller into ``ServiceError`` subclasses."""
+def translated(what: str) -> Iterator[None]:
+    """Turn the client's errors left over by the caller into ``ServiceError`` subclasses.
+
+    ``what`` names the object in the sentence of a refusal ("ns/name", "the template ns/name").
+    """
     try:
         yield
     except kube.Unavailable as exc:
@@ -375,7 +378,7 @@ def _translated(namespace: str, name: str) -> Iterator[None]:
         ) from exc
     except kube.Invalid as exc:
         raise ResourceRejected(
-            f"The Kubernetes API server refused {namespace}/{name}: {exc}",
+            f"The Kubernetes API server refused {what}: {exc}",
             _field_errors(exc),
         ) from exc
     except kube.Forbidden as exc:

@@ -17,10 +17,10 @@ from urllib.parse import quote
 
 from analyses.services import (
     ClusterRefused,
-    ClusterUnavailable,
     ResourceConflict,
     ResourceRejected,
     kube_client,
+    translated,
 )
 from sentinel_cluster import kube
 
@@ -161,42 +161,13 @@ def _changed(
 
 @contextlib.contextmanager
 def _translated(kind: Kind, namespace: str | None, name: str) -> Iterator[None]:
-    """Turn the client's errors left over by the caller into ``ServiceError`` subclasses."""
-    try:
-        yield
-    except kube.Unavailable as exc:
-        raise ClusterUnavailable(
-            f"The Kubernetes API server cannot be reached ({exc}); try again once it is back."
-        ) from exc
-    except kube.Invalid as exc:
-        raise ResourceRejected(
-            f"The Kubernetes API server refused the {kind.key(namespace, name)}: {exc}",
-            _field_errors(exc),
-        ) from exc
-    except kube.Forbidden as exc:
-        raise ClusterRefused(
-            "The Kubernetes API server refused Rollout Sentinel's own credentials "
-            f"({exc}); ask an administrator to check its RBAC."
-        ) from exc
-    except kube.NotFound as exc:
-        # A collection the cluster does not serve: the template CRDs are not installed.
-        raise ClusterRefused(
-            f"The cluster does not serve {kind.plural} ({exc}); are the template CRDs installed?"
-        ) from exc
-    except kube.KubeError as exc:
-        raise ClusterRefused(f"The Kubernetes API server answered unexpectedly: {exc}") from exc
-
-
-def _field_errors(exc: kube.Invalid) -> dict[str, list[str]]:
-    """Return the API server's causes keyed by the REST API's field paths."""
-    errors: dict[str, list[str]] = {}
-    for cause in exc.causes:
-        field = str(cause.get("field") or "")
-        # metadata.name and metadata.namespace are top-level fields of the REST shape.
-        if field in ("metadata.name", "metadata.namespace"):
-            field = field.removeprefix("metadata.")
-        errors.setdefault(field, []).append(str(cause.get("message") or cause.get("reason")))
-    if not errors:
-        message = (exc.body or {}).get("message") if isinstance(exc.body, dict) else None
-        errors[""] = [str(message or exc)]
-    return errors
+    """The analyses' translation of the client's errors, and one answer of the templates' own."""
+    with translated(f"the {kind.key(namespace, name)}"):
+        try:
+            yield
+        except kube.NotFound as exc:
+            # A collection the cluster does not serve: the template CRDs are not installed.
+            raise ClusterRefused(
+                f"The cluster does not serve {kind.plural} ({exc}); "
+                "are the template CRDs installed?"
+            ) from exc
