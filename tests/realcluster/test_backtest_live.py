@@ -8,7 +8,8 @@ The story: a Deployment ``web`` of 2 and, beside it at the same time, a Stateful
 are judged live every 10 s (pause after 2 consecutive failures). ``web``'s analysis has a
 threshold (the error ratio) and a ``beforeRollout`` baseline (the slowest pod's latency may not
 double from when the rollout began); ``db``'s a threshold on its latency. Then, each started
-right after a live evaluation (so the live evaluations fall where the replay's will, see
+right after a live evaluation, and not before the replayed instant that evaluation stands for
+(so the live evaluations fall where the replay's will, see
 docs/backtest.md#which-instants-and-which-queries):
 
 - ``web`` 2 and ``db`` 2: good (``web`` 2 fails 3 % of its requests, under the 5 % threshold);
@@ -39,7 +40,8 @@ from typing import Any
 import pytest
 import yaml
 
-from sentinel_cluster import kube
+from sentinel_cluster import kube, past_revisions
+from sentinel_core.backtest import PastRevision
 from sentinel_core.values import parse_time
 from sentinel_operator.backtest import Backtest, Replayer
 from sentinel_operator.prometheus import PrometheusClient
@@ -53,6 +55,7 @@ from testkit.pod_server import Behaviour, PodServer, kwok_deployment, kwok_pod_s
 from testkit.prometheus import PrometheusServer
 from testkit.realcluster import RealCluster
 from testkit.site_env import with_defaults
+from testkit.waiting import wait_until
 
 INTERVAL = 10.0
 FAILURE_LIMIT = 2
@@ -126,9 +129,55 @@ def _statefulset(namespace: str, version: str, port: int) -> dict[str, Any]:
 class Live:
     """The live history of one analysis, and starting changes right after its evaluations."""
 
-    def __init__(self, operator: OperatorProcess, namespace: str, name: str) -> None:
-        self.operator, self.namespace, self.name = operator, namespace, name
+    def __init__(
+        self,
+        operator: OperatorProcess,
+        client: kube.KubeClient,
+        namespace: str,
+        name: str,
+        target: tuple[str, str],
+    ) -> None:
+        self.operator, self.client, self.namespace, self.name = operator, client, namespace, name
+        self.target = target
         self.seen = 0
+        # When the target's newest revision was created, as the API server keeps it (to the
+        # second): the replay's instants are this plus whole intervals.
+        self.rollout_start: datetime | None = None
+
+    def revisions(self) -> list[PastRevision]:
+        kind, name = self.target
+        workload = self.client.request("GET", kube.workload_path(kind, self.namespace, name))
+        return list(past_revisions.read(self.client, kind, workload))
+
+    def new_revision_created(self, before: int) -> datetime:
+        """Wait for the controller to create the change's revision; return its creation time."""
+
+        def grown() -> list[PastRevision] | None:
+            found = self.revisions()
+            return found if len(found) > before else None
+
+        revisions = wait_until(grown, timeout=30, what=f"a new revision of {self.target[1]}")
+        return max(revisions, key=lambda r: (r.created, r.first)).created
+
+    def before_next_rollout(self, rows: list[dict[str, Any]]) -> None:
+        """Wait until the replayed instant nearest the last live evaluation has passed.
+
+        The replay evaluates at the revision's creation second plus whole intervals, and ends
+        a rollout where the next revision's creation second ends; live, the evaluations fall
+        where the dispatcher started them, up to a second or two away from those instants. A
+        change made right after a live evaluation but before that evaluation's replayed
+        instant would put the instant in the next rollout: the replay would hold one
+        evaluation fewer than the live history (docs/backtest.md#which-instants-and-which-
+        queries). A person acting on a pause takes longer than that; the test waits for it.
+        """
+        if self.rollout_start is None or not rows:
+            return
+        step = timedelta(seconds=INTERVAL)
+        evaluations = round((_when(rows[-1]) - self.rollout_start) / step)
+        instant = self.rollout_start + evaluations * step
+        wait = (instant - datetime.now(UTC)).total_seconds() + 0.05
+        if wait > 0:
+            time.sleep(wait)
 
     def rows(self) -> list[dict[str, Any]]:
         return self.operator.evaluations(self.namespace, self.name)
@@ -293,15 +342,20 @@ def test_the_backtest_replays_the_live_verdicts_of_a_deployment_and_a_statefulse
         rollout_analysis("db-guard", namespace, db_spec),
     )
     web, db = (
-        Live(real_operator, namespace, "web-guard"),
-        Live(real_operator, namespace, "db-guard"),
+        Live(real_operator, client, namespace, "web-guard", ("Deployment", "web")),
+        Live(real_operator, client, namespace, "db-guard", ("StatefulSet", "db")),
     )
 
     def after(live: Live, evaluations: int, *commands: tuple[str, ...]) -> None:
         """Right after ``evaluations`` more live evaluations, run the kubectl ``commands``."""
-        live.after_evaluations(evaluations)
+        rows = live.after_evaluations(evaluations)
+        if not commands:
+            return
+        live.before_next_rollout(rows)
+        before = len(live.revisions())
         for args in commands:
             cluster.kubectl("-n", namespace, *args)
+        live.rollout_start = live.new_revision_created(before)
 
     def set_image(kind: str, name: str, version: int) -> tuple[str, ...]:
         return ("set", "image", f"{kind}/{name}", f"app={IMAGE.format(name, version)}")
