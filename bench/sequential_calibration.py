@@ -1,230 +1,229 @@
-"""Calibrate sequential judgment on whole simulated rollouts, beside compare and a threshold.
+"""Calibrate sequential judgment at the margin's edge on a grid of designs, beside compare.
 
-Each case simulates ``--rollouts`` rolling updates (at least 2,000) of a 10-pod Deployment:
-each lasts 10 to 30 evaluations (drawn per rollout) while the new pods go from 1 to 9 of 10,
-so the new side's share of the traffic ramps from 0.1 to 0.9; traffic follows the time of day
-(the rollout starts at a random hour; 5-minute steps) with 10 % noise per step. Bad events
-are Poisson per pod and step at a 1 % rate (0.1 % in one case), times:
+Every rollout is judged through the replay tool's code path (``bench.sequential_replay``:
+the product's spec parsing, ``advance`` and ``judge_sequential`` at every step,
+failureLimit 1), on counts drawn by ``bench.sequential_edge.generate``: ``old``/``new`` pods,
+each step's requests split evenly among them, bad events Poisson per pod and step at 1 % times
+a factor per pod and step (gamma, "wander" CV) and a factor per pod for its life (gamma,
+"persistent" CV); the new pods' rate ``rho`` times the old pods'.
 
-- ``poisson``: nothing else;
-- ``common``: a factor shared by both sides per step (gamma, CV 0.5): a dependency's bad
-  minute, which comparing at the same moment should ignore;
-- ``pods``: a factor per pod and step (gamma, CV 0.6): pods whose error rates wander;
-- ``sticky``: a factor per pod for its whole life (gamma, CV 0.3): some pods are simply worse.
+Good rollouts sit at the margin's edge: rho = 1 + maxIncrease. Bad ones have rho 1.5, 2 and 3
+on the first metric. With m metrics every metric is drawn (the others at the edge) and the
+rollout pauses at the first metric's pause; they share falsePauseRate 0.05 (each needs m/0.05).
 
-A good rollout gives the new pods the old pods' rate; a bad one multiplies it by 1.25, 1.5,
-2 or 3 on the first metric (with 3 or 10 metrics the others stay good, and each metric's
-evidence must reach m/alpha). Every rollout is judged four ways, on the same counts:
+The factors and their levels (issue 40, point 5): maxIncrease 0, 10 %, 25 %; pods old/new 1/1,
+2/1, 3/2, 4/2, 10/10; wander CV 0, 0.3, 0.6; persistent CV 0, 0.3, 0.6; 10, 30, 120 steps;
+200, 2,000, 20,000 requests per step; 1 and 3 metrics; per-pod counts or the sides' sums; exact
+counts or as ``increase()`` gives them. The full factorial is ~5,400 designs; the grid is a
+base design (4/2 pods, maxIncrease 10 %, wander 0.3, persistent 0, 30 steps, 2,000/step, one
+metric, per-pod, exact), one-factor-at-a-time blocks that move one factor to each of its other
+levels, and the worst-case interactions (``ROWS``). Each design draws its rollouts from its own
+seed (``--seed`` + 100 times its row + the effect), none used to choose a constant.
 
-- ``sequential``: the product's ``sentinel_core.metric_kinds.sequential.accumulate`` and
-  ``evidence_of``, with per-pod counts (``seq/pods``) and with the two sides' sums only
-  (``seq/sides``);
-- ``compare``: the product's ``judge_comparison`` (Mann-Whitney) each evaluation on the pods'
-  per-step error rates over the last 10 steps (lookback 5m at 30s), failureLimit 1 and 3
-  (one metric only: it is the slow part);
-- ``threshold``: the new pods' error rate over the step above twice the normal rate
-  (maxValue), failureLimit 1 and 3.
+Per design: the good rollouts paused with the Wilson 95 % interval, what the status says of the
+bound (``Stated``/``Conditional``), and per effect the share paused with the median step of the
+pause, for the sequential judge, ``compare`` (the product's ``judge_comparison`` on the pods'
+per-step rates over the last 10 steps, failureLimit 1 and 3; only the first ``--compared``
+rollouts of each draw: one SciPy call per evaluation) and a threshold (``maxValue`` at twice the
+normal rate on the new pods' rate over the step, failureLimit 1 and 3). A ``Stated`` design is
+held to a Wilson upper bound of at most alpha + 1 point; the script exits 1 when one is over.
 
-Per case and judge: the share of good rollouts paused at any point, held to alpha plus two
-standard errors where docs/analysis.md claims the promise; for each bad rollout the share
-paused and the median evaluation of the pause. Pure: no servers; figures in docs/analysis.md.
-
-Run: ``.venv/bin/python -m bench.sequential_calibration [--json] [--rollouts N] [--seed S]``.
+Run (nice: it is long; ``--rows`` picks designs by name, ``--out`` appends each design's JSON line
+as it finishes, ``--table FILE`` prints the table of such lines):
+``nice -n 19 .venv/bin/python -m bench.sequential_calibration --out grid.jsonl``.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
-import math
 import sys
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import numpy as np
 
+from bench.sequential_edge import BAD_RATE, generate, wilson
+from bench.sequential_replay import parse_line, replay
 from sentinel_core.metric_kinds.compare import Compare, Sides, judge_comparison
-from sentinel_core.metric_kinds.sequential import (
-    GRID,
-    Settings,
-    accumulate,
-    effective_pods,
-    evidence_of,
-    reached,
-    spread_of,
-    widenings,
-)
 
-PODS = 10
+ALPHA = 0.05
+# A Stated design's Wilson upper bound may exceed alpha by this much (docs/analysis.md).
+SLACK = 0.01
+EFFECTS = (1.5, 2.0, 3.0)
+LOOKBACK_STEPS = 10
 # The multiplication sign of the table's headings.
 TIMES = "\u00d7"
-MAX_STEPS = 30
-MIN_STEPS = 10
-EFFECTS = (1.25, 1.5, 2.0, 3.0)
-ALPHA = 0.05
-LOOKBACK_STEPS = 10
-# Steps per day (5-minute evaluations) for the time-of-day curve.
-DAY = 288
-CHUNK = 500
-NOISES = ("poisson", "common", "pods", "sticky")
-# Where docs/analysis.md claims the false-pause bound for the sequential judge with per-pod
-# counts and with sums only (the sums-only judge cannot see pods, so only Poisson-like noise).
-CLAIMED = {"seq/pods": {"poisson", "common", "pods"}, "seq/sides": {"poisson", "common"}}
+JUDGES = ("sequential", "compare fL1", "compare fL3", "threshold fL1", "threshold fL3")
 
 
 @dataclass(frozen=True)
-class Case:
-    noise: str
-    traffic: int
-    metrics: int
-    bad_rate: float = 0.01
-    # The sequential metrics' maxIncrease (a fraction); the bad rollouts' effects stay ratios.
-    max_increase: float = 0.0
+class Design:
+    """One row of the grid: a value for every factor."""
 
-    @property
-    def name(self) -> str:
-        rate = "" if self.bad_rate == 0.01 else f", {self.bad_rate:.1%} bad"
-        margin = f", maxIncrease {self.max_increase:.0%}" if self.max_increase else ""
-        return f"{self.noise}, {self.traffic:,}/step, m={self.metrics}{rate}{margin}"
+    name: str
+    old: int = 4
+    new: int = 2
+    margin: float = 10.0  # maxIncrease, percent
+    wander: float = 0.3
+    persistent: float = 0.0
+    steps: int = 30
+    requests: float = 2000.0
+    metrics: int = 1
+    per_pod: bool = True
+    increase: bool = False
+
+
+BASE = Design("base: 4/2 pods, maxIncrease 10 %, wander 0.3, 30 steps, 2,000/step")
+
+
+def _rows() -> tuple[Design, ...]:
+    b = BASE
+    return (
+        b,
+        replace(b, name="maxIncrease 0", margin=0.0),
+        replace(b, name="maxIncrease 25 %", margin=25.0),
+        replace(b, name="1/1 pods", old=1, new=1),
+        replace(b, name="2/1 pods", old=2, new=1),
+        replace(b, name="3/2 pods", old=3, new=2),
+        replace(b, name="10/10 pods", old=10, new=10),
+        replace(b, name="wander 0 (Poisson)", wander=0.0),
+        replace(b, name="wander 0.6", wander=0.6),
+        replace(b, name="persistent 0.3", persistent=0.3),
+        replace(b, name="persistent 0.6", persistent=0.6),
+        replace(b, name="10 steps", steps=10),
+        replace(b, name="120 steps", steps=120),
+        replace(b, name="200/step", requests=200.0),
+        replace(b, name="20,000/step", requests=20000.0),
+        replace(b, name="3 metrics", metrics=3),
+        replace(b, name="sides' sums", per_pod=False),
+        replace(b, name="increase() counts", increase=True),
+        # The worst cases the issue names, and the worst Stated one for pods that stay different.
+        replace(b, name="1/1 pods, wander 0.6", old=1, new=1, wander=0.6),
+        replace(b, name="2/1 pods, wander 0.6", old=2, new=1, wander=0.6),
+        replace(
+            b, name="2/1 pods, wander 0.6, 20,000/step", old=2, new=1, wander=0.6, requests=20000.0
+        ),
+        replace(b, name="persistent 0.6, 120 steps", persistent=0.6, steps=120),
+        replace(
+            b,
+            name="persistent 0.3, wander 0, 120 steps, 20,000/step",
+            persistent=0.3,
+            wander=0.0,
+            steps=120,
+            requests=20000.0,
+        ),
+        replace(
+            b,
+            name="persistent 0.6, 120 steps, 20,000/step",
+            persistent=0.6,
+            steps=120,
+            requests=20000.0,
+        ),
+        replace(b, name="increase() counts, sides' sums", increase=True, per_pod=False),
+        replace(
+            b,
+            name="maxIncrease 0, wander 0.6, 20,000/step, 3 metrics",
+            margin=0.0,
+            wander=0.6,
+            requests=20000.0,
+            metrics=3,
+        ),
+    )
+
+
+ROWS = _rows()
 
 
 @dataclass(frozen=True)
-class Row:
-    case: str
+class Result:
+    design: str
     judge: str
     rollouts: int
+    paused: int
     false_pause: float
-    bound: float
-    within_bound: bool | None
-    # effect -> [share paused, median evaluation of the pause (None: none paused)]
+    wilson: tuple[float, float]
+    guarantee: str | None
+    within: bool | None
+    # effect -> [share paused, median step of the pause (None: none paused)]
     detection: dict[str, tuple[float, float | None]]
 
 
 @dataclass(frozen=True)
-class _Rollouts:
-    requests: np.ndarray  # (R, K, P)
-    bad: np.ndarray  # (R, M, K, P)
-    new: np.ndarray  # (R, K, P) bool
-    live: np.ndarray  # (R, K) bool: the step belongs to the rollout
+class _Draw:
+    """One design's rollouts at one ratio: what each judge paused at (0: never)."""
+
+    paused: dict[str, np.ndarray]
+    guarantees: list[str]
 
 
-def simulate(case: Case, effect: float, rollouts: int, rng: np.random.Generator) -> _Rollouts:
-    """Return ``rollouts`` rolling updates of ``case`` with the first metric's ratio ``effect``."""
-    r, k, p, m = rollouts, MAX_STEPS, PODS, case.metrics
-    steps = rng.integers(MIN_STEPS, MAX_STEPS + 1, size=r)
-    index = np.arange(k)
-    live = index[None, :] < steps[:, None]
-    new_pods = np.clip(1 + (9 * index[None, :]) // steps[:, None], 1, 9)
-    new = np.arange(p)[None, None, :] < new_pods[:, :, None]
-    start = rng.uniform(0, 1, size=r)
-    day = 1 + 0.5 * np.sin(2 * np.pi * (start[:, None] + index[None, :] / DAY))
-    traffic = case.traffic * day * rng.gamma(100.0, 0.01, size=(r, k))
-    requests = rng.poisson(np.broadcast_to((traffic / p)[:, :, None], (r, k, p))).astype(float)
-    rate = np.full((r, m, k, p), case.bad_rate)
-    if case.noise == "common":
-        rate *= rng.gamma(4.0, 0.25, size=(r, m, k, 1))
-    elif case.noise == "pods":
-        shape = 1 / 0.6**2
-        rate *= rng.gamma(shape, 1 / shape, size=(r, m, k, p))
-    elif case.noise == "sticky":
-        shape = 1 / 0.3**2
-        # A pod slot's old pod and its new replacement are different pods.
-        old_factor = rng.gamma(shape, 1 / shape, size=(r, m, 1, p))
-        new_factor = rng.gamma(shape, 1 / shape, size=(r, m, 1, p))
-        rate *= np.where(new[:, None], new_factor, old_factor)
-    ratio = np.ones((1, m, 1, 1))
-    ratio[0, 0] = effect
-    rate = np.where(new[:, None], rate * ratio, rate)
-    bad = rng.poisson(requests[:, None] * np.minimum(rate, 1.0)).astype(float)
-    return _Rollouts(requests, bad, new, live)
+def _lines(design: Design, rho: float, rollouts: int, seed: int) -> list[str]:
+    out = io.StringIO()
+    generate(
+        design.old,
+        design.new,
+        rollouts=rollouts,
+        seed=seed,
+        requests=design.requests,
+        steps=design.steps,
+        wander=design.wander,
+        persistent=design.persistent,
+        rho=rho,
+        metrics=design.metrics,
+        margin=design.margin,
+        per_pod=design.per_pod,
+        increase=design.increase,
+        out=out,
+    )
+    return out.getvalue().splitlines()
 
 
-def sequential_pauses(
-    data: _Rollouts, metrics: int, per_pod: bool, max_increase: float = 0.0
-) -> np.ndarray:
-    """Return the evaluation (1-based) of each rollout's first pause, 0 when never paused."""
-    r = data.requests.shape[0]
-    settings = Settings(max_increase=max_increase, metrics=metrics, false_pause_rate=ALPHA)
-    logs = np.zeros((r, metrics, GRID))
-    excess = np.zeros((r, metrics))
-    weight = np.zeros((r, metrics))
-    paused = np.zeros(r, dtype=int)
-    widening = np.ones((r, metrics))
-    summed_bad = np.zeros(data.bad[:, :, 0].shape)
-    summed_req = np.zeros(data.bad[:, :, 0].shape)
-    for k in range(MAX_STEPS):
-        requests = data.requests[:, None, k]  # (R, 1, P)
-        bad = data.bad[:, :, k]  # (R, M, P)
-        new = data.new[:, None, k]
-        old = ~new
-        new_req = np.where(new, requests, 0.0)
-        old_req = np.where(old, requests, 0.0)
-        old_bad = np.where(old, bad, 0.0)
-        if per_pod:
-            # Each old pod's counts summed since the start: the product's persistent spread.
-            summed_bad = summed_bad + old_bad
-            summed_req = summed_req + np.broadcast_to(old_req, bad.shape)
-            live = (new_req.sum(-1) > 0) & (old_req.sum(-1) > 0)
-            widening = np.where(
-                live,
-                widenings(
-                    spread_of(summed_bad, summed_req),
-                    effective_pods(np.broadcast_to(new_req, bad.shape)),
-                    effective_pods(np.broadcast_to(old_req, bad.shape)),
-                ),
-                widening,
-            )
-        logs, excess, weight, _ = accumulate(
-            logs,
-            excess,
-            weight,
-            new_bad=np.where(new, bad, 0.0).sum(-1),
-            new_total=np.broadcast_to(new_req.sum(-1), (r, metrics)),
-            old_bad=old_bad.sum(-1),
-            old_total=np.broadcast_to(old_req.sum(-1), (r, metrics)),
-            rho0=settings.rho0,
-            new_pods=np.broadcast_to(new_req, bad.shape) if per_pod else None,
-            old_pods_bad=old_bad if per_pod else None,
-            old_pods=np.broadcast_to(old_req, bad.shape) if per_pod else None,
-            widening=widening,
-        )
-        failed = reached(evidence_of(logs), settings.needed).any(axis=1) & data.live[:, k]
-        paused = np.where((paused == 0) & failed, k + 1, paused)
-    return paused
+def draw(design: Design, rho: float, rollouts: int, seed: int, compared: int) -> _Draw:
+    """Judge ``rollouts`` rollouts of ``design`` whose first metric's ratio is ``rho``."""
+    edge = 1 + design.margin / 100
+    sequential = np.zeros(rollouts, dtype=int)
+    guarantees: list[str] = []
+    first: list[str] = []
+    for metric in range(design.metrics):
+        lines = _lines(design, rho if metric == 0 else edge, rollouts, seed * 10 + metric)
+        if metric == 0:
+            first = lines
+        for i, text in enumerate(lines):
+            out = replay(parse_line(text))
+            if metric == 0:
+                guarantees.append(out["guarantee"])
+            at = out["pausedAt"] or 0
+            if at and (sequential[i] == 0 or at < sequential[i]):
+                sequential[i] = at
+    bad, total, new = _counts(first)
+    paused = {"sequential": sequential}
+    for limit in (1, 3):
+        paused[f"threshold fL{limit}"] = _first_run(_threshold_failed(bad, total, new), limit)
+    for limit, at in _compare(bad[:compared], total[:compared], new).items():
+        paused[f"compare fL{limit}"] = at
+    return _Draw(paused, guarantees)
 
 
-def threshold_pauses(data: _Rollouts, bad_rate: float, limit: int) -> np.ndarray:
-    """Return the first pause of a maxValue of twice the normal rate on the new pods' rate."""
-    new_bad = np.where(data.new, data.bad[:, 0], 0).sum(-1)
-    new_req = np.where(data.new, data.requests, 0).sum(-1)
-    failed = (new_bad > 2 * bad_rate * np.maximum(new_req, 1)) & data.live
-    return _first_run(failed, limit)
+def _counts(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return bad and total (R, K, P) and which pods are new (P,) of the first metric's lines."""
+    bad, total = [], []
+    for text in lines:
+        steps = json.loads(text)["steps"]
+        pods = [[*step["old"], *step["new"]] for step in steps]
+        bad.append([[b for b, _ in step] for step in pods])
+        total.append([[t for _, t in step] for step in pods])
+    first = json.loads(lines[0])["steps"][0]
+    new = np.arange(len(first["old"]) + len(first["new"])) >= len(first["old"])
+    return np.array(bad, dtype=float), np.array(total, dtype=float), new
 
 
-def compare_pauses(data: _Rollouts, limits: tuple[int, ...]) -> dict[int, np.ndarray]:
-    """Return, per failureLimit, the first pause of compare on the pods' per-step rates."""
-    compare = Compare()
-    rates = data.bad[:, 0] / np.maximum(data.requests, 1)
-    paused = {limit: np.zeros(data.live.shape[0], dtype=int) for limit in limits}
-    for i in range(data.live.shape[0]):
-        run = 0
-        for k in range(int(data.live[i].sum())):
-            window = slice(max(0, k - LOOKBACK_STEPS + 1), k + 1)
-            side = data.new[i, window]
-            values = rates[i, window]
-            sides = Sides("new", ("old",), tuple(values[side]), tuple(values[~side]))
-            run = run + 1 if judge_comparison(compare, sides).failed else 0
-            for limit in limits:
-                if run >= limit and paused[limit][i] == 0:
-                    paused[limit][i] = k + 1
-            # Paused under every limit: the rest of this rollout changes nothing.
-            if all(p[i] > 0 for p in paused.values()):
-                break
-    return paused
-
-
-def _head(data: _Rollouts, n: int) -> _Rollouts:
-    return _Rollouts(data.requests[:n], data.bad[:n], data.new[:n], data.live[:n])
+def _threshold_failed(bad: np.ndarray, total: np.ndarray, new: np.ndarray) -> np.ndarray:
+    new_bad = bad[:, :, new].sum(-1)
+    new_total = total[:, :, new].sum(-1)
+    return new_bad > 2 * BAD_RATE * np.maximum(new_total, 1)
 
 
 def _first_run(failed: np.ndarray, limit: int) -> np.ndarray:
@@ -236,132 +235,152 @@ def _first_run(failed: np.ndarray, limit: int) -> np.ndarray:
     return paused
 
 
-def judge_all(
-    case: Case, effect: float, rollouts: int, seed: int, compared: int
-) -> dict[str, np.ndarray]:
-    """Return each judge's first pause per rollout for one case and effect.
-
-    ``compare`` judges only the first ``compared`` rollouts (the same ones, a subsample): one
-    SciPy call per evaluation is what makes it slow.
-    """
-    out: dict[str, list[np.ndarray]] = {}
-    salt = int(effect * 100) + NOISES.index(case.noise) * 1000 + case.traffic + case.metrics * 7
-    entropy = [seed, salt, int(case.bad_rate * 1e5)]
-    # A margin's cases draw their own rollouts; the others keep the streams of the table.
-    entropy += [int(case.max_increase * 100)] if case.max_increase else []
-    rng = np.random.default_rng(entropy)
-    for start in range(0, rollouts, CHUNK):
-        data = simulate(case, effect, min(CHUNK, rollouts - start), rng)
-        found = {
-            "seq/pods": sequential_pauses(data, case.metrics, True, case.max_increase),
-            "seq/sides": sequential_pauses(data, case.metrics, False, case.max_increase),
-        }
-        if case.metrics == 1:
-            if start < compared:
-                head = _head(data, compared - start)
-                for limit, paused in compare_pauses(head, (1, 3)).items():
-                    found[f"compare fL{limit}"] = paused
-            for limit in (1, 3):
-                found[f"threshold fL{limit}"] = threshold_pauses(data, case.bad_rate, limit)
-        for judge, paused in found.items():
-            out.setdefault(judge, []).append(paused)
-    return {judge: np.concatenate(parts) for judge, parts in out.items()}
-
-
-def calibrate(cases: list[Case], rollouts: int, seed: int, compared: int) -> list[Row]:
-    rows = []
-    for case in cases:
-        good = judge_all(case, 1.0, rollouts, seed, compared)
-        bad = {effect: judge_all(case, effect, rollouts, seed, compared) for effect in EFFECTS}
-        for judge, paused in good.items():
-            n = len(paused)
-            bound = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / n)
-            false = float((paused > 0).mean())
-            claimed = judge in CLAIMED and case.noise in CLAIMED[judge]
-            detection = {}
-            for effect in EFFECTS:
-                hit = bad[effect][judge]
-                median = float(np.median(hit[hit > 0])) if (hit > 0).any() else None
-                detection[f"x{effect:g}"] = (float((hit > 0).mean()), median)
-            rows.append(
-                Row(
-                    case.name,
-                    judge,
-                    n,
-                    false,
-                    round(bound, 4),
-                    (false <= bound) if claimed else None,
-                    detection,
-                )
+def _compare(bad: np.ndarray, total: np.ndarray, new: np.ndarray) -> dict[int, np.ndarray]:
+    """Return, per failureLimit, the first pause of compare on the pods' per-step rates."""
+    compare = Compare()
+    rates = bad / np.maximum(total, 1)
+    limits = (1, 3)
+    paused = {limit: np.zeros(bad.shape[0], dtype=int) for limit in limits}
+    for i in range(bad.shape[0]):
+        run = 0
+        for k in range(bad.shape[1]):
+            window = rates[i, max(0, k - LOOKBACK_STEPS + 1) : k + 1]
+            sides = Sides(
+                "new", ("old",), tuple(window[:, new].ravel()), tuple(window[:, ~new].ravel())
             )
-    return rows
+            run = run + 1 if judge_comparison(compare, sides).failed else 0
+            for limit in limits:
+                if run >= limit and paused[limit][i] == 0:
+                    paused[limit][i] = k + 1
+            # Paused under every limit: the rest of this rollout changes nothing.
+            if all(p[i] > 0 for p in paused.values()):
+                break
+    return paused
 
 
-def default_cases() -> list[Case]:
-    cases = [Case(noise, traffic, 1) for traffic in (2_000, 20_000) for noise in NOISES]
-    cases += [Case(noise, 20_000, m) for m in (3, 10) for noise in ("poisson", "pods")]
-    cases += [Case("poisson", 2_000, m) for m in (3, 10)]
-    cases += [Case("common", 20_000, 10), Case("pods", 2_000, 10)]
-    cases.append(Case("poisson", 2_000, 1, bad_rate=0.001))
-    # Persistent pod differences break the promise at maxIncrease 0; a margin for the pods'
-    # spread is the remedy docs/analysis.md suggests, measured here.
-    cases.append(Case("sticky", 20_000, 1, max_increase=0.25))
-    return cases
+def calibrate(
+    design: Design, row: int, rollouts: int, detected: int, compared: int, seed: int
+) -> list[Result]:
+    """Return one result per judge for ``design`` (the ``row``-th of the grid)."""
+    edge = 1 + design.margin / 100
+    good = draw(design, edge, rollouts, seed + 100 * row, compared)
+    bad = {
+        e: draw(design, e, detected, seed + 100 * row + j + 1, compared)
+        for j, e in enumerate(EFFECTS)
+    }
+    said = sorted(set(good.guarantees))
+    guarantee = "/".join(said)
+    results = []
+    for judge in JUDGES:
+        paused = good.paused[judge]
+        n = len(paused)
+        hits = int((paused > 0).sum())
+        low, high = wilson(hits, n) if n else (0.0, 1.0)
+        detection = {}
+        for effect in EFFECTS:
+            at = bad[effect].paused[judge]
+            median = float(np.median(at[at > 0])) if (at > 0).any() else None
+            detection[f"x{effect:g}"] = (float((at > 0).mean()) if len(at) else 0.0, median)
+        stated = judge == "sequential" and said == ["Stated"]
+        results.append(
+            Result(
+                design=design.name,
+                judge=judge,
+                rollouts=n,
+                paused=hits,
+                false_pause=hits / n if n else 0.0,
+                wilson=(round(low, 4), round(high, 4)),
+                guarantee=guarantee if judge == "sequential" else None,
+                within=(high <= ALPHA + SLACK) if stated else None,
+                detection=detection,
+            )
+        )
+    return results
 
 
-def table(rows: list[Row]) -> str:
+def table(results: Iterable[Result]) -> str:
     effects = [f"x{e:g}" for e in EFFECTS]
-    head = "| case | judge | good rollouts paused | " + " | ".join(
-        TIMES + e[1:] + " paused (median eval.)" for e in effects
+    head = "| design | judge | good rollouts paused [Wilson 95 %] | status says | " + " | ".join(
+        TIMES + e[1:] + " paused (median step)" for e in effects
     )
-    lines = [head + " |", "|---" * (3 + len(effects)) + "|"]
-    for r in rows:
-        mark = {True: "", False: " **over**", None: " (not claimed)"}[r.within_bound]
+    lines = [head + " |", "|---" * (4 + len(effects)) + "|"]
+    for r in results:
+        low, high = r.wilson
+        over = " **over**" if r.within is False else ""
         cells = []
         for e in effects:
             share, median = r.detection[e]
             cells.append(f"{share:.1%} ({median:g})" if median is not None else f"{share:.1%}")
         lines.append(
-            f"| {r.case} | {r.judge} | {r.false_pause:.1%}{mark} | " + " | ".join(cells) + " |"
+            f"| {r.design} | {r.judge} | {r.false_pause:.1%} [{low:.1%}, {high:.1%}]{over} "
+            f"({r.rollouts}) | {r.guarantee or ''} | " + " | ".join(cells) + " |"
         )
     return "\n".join(lines)
 
 
+def _result(raw: dict[str, Any]) -> Result:
+    raw = {**raw, "wilson": tuple(raw["wilson"])}
+    raw["detection"] = {k: tuple(v) for k, v in raw["detection"].items()}
+    return Result(**raw)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--rollouts", type=int, default=2000, help="rollouts per case (>= 2000)")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rollouts", type=int, default=1000, help="good rollouts per design")
+    parser.add_argument("--detected", type=int, default=300, help="bad rollouts per effect")
+    parser.add_argument("--compared", type=int, default=100, help="rollouts judged by compare")
+    parser.add_argument("--seed", type=int, default=7001)
+    parser.add_argument("--rows", default="", help="only the designs whose name contains this")
     parser.add_argument(
-        "--compared", type=int, default=200, help="rollouts per case also judged by compare"
+        "--shard", default="0/1", help="i/n: only the designs whose row modulo n is i"
     )
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
-    parser.add_argument(
-        "--cases",
-        default="",
-        help="only the case of this name, or the cases whose name contains it (e.g. 'pods')",
-    )
-    parser.add_argument("--quick", action="store_true", help="allow fewer than 2,000 rollouts")
+    parser.add_argument("--out", help="append each design's results as JSON lines to this file")
+    parser.add_argument("--table", help="print the table of a file written by --out, and exit")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON too")
     args = parser.parse_args(argv)
-    if args.rollouts < 2000 and not args.quick:
-        print("--rollouts must be at least 2000 (or pass --quick for a smoke run)", file=sys.stderr)
+    if args.table:
+        try:
+            with open(args.table) as lines:
+                results = [_result(json.loads(line)) for line in lines if line.strip()]
+        except (OSError, ValueError, TypeError) as exc:
+            print(f"--table {args.table}: {exc}", file=sys.stderr)
+            return 2
+        print(table(results))
+        return 1 if any(r.within is False for r in results) else 0
+    if min(args.rollouts, args.detected) < 1 or args.compared < 0:
+        print("--rollouts and --detected at least 1, --compared at least 0", file=sys.stderr)
         return 2
-    if args.rollouts < 1:
-        print("--rollouts must be at least 1", file=sys.stderr)
+    try:
+        part, parts = (int(x) for x in args.shard.split("/"))
+        if not 0 <= part < parts:
+            raise ValueError
+    except ValueError:
+        print(f"--shard {args.shard!r}: i/n with 0 <= i < n", file=sys.stderr)
         return 2
-    exact = [c for c in default_cases() if c.name == args.cases]
-    cases = exact or [c for c in default_cases() if args.cases in c.name]
+    chosen = [(i, d) for i, d in enumerate(ROWS) if args.rows in d.name and i % parts == part]
+    if not chosen:
+        print(f"--rows {args.rows!r}: no design's name contains it", file=sys.stderr)
+        return 2
     started = time.monotonic()
-    rows = calibrate(cases, args.rollouts, args.seed, args.compared)
-    print(table(rows))
-    bound = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / args.rollouts)
+    results: list[Result] = []
+    for row, design in chosen:
+        began = time.monotonic()
+        found = calibrate(design, row, args.rollouts, args.detected, args.compared, args.seed)
+        results += found
+        if args.out:
+            with open(args.out, "a") as out:
+                for r in found:
+                    out.write(json.dumps(asdict(r)) + "\n")
+        print(f"{design.name}: {time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
+    print(table(results))
     print(
-        f"\n{args.rollouts} rollouts per case ({min(args.compared, args.rollouts)} judged by "
-        f"compare), alpha {ALPHA:g} (bound {bound:.1%}), seed {args.seed}; "
-        f"{time.monotonic() - started:.0f} s"
+        f"\n{args.rollouts} good and {args.detected} bad rollouts per effect and design "
+        f"({min(args.compared, args.rollouts)} judged by compare), alpha {ALPHA:g}, "
+        f"seed {args.seed}; {time.monotonic() - started:.0f} s"
     )
     if args.json:
-        print(json.dumps([asdict(r) for r in rows], indent=2))
-    return 1 if any(r.within_bound is False for r in rows) else 0
+        print(json.dumps([asdict(r) for r in results], indent=2))
+    return 1 if any(r.within is False for r in results) else 0
 
 
 if __name__ == "__main__":
