@@ -274,6 +274,11 @@ class MetricResult(models.Model):
     # (sentinel_core.metric_kinds.sequential.Counted.to_dict); empty when it counted none. The
     # chart draws the two sides' bad-event rates from it.
     counted = models.JSONField(default=dict, blank=True)
+    # With sequential: the ratio's anytime-valid bounds after this evaluation
+    # (status.metricResults[].sequential.ratioLower/ratioUpper, docs/analysis.md); null where a
+    # side is not bounded yet, and in rows written before they were kept. The chart's band.
+    ratio_lower = models.FloatField(null=True, blank=True)
+    ratio_upper = models.FloatField(null=True, blank=True)
     # Error when this metric's query got no usable answer.
     verdict = models.CharField(max_length=16, choices=OUTCOME_CHOICES)
     # Detail for humans, e.g. "worst of 3 series" or Prometheus's error text.

@@ -81,6 +81,8 @@ def record_attempt(
                 "series": series,
                 "comparison": comparison,
                 "counted": counted,
+                "ratio_lower": kept.ratio_lower,
+                "ratio_upper": kept.ratio_upper,
                 "verdict": verdict.value,
                 "message": message,
             }

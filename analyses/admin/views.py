@@ -23,7 +23,12 @@ from django.utils.safestring import SafeString, mark_safe
 
 from accounts import access
 from analyses import kinds, services
-from analyses.charts import ChartPoint, render_metric_chart, render_rates_chart
+from analyses.charts import (
+    ChartPoint,
+    render_band_chart,
+    render_metric_chart,
+    render_rates_chart,
+)
 from analyses.models import Analysis, Evaluation, MetricResult
 from sentinel_core.conditions import ConditionStatus, ConditionType, Verdict
 from sentinel_core.spec import DEFAULT_TARGET_KIND
@@ -102,6 +107,8 @@ class MetricChart:
     series: tuple[tuple[str, str], ...] = ()
     # With a kind whose value is evidence: the graph of both sides' bad-event rates under it.
     rates_svg: SafeString | str = ""
+    # With a kind whose view has a band: the graph of the ratio's bounds under the rates.
+    band_svg: SafeString | str = ""
     # How the metric is judged, as the card's tag says it: a tag of its kind's view
     # (``analyses.kinds``).
     kind: str = "threshold"
@@ -304,6 +311,19 @@ def metric_charts(
                     if evidence
                     else ""
                 ),
+                band_svg=(
+                    mark_safe(
+                        render_band_chart(
+                            points,
+                            title=metric.name,
+                            margin=view.band(metric),
+                            rollout_at=started_at,
+                            width=960,
+                        )
+                    )
+                    if view.band is not None
+                    else ""
+                ),
                 latest_value=result.value if result is not None else None,
                 latest_verdict=str(result.verdict) if result is not None else "",
                 baseline=result.baseline if result is not None else None,
@@ -334,7 +354,7 @@ def chart_points(
     """Return each metric's points from the history rows of its newest ``evaluations``.
 
     Each kind's view adds what its history columns give (``KindView.point``): the two sides'
-    medians, or their bad-event rates.
+    medians, or their bad-event rates and the ratio's bounds.
     """
     recent = list(
         Evaluation.objects.filter(analysis=analysis)
@@ -344,11 +364,24 @@ def chart_points(
     started = {pk: (at, paused) for pk, at, paused in recent}
     values: dict[str, list[ChartPoint]] = defaultdict(list)
     results = MetricResult.objects.filter(evaluation_id__in=list(started)).values_list(
-        "evaluation_id", "name", "value", "baseline", "limit", "comparison", "counted"
+        "evaluation_id",
+        "name",
+        "value",
+        "baseline",
+        "limit",
+        "comparison",
+        "counted",
+        "ratio_lower",
+        "ratio_upper",
     )
-    for evaluation_id, name, value, baseline, limit, comparison, counted in results:
+    for evaluation_id, name, value, baseline, limit, comparison, counted, low, high in results:
         at, paused = started[evaluation_id]
-        kept = {"comparison": comparison, "counted": counted}
+        kept = {
+            "comparison": comparison,
+            "counted": counted,
+            "ratio_lower": low,
+            "ratio_upper": high,
+        }
         fields = {key: v for view in kinds.VIEWS for key, v in view.point(kept).items()}
         values[name].append(
             ChartPoint(at=at, value=value, paused=paused, baseline=baseline, limit=limit, **fields)

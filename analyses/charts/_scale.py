@@ -42,6 +42,10 @@ class ChartPoint:
     # the steps this evaluation counted (None: no step counted, or no events on that side).
     new_rate: float | None = None
     old_rate: float | None = None
+    # With sequential: the anytime-valid bounds of the new pods' rate over the old pods' after
+    # this evaluation (None: that side not bounded yet), drawn as a band.
+    ratio_lower: float | None = None
+    ratio_upper: float | None = None
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,10 @@ class KindView:
     # The graph point's fields (``charts.ChartPoint``) its history columns give, from a history
     # row's values ("comparison", "counted"): the two sides' medians, or their bad-event rates.
     point: Callable[[Mapping[str, Any]], dict[str, float | None]] = lambda values: {}
+    # Whether its points carry bounds of the new pods' rate over the old pods' (``ratio_lower``,
+    # ``ratio_upper``), drawn as a band in a graph of their own: then the ratio a good release
+    # stays under (the margin), given the metric; None: no such graph.
+    band: Callable[[AnalysisMetric], float] | None = None
     # The history cell's template: what the value in a history row is, for this kind.
     cell: str = "admin/analyses/includes/kinds/value_cell.html"
     # A CSS class of the card's verdict sentence, beside metric-sentence.

@@ -3,6 +3,7 @@ sides' bad-event rates (docs/analysis.md#sequential-judgment-a-false-pause-budge
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,12 +28,29 @@ def _reads(metric: AnalysisMetric) -> tuple[tuple[str, str], ...]:
 
 
 def _point(values: Mapping[str, Any]) -> dict[str, float | None]:
-    # Both sides' bad events per event over the steps the evaluation counted; None where it
-    # counted none.
+    # Both sides' bad events per event over the steps the evaluation counted (None where it
+    # counted none), and the ratio's bounds after it (None where a side has none yet).
+    bounds = {
+        "ratio_lower": _ratio(values.get("ratio_lower")),
+        "ratio_upper": _ratio(values.get("ratio_upper")),
+    }
     sides = sequential.Counted.from_dict(values.get("counted"))
     if sides is None:
-        return {"new_rate": None, "old_rate": None}
-    return {"new_rate": sides.new_rate, "old_rate": sides.old_rate}
+        return {"new_rate": None, "old_rate": None, **bounds}
+    return {"new_rate": sides.new_rate, "old_rate": sides.old_rate, **bounds}
+
+
+def _ratio(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None
+
+
+def _margin(metric: AnalysisMetric) -> float:
+    """Return the ratio a good release stays under: 1 + maxIncrease."""
+    spec = metric.sequential if isinstance(metric.sequential, dict) else {}
+    increase = (spec.get("maxIncrease") or {}).get("percent") or 0
+    return 1 + float(increase) / 100
 
 
 def _rule(metric: AnalysisMetric, needed: float | None) -> SafeString | str:
@@ -74,5 +92,6 @@ VIEW = KindView(
     evidence=True,
     needed=lambda result: result.sequential.needed if result.sequential is not None else None,
     point=_point,
+    band=_margin,
     cell="admin/analyses/includes/kinds/evidence_cell.html",
 )

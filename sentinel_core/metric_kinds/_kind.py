@@ -177,6 +177,9 @@ class Recorded:
     # The row's value and its text when they are not the measurement's (None: its own).
     value: float | None = None
     value_text: str | None = None
+    # The ratio's bounds where the kind has them (sequential), None where a side has none.
+    ratio_lower: float | None = None
+    ratio_upper: float | None = None
 
 
 @dataclass(frozen=True)

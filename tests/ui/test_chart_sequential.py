@@ -1,5 +1,6 @@
 """A sequential metric's charts (docs/analysis.md): its evidence on a log scale, the needed line,
-and under it both sides' bad-event rates from the counts each evaluation stored.
+under it both sides' bad-event rates from the counts each evaluation stored, and under those the
+ratio's bounds as a band.
 
 Parsed SVG, as tests/ui/test_charts.py does: the grid is whole powers of ten, a value ten times
 another sits one decade higher, and the line at the evidence needed is labelled as such; the
@@ -46,7 +47,11 @@ def test_without_evidence_the_scale_stays_linear() -> None:
 
 SEQUENTIAL_METRIC = {
     "name": "errors-vs-old",
-    "sequential": {"bad": 'http_requests_total{code=~"5.."}', "total": "http_requests_total"},
+    "sequential": {
+        "bad": 'http_requests_total{code=~"5.."}',
+        "total": "http_requests_total",
+        "maxIncrease": {"percent": 20},
+    },
 }
 
 
@@ -68,7 +73,9 @@ def test_the_view_draws_both_sides_rates_from_the_counts_each_evaluation_stored(
     assert metric.is_sequential and metric.as_spec()["sequential"]["total"] == "http_requests_total"
     # Three evaluations: two counted a step each, the one between counted none (no whole step).
     stored = [_counted(30, 10), {}, _counted(50, 10)]
-    for index, counted in enumerate(stored):
+    # The ratio's bounds after each: none yet, then both sides, then the upper side only.
+    bounds = [(None, None), (0.712345678, 2.5), (None, 1.23456789)]
+    for index, (counted, (low, high)) in enumerate(zip(stored, bounds, strict=True)):
         at = T0 + timedelta(seconds=30 * index)
         evaluation = Evaluation.objects.create(
             analysis=row, started_at=at, finished_at=at, outcome="Pass"
@@ -79,6 +86,8 @@ def test_the_view_draws_both_sides_rates_from_the_counts_each_evaluation_stored(
             value=1.5 * (index + 1),
             limit=20.0,
             counted=counted,
+            ratio_lower=low,
+            ratio_upper=high,
             verdict="Pass",
         )
 
@@ -100,6 +109,29 @@ def test_the_view_draws_both_sides_rates_from_the_counts_each_evaluation_stored(
         e.text for e in _by_class(rates, "chart-new-label") + _by_class(rates, "chart-old-label")
     ]
     assert labels == ["new pods' bad events 5 %", "old pods' bad events 1 %"]
+
+    # Under the rates, the ratio's bounds as a band: a gap where neither side was bounded, then
+    # one run of two evaluations; the missing lower side runs to the plot's bottom edge. Labels
+    # have six significant digits.
+    assert [(p.ratio_lower, p.ratio_upper) for p in points] == bounds
+    band = _parse(chart.band_svg)
+    assert band.get("data-points") == "2"
+    (polygon,) = _by_class(band, "chart-band")
+    assert polygon.get("data-evaluations") == "2"
+    assert (polygon.get("data-lower"), polygon.get("data-upper")) == ("", "1.23457")
+    corners = [tuple(map(float, c.split(","))) for c in (polygon.get("points") or "").split()]
+    (top_2, top_3, bottom_3, bottom_2) = corners
+    (margin,) = _by_class(band, "chart-band-margin")
+    (one,) = _by_class(band, "chart-band-one")
+    assert margin.get("data-value") == "1.2" and one.get("data-value") == "1"
+    y_margin, y_one = float(margin.get("y1") or 0), float(one.get("y1") or 0)
+    # Up the scale is up the page: 2.5, 1.23456789, the margin 1.2, 1, 0.712345678, the edge.
+    assert top_2[1] < top_3[1] < y_margin < y_one < bottom_2[1] < bottom_3[1]
+    assert top_2[0] == bottom_2[0] < top_3[0] == bottom_3[0]
+    assert [e.text for e in _by_class(band, "chart-band-margin-label")] == ["margin 1.2"]
+    desc = band.find("{http://www.w3.org/2000/svg}desc")
+    assert desc is not None and "0.712346\u20132.5 \u00d7" in (desc.text or "")
+    assert "at most 1.23457 \u00d7" in (desc.text or "")
 
 
 def test_a_rates_graph_without_counted_steps_says_so() -> None:

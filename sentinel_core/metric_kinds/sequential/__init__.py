@@ -83,10 +83,17 @@ def _applies(metric: Any) -> bool:
 
 
 def _recorded(m: Measurement, result: Any) -> Recorded:
-    # The value is the evidence, the limit the evidence needed; the counts have their own column.
+    # The value is the evidence, the limit the evidence needed; the counts have their own column,
+    # and so have the ratio's bounds (the admin's and the notification's band).
     if result is None or result.sequential is None:
         return Recorded()
-    return Recorded(value=result.sequential.evidence, value_text=result.value or "")
+    low, high = result.sequential.bounds()
+    return Recorded(
+        value=result.sequential.evidence,
+        value_text=result.value or "",
+        ratio_lower=low,
+        ratio_upper=high,
+    )
 
 
 KIND = MetricKind(
