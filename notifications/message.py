@@ -60,14 +60,24 @@ def series_of(analysis: Analysis, *, since: datetime) -> tuple[list[render.Serie
 
     A metric whose value is evidence (its kind's view says, ``analyses.kinds``; docs/analysis.md)
     is two panels: its evidence, and under it both sides' bad-event rates in percent over the
-    steps each evaluation counted.
+    steps each evaluation counted; a metric whose view has a band (the sequential kind) one more,
+    the ratio's bounds after each evaluation against its margin.
     """
     evaluations = Evaluation.objects.filter(analysis=analysis, started_at__gte=since)
     pauses = list(evaluations.filter(paused=True).values_list("started_at", flat=True))
     rows = (
         MetricResult.objects.filter(evaluation__in=evaluations)
         .order_by("evaluation__started_at", "id")
-        .values_list("name", "evaluation__started_at", "value", "max_value", "limit", "counted")
+        .values_list(
+            "name",
+            "evaluation__started_at",
+            "value",
+            "max_value",
+            "limit",
+            "counted",
+            "ratio_lower",
+            "ratio_upper",
+        )
     )
     # The baseline (docs/resource.md, maxIncrease) where the history rows have one.
     baselines: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
@@ -77,17 +87,25 @@ def series_of(analysis: Analysis, *, since: datetime) -> tuple[list[render.Serie
         .values_list("name", "evaluation__started_at", "baseline")
     ):
         baselines[name].append((at, base))
-    views = {metric.name: kinds.view_of(metric) for metric in analysis.metrics.all()}
+    metrics = {metric.name: metric for metric in analysis.metrics.all()}
+    views = {name: kinds.view_of(metric) for name, metric in metrics.items()}
+    banded = {name for name, view in views.items() if view.band is not None}
     evidence = {name for name, view in views.items() if view.evidence}
     points: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
     sides: dict[str, list[tuple[datetime, float | None, float | None]]] = defaultdict(list)
+    band: dict[str, list[tuple[datetime, float | None, float | None]]] = defaultdict(list)
     maxima: dict[str, float | None] = {}
-    for name, at, value, max_value, limit, counted in rows:
+    for name, at, value, max_value, limit, counted, low, high in rows:
         points[name].append((at, value))
         # The value of such a metric is its evidence, its limit the evidence needed.
         maxima[name] = limit if name in evidence else max_value
-        if name in evidence:
-            sides[name].append((at, *_percent(views[name].point({"counted": counted}))))
+        if name in evidence or name in banded:
+            kept = {"counted": counted, "ratio_lower": low, "ratio_upper": high}
+            point = views[name].point(kept)
+            if name in evidence:
+                sides[name].append((at, *_percent(point)))
+            if name in banded:
+                band[name].append((at, point.get("ratio_lower"), point.get("ratio_upper")))
     order = list(analysis.metrics.values_list("name", flat=True))
     names = [n for n in order if n in points] + sorted(set(points) - set(order))
     series: list[render.Series] = []
@@ -104,6 +122,11 @@ def series_of(analysis: Analysis, *, since: datetime) -> tuple[list[render.Serie
         if name in evidence:
             label = f"{name}: bad events in % of events, new pods against old pods"
             series.append(render.Series(label, None, (), sides=tuple(sides[name])))
+        band_of = views[name].band if name in banded else None
+        if band_of is not None:
+            margin = band_of(metrics[name])
+            label = f"{name}: new / old pods' error rate, bounds"
+            series.append(render.Series(label, None, (), band=tuple(band[name]), margin=margin))
     return series, pauses
 
 

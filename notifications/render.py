@@ -7,7 +7,8 @@ value in blue, the ``maxValue`` line dashed red with the zone above it shaded, t
 a dashed amber line. One panel per metric, 800 px wide, about 400 px for one metric: readable
 in a chat window without opening it. A sequential metric gets a second panel under its
 evidence: both sides' bad-event rates in percent (``Series.sides``), the new pods solid orange
-and the old pods dashed slate, as in the UI.
+and the old pods dashed slate, as in the UI; and a third: the anytime-valid bounds of the new
+pods' rate over the old pods' as a blue band (``Series.band``) against the margin, dashed red.
 
 The y axis always starts at 0 (or below the lowest value) and ends ``HEADROOM`` above the
 highest of data and ``maxValue``, and the panels sit at fixed fractions of the figure
@@ -39,6 +40,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.dates as mdates
+import matplotlib.ticker as ticker
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -61,6 +63,8 @@ TITLE_PX = 40  # the figure's title
 MARGIN_PX = TITLE_PX + 8
 DPI = 100
 HEADROOM = 1.15
+# A band panel's room above and below its ratios, on its log scale.
+RATIO_ROOM = 1.25
 # Left and right edges of every panel, as fractions of the width.
 LEFT, RIGHT = 0.09, 0.96
 WINDOW = timedelta(hours=1)
@@ -89,13 +93,23 @@ class Series:
     # A sequential metric's rates panel: per sample the new and the old pods' bad events in %
     # of their events over the steps counted (None: none counted); ``points`` is then empty.
     sides: Sequence[tuple[datetime, float | None, float | None]] = field(default_factory=tuple)
+    # A sequential metric's band panel: per sample the anytime-valid bounds of the new pods'
+    # rate over the old pods' (None: that side not bounded yet), against ``margin`` (1 +
+    # maxIncrease); ``points`` is then empty.
+    band: Sequence[tuple[datetime, float | None, float | None]] = field(default_factory=tuple)
+    margin: float | None = None
 
 
 def y_limits(series: Series) -> tuple[float, float]:
     """Return the y axis of a panel: from 0 (or the lowest value) to HEADROOM above the top.
 
-    For evidence: whole powers of ten around the positive values, the needed line and 1.
+    For evidence: whole powers of ten around the positive values, the needed line and 1. For a
+    band: ``RATIO_ROOM`` around the bounds, the margin and 1 (a log scale).
     """
+    if series.margin is not None:
+        ratios = [1.0, series.margin]
+        ratios += [v for _, *pair in series.band for v in pair if _finite(v) and (v or 0) > 0]
+        return min(ratios) / RATIO_ROOM, max(ratios) * RATIO_ROOM
     if series.evidence:
         logs = [
             math.log10(v)
@@ -208,7 +222,7 @@ def _panel(
 ) -> None:
     low, high = y_limits(one)
     ax.set_xlim(start, end)
-    if one.evidence:
+    if one.evidence or one.margin is not None:
         ax.set_yscale("log")
     ax.set_ylim(low, high)
     ax.set_facecolor("white")
@@ -240,7 +254,9 @@ def _panel(
         )
     if one.baseline:
         _line(ax, one.baseline, BASELINE, style=(0, (2, 2)), label="baseline")
-    if one.sides:
+    if one.margin is not None:
+        _band(ax, one, low, high)
+    elif one.sides:
         _line(ax, [(at, new) for at, new, _ in one.sides], NEW, style="solid", label="new pods")
         old = [(at, old) for at, _, old in one.sides]
         _line(ax, old, OLD, style=(0, (6, 4)), label="old pods")
@@ -250,11 +266,40 @@ def _panel(
     ax.legend(
         loc="lower right",
         bbox_to_anchor=(1.0, 1.0),
-        ncol=2,
+        ncol=3 if one.margin is not None else 2,
         fontsize=8,
         frameon=False,
         borderaxespad=0.2,
     )
+
+
+def _band(ax: Axes, one: Series, low: float, high: float) -> None:
+    """Draw the ratio's bounds as a shaded band, the margin and the line of equal rates.
+
+    A side not bounded yet runs to the panel's edge; a sample with neither side leaves a gap.
+    """
+    margin = one.margin if one.margin is not None else 1.0
+    ax.axhline(1.0, color=LABEL, linewidth=1.2, linestyle=(0, (2, 3)), label="same rate")
+    ax.axhline(
+        margin, color=MAX_VALUE, linewidth=2, linestyle=(0, (6, 4)), label=f"margin {margin:.6g}"
+    )
+    # Halving and doubling as plain numbers (0.5, 1, 2), not matplotlib's powers of ten.
+    powers = range(math.ceil(math.log2(low)), math.floor(math.log2(high)) + 1)
+    ax.yaxis.set_major_locator(ticker.FixedLocator([2.0**p for p in powers]))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:.6g}"))
+    ax.yaxis.set_minor_locator(ticker.NullLocator())
+    xs = [at for at, _, _ in one.band]
+    lows = [low if lower is None else lower for _, lower, _ in one.band]
+    highs = [high if upper is None else upper for _, _, upper in one.band]
+    bounded = [lower is not None or upper is not None for _, lower, upper in one.band]
+    if any(bounded):
+        ax.fill_between(
+            xs, lows, highs, where=bounded, color=VALUE, alpha=0.18, linewidth=0, label="bounds"
+        )
+        edges = [(at, lo if b else math.nan) for at, lo, b in zip(xs, lows, bounded, strict=True)]
+        _line(ax, edges, VALUE, style="solid", label="_lower")
+        tops = [(at, hi if b else math.nan) for at, hi, b in zip(xs, highs, bounded, strict=True)]
+        _line(ax, tops, VALUE, style="solid", label="_upper")
 
 
 def _line(

@@ -1,8 +1,10 @@
 """The PNG of a message: size, the maxValue line at its height, the baseline when present, and a
-sequential metric's evidence with both sides' bad-event rates under it."""
+sequential metric's evidence with both sides' bad-event rates under it and the ratio's bounds as
+a band under those."""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -94,22 +96,50 @@ def test_a_sequential_metrics_evidence_is_drawn_on_a_log_scale_with_the_needed_l
     assert rows and min(abs(r - want) for r in rows) <= 2, (rows, want)
 
 
-def test_a_sequential_metrics_rates_panel_draws_both_sides_at_their_height() -> None:
+def test_a_sequential_metrics_rates_and_band_panels_draw_at_their_height() -> None:
     evidence = render.Series("errors", 20.0, samples([1.0, 3.0, 8.0]), evidence=True)
     times = [at for at, _ in samples([None] * 40)]
     rates = render.Series("errors: bad events", None, (), sides=[(at, 3.0, 1.0) for at in times])
     assert render.y_limits(rates) == (0.0, 3.0 * 1.15)
-    image = decode_png(render.chart_png("shop/checkout", [evidence, rates], [], NOW))
-    assert image.size == render.size_px(2)
+    # The ratio's bounds 0.8-2 for the first 20 samples, then none (a gap), against 1.2.
+    bounds = [(at, 0.8, 2.0) if i < 20 else (at, None, None) for i, at in enumerate(times)]
+    band = render.Series("errors: ratio", None, (), band=bounds, margin=1.2)
+    assert render.y_limits(band) == pytest.approx((0.8 / 1.25, 2.0 * 1.25))
+    image = decode_png(render.chart_png("shop/checkout", [evidence, rates, band], [], NOW))
+    assert image.size == render.size_px(3)
     for colour, value, share in ((render.NEW, 3.0, 0.25), (render.OLD, 1.0, 0.1)):
-        want = expected_row(image, value, render.y_limits(rates), 1, 2)
+        want = expected_row(image, value, render.y_limits(rates), 1, 3)
         rows = rows_of_colour(image, colour, share=share)
         assert rows and min(abs(r - want) for r in rows) <= 3, (colour, rows, want)
+    # The band's edges at 0.8 and 2 over the bounded half of the panel, on a log scale, and
+    # the margin's line across it; between the edges the band is shaded, beyond them white.
+    logs = tuple(math.log10(v) for v in render.y_limits(band))
+    blue = rows_of_colour(image, render.VALUE, share=0.2)
+    for value in (0.8, 2.0):
+        want = expected_row(image, math.log10(value), logs, 2, 3)
+        assert min(abs(r - want) for r in blue) <= 3, (value, blue, want)
+    want = expected_row(image, math.log10(1.2), logs, 2, 3)
+    assert min(abs(r - want) for r in rows_of_colour(image, render.MAX_VALUE)) <= 3
+    inside = round(expected_row(image, math.log10(1.5), logs, 2, 3))
+    outside = round(expected_row(image, math.log10(2.4), logs, 2, 3))
+    x_bounded = int((render.LEFT + 0.25 * (render.RIGHT - render.LEFT)) * image.size[0])
+    x_gap = int((render.LEFT + 0.75 * (render.RIGHT - render.LEFT)) * image.size[0])
+    pixels = image.load()
+    assert pixels[x_bounded, inside][:3] != (255, 255, 255)
+    assert pixels[x_bounded, outside][:3] == (255, 255, 255)
+    assert pixels[x_gap, inside][:3] == (255, 255, 255)
 
 
 @pytest.mark.django_db
-def test_the_picture_of_a_sequential_metric_is_its_evidence_and_both_sides_rates() -> None:
-    metric = {"name": "errors-vs-old", "sequential": {"bad": "errors_total", "total": "all_total"}}
+def test_the_picture_of_a_sequential_metric_is_its_evidence_both_sides_rates_and_the_band() -> None:
+    metric = {
+        "name": "errors-vs-old",
+        "sequential": {
+            "bad": "errors_total",
+            "total": "all_total",
+            "maxIncrease": {"percent": 20},
+        },
+    }
     row, _ = mirror.upsert_from_resource(resource(metrics=(metric,)))
     stored = [
         {"newBad": 30.0, "newTotal": 1000.0, "oldBad": 10.0, "oldTotal": 1000.0},
@@ -127,14 +157,19 @@ def test_the_picture_of_a_sequential_metric_is_its_evidence_and_both_sides_rates
             value=2.0,
             limit=20.0,
             counted=counted,
+            ratio_lower=0.9 if index == 0 else None,
+            ratio_upper=2.5,
             verdict="Pass",
         )
     series, pauses = message.series_of(row, since=NOW - render.WINDOW)
     assert [s.name for s in series] == [
         "errors-vs-old",
         "errors-vs-old: bad events in % of events, new pods against old pods",
+        "errors-vs-old: new / old pods' error rate, bounds",
     ]
-    evidence, rates = series
+    evidence, rates, band = series
+    assert band.margin == 1.2 and not band.points
+    assert [pair for _, *pair in band.band] == [[0.9, 2.5], [None, 2.5]]
     assert evidence.evidence and evidence.max_value == 20.0
     assert [v for _, v in evidence.points] == [2.0, 2.0]
     assert rates.max_value is None and not rates.points
