@@ -28,8 +28,9 @@ rollouts of each draw: one SciPy call per evaluation) and a threshold (``maxValu
 normal rate on the new pods' rate over the step, failureLimit 1 and 3). A ``Stated`` design is
 held to a Wilson upper bound of at most alpha + 1 point; the script exits 1 when one is over.
 
-Run (nice: it is long; ``--rows`` picks designs by name, ``--out`` appends each design's JSON line
-as it finishes, ``--table FILE`` prints the table of such lines):
+Run (nice: it is long; ``--rows`` picks designs by name, ``--out`` appends each design's JSON lines
+as it finishes and a rerun skips the designs already there, so shards (``--shard i/n``) may share
+one file; ``--table FILE`` prints the table of such lines):
 ``nice -n 19 .venv/bin/python -m bench.sequential_calibration --out grid.jsonl``.
 """
 
@@ -324,6 +325,17 @@ def _result(raw: dict[str, Any]) -> Result:
     return Result(**raw)
 
 
+def _done(path: str | None) -> set[str]:
+    """Return the designs a file written by ``--out`` already has: a rerun skips them."""
+    if not path:
+        return set()
+    try:
+        with open(path) as lines:
+            return {json.loads(line)["design"] for line in lines if line.strip()}
+    except FileNotFoundError:
+        return set()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--rollouts", type=int, default=1000, help="good rollouts per design")
@@ -334,7 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--shard", default="0/1", help="i/n: only the designs whose row modulo n is i"
     )
-    parser.add_argument("--out", help="append each design's results as JSON lines to this file")
+    parser.add_argument(
+        "--out", help="append each design's results as JSON lines to this file; skip those in it"
+    )
     parser.add_argument("--table", help="print the table of a file written by --out, and exit")
     parser.add_argument("--json", action="store_true", help="print the results as JSON too")
     args = parser.parse_args(argv)
@@ -361,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen:
         print(f"--rows {args.rows!r}: no design's name contains it", file=sys.stderr)
         return 2
+    done = _done(args.out)
+    chosen = [(i, d) for i, d in chosen if d.name not in done]
     started = time.monotonic()
     results: list[Result] = []
     for row, design in chosen:
@@ -368,9 +384,9 @@ def main(argv: list[str] | None = None) -> int:
         found = calibrate(design, row, args.rollouts, args.detected, args.compared, args.seed)
         results += found
         if args.out:
+            # One write of the design's lines: shards may append to the same file.
             with open(args.out, "a") as out:
-                for r in found:
-                    out.write(json.dumps(asdict(r)) + "\n")
+                out.write("".join(json.dumps(asdict(r)) + "\n" for r in found))
         print(f"{design.name}: {time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
     print(table(results))
     print(

@@ -8,6 +8,7 @@ The admin only reads the mirror, so most UI tests build rows directly: ``analysi
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -413,6 +414,11 @@ def every_kind_history(row: Analysis, evaluations: int = 16, *, start: datetime 
                 value = RAW_EVIDENCE * (7 + index) / (6 + evaluations)
                 fields = {"limit": 20.0, "counted": counts if index else {}, "verdict": "Pass"}
                 fields["message"] = SEQUENTIAL_SENTENCE
+                # The ratio's bounds narrowing around 1 as steps add up: none in the first
+                # evaluations, then the upper side, then both (raw floats, as stored).
+                spread = 1 + 3.0 / math.sqrt(index or 1)
+                fields["ratio_upper"] = 1.009 * spread if index >= 2 else None
+                fields["ratio_lower"] = 1.009 / spread if index >= 5 else None
             elif metric.compare:
                 value = 0.0800000000000001 if late else 0.05200000000000001
                 fields = {"comparison": {"newMedian": value, "oldMedian": 0.05000000000000004}}

@@ -17,6 +17,7 @@ tests/ui/test_accessibility.py opens the same pages in a browser (axe, no sidewa
 from __future__ import annotations
 
 import html
+import math
 import re
 import xml.etree.ElementTree as ET
 
@@ -87,7 +88,10 @@ def test_every_kind_s_card_has_the_same_parts_and_says_what_it_shows(
         captions = re.findall(r"<figcaption>(.*?)</figcaption>", card, re.S)
         assert graphs == len(captions) >= 1 and all(c.strip() for c in captions), name
     sequential = cards["errors-vs-old"]
-    assert len(re.findall(r'<figure class="sentinel-graph', sequential)) == 2
+    # Its evidence, both sides' rates, and the ratio's bounds as a band.
+    assert len(re.findall(r'<figure class="sentinel-graph', sequential)) == 3
+    assert '<figure class="sentinel-graph sentinel-band">' in sequential
+    assert 'class="chart-band"' in sequential and 'class="chart-band-margin"' in sequential
     assert "The value at each evaluation, with the baseline" in cards["p99-vs-before"]
 
 
@@ -123,8 +127,8 @@ def test_graph_labels_are_rounded_as_the_tables_are(staff_client: Client) -> Non
         r'<svg xmlns="http://www.w3.org/2000/svg" class="metric-chart.*?</svg>', page, re.S
     )
     svgs = [ET.fromstring(svg) for svg in drawn]
-    # Two graphs of the sequential metric, one of each other metric.
-    assert len(svgs) == 5
+    # Three graphs of the sequential metric, one of each other metric.
+    assert len(svgs) == 6
 
     labels = [text.text or "" for svg in svgs for text in svg.iter(f"{SVG}text")]
     described = [desc.text or "" for svg in svgs for desc in svg.iter(f"{SVG}desc")]
@@ -137,6 +141,13 @@ def test_graph_labels_are_rounded_as_the_tables_are(staff_client: Client) -> Non
     assert f"new pods' bad events {readable(new_rate)} %" in labels
     assert repr(factories.RAW_BASELINE) not in " ".join(labels + described)
     assert repr(new_rate) not in " ".join(labels + described)
+    # The band's: its margin, and the bounds in its words, six digits as well.
+    assert "margin 1.1" in labels
+    last_upper = 1.009 * (1 + 3.0 / math.sqrt(15))
+    assert f"{readable(1.009 / (1 + 3.0 / math.sqrt(15)))}\u2013{readable(last_upper)}" in (
+        " ".join(described)
+    )
+    assert repr(last_upper) not in " ".join(labels + described)
     # The exact values stay on hover and in data attributes, as in the tables' title.
     (baseline,) = [g for svg in svgs for g in svg.iter(f"{SVG}g") if g.get("data-baseline")]
     assert baseline.get("data-baseline") == repr(factories.RAW_BASELINE)
@@ -146,7 +157,7 @@ def test_two_graphs_of_one_card_are_drawn_at_the_same_scale(staff_client: Client
     card = _cards(_page(staff_client, factories.every_kind_analysis()))["errors-vs-old"]
     boxes = re.findall(r'<svg [^>]*viewBox="0 0 (\d+) (\d+)"', card)
     # Shown at the card's width, the same viewBox width means the same text size in both.
-    assert len(boxes) == 2 and boxes[0][0] == boxes[1][0], boxes
+    assert len(boxes) == 3 and len({width for width, _ in boxes}) == 1, boxes
     sizes = set(re.findall(r'font-size="(\d+)"', card))
     assert sizes == {"11"}, sizes
 
