@@ -51,7 +51,9 @@ def render_band_chart(
         f"the old pods', its bounds so far</title>",
         f'<desc id="{ids}-desc">{escape(_description(bounded, margin))}</desc>',
         *_grid(frame),
-        *_level(frame, 1.0, "same rate 1", LABEL, "chart-band-one", "2 3"),
+        # Labels on the left, the margin's above its line and 1's below, as the two lines may
+        # lie close together (pauses, drawn at the newest evaluations, are on the right).
+        *_level(frame, 1.0, "same rate 1", LABEL, "chart-band-one", "2 3", below=True),
         *_level(frame, margin, f"margin {readable(margin)}", BREACH, "chart-band-margin", "6 4"),
         *_band(frame, ordered),
         *draw_rollout(frame, rollout_at),
@@ -100,13 +102,17 @@ def _grid(frame: Frame) -> list[str]:
     return parts
 
 
-def _level(frame: Frame, value: float, label: str, colour: str, css: str, dash: str) -> list[str]:
+def _level(
+    frame: Frame, value: float, label: str, colour: str, css: str, dash: str, *, below: bool = False
+) -> list[str]:
     y = frame.y(value)
     return [
         f'<line class="{css}" data-value="{readable(value)}" x1="{frame.left:.1f}" '
         f'x2="{frame.right:.1f}" y1="{y:.1f}" y2="{y:.1f}" stroke="{colour}" stroke-width="1.5" '
         f'stroke-dasharray="{dash}"/>',
-        svg_text(frame.right - 4, y - 4, label, anchor="end", fill=colour, css=f"{css}-label"),
+        svg_text(
+            frame.left + 4, y + 12 if below else y - 4, label, fill=colour, css=f"{css}-label"
+        ),
     ]
 
 
