@@ -253,6 +253,17 @@ def test_new_pods_with_three_times_the_errors_are_paused(
         assert sum(c[key] for c in counted) == pytest.approx(state[key], rel=1e-6, abs=1e-3), key
     bad = sum(c["newBad"] for c in counted) / sum(c["newTotal"] for c in counted)
     assert bad > 1.5 * sum(c["oldBad"] for c in counted) / sum(c["oldTotal"] for c in counted)
+    # Each history row keeps the ratio's bounds after its evaluation (the admin's band): one of
+    # them is the status's, and where both sides are bounded the lower is under the upper.
+    bounds = [
+        (row["ratio_lower"], row["ratio_upper"])
+        for evaluation in seq_operator.evaluations(namespace, "bad")
+        for row in evaluation["metric_results"]
+    ]
+    assert any(
+        low is not None and low == pytest.approx(state["ratioLower"], rel=1e-3) for low, _ in bounds
+    ), (bounds, state["ratioLower"])
+    assert all(low < high for low, high in bounds if low is not None and high is not None)
 
 
 def test_a_histogram_without_the_boundary_is_an_invalid_query_naming_those_it_has(
