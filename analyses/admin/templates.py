@@ -350,6 +350,8 @@ def _uses(request: HttpRequest) -> _Uses:
     """Return which live analyses the user may see name which template (their spec.templates)."""
     found: _Uses = {}
     live = access.visible(request.user, Analysis.objects.live()).order_by("namespace", "name")
+    # Only the rows that name templates are read (specs and statuses are the heavy columns).
+    live = live.filter(spec__has_key="templates")
     for analysis in live.only("pk", "namespace", "name", "spec", "status"):
         for ref in (analysis.spec or {}).get("templates") or []:
             if not isinstance(ref, dict) or not ref.get("name"):
