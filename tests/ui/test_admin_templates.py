@@ -16,11 +16,13 @@ import yaml
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
+from pytest_django.fixtures import Settings
 
 from analyses import mirror
 from analyses.models import Analysis
 from testkit.devcluster import DevCluster
 from testkit.manifests import ra_manifest
+from tests.api.authz_setup import use_mode
 from tests.ui import factories
 
 pytestmark = pytest.mark.django_db
@@ -76,7 +78,11 @@ def _user_of(cluster: DevCluster, namespace: str, template: str) -> Analysis:
 
 
 def test_templates_listed_shown_with_their_users_and_edited_in_the_cluster(
-    staff_client: Client, viewer_client: Client, ui_cluster: DevCluster, namespace: str
+    staff_client: Client,
+    viewer_client: Client,
+    ui_cluster: DevCluster,
+    namespace: str,
+    settings: Settings,
 ) -> None:
     cluster_name = f"errors-{namespace}"
     _apply(
@@ -178,6 +184,12 @@ def test_templates_listed_shown_with_their_users_and_edited_in_the_cluster(
         ]
         assert 'service="checkout"' in rows[0].reads
         assert 'id="resolved-metrics"' in page.content.decode()
+
+        # With SENTINEL_AUTHZ=kubernetes the cluster's RBAC decides, not the superuser flag:
+        # bound to nothing, the superuser reads the cluster template and may not edit it.
+        use_mode(settings, "kubernetes")
+        assert staff_client.get(url).context["form"] is None
+        assert staff_client.post(url, {"spec": edited}).status_code == 403
     finally:
         ui_cluster.kubectl("delete", "cratmpl", cluster_name, "--ignore-not-found")
 
