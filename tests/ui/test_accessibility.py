@@ -35,6 +35,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import yaml
 from django.conf import settings as django_settings
 from django.contrib.auth.models import User
 from django.test import Client
@@ -123,6 +124,69 @@ def _open_the_api_docs(page: Page) -> None:
     expect(page.locator(".opblock .btn.execute").first).to_be_visible()
 
 
+def _refuse_template(page: Page) -> None:
+    """Save a template's spec that is not YAML."""
+    page.fill("#id_spec", "metrics: [")
+    page.click("#template-save")
+
+
+# The templates the template pages show, in the session's devcluster (applied idempotently:
+# the test runs once per theme).
+TEMPLATE_NAMESPACE = "ui-axe"
+CLUSTER_TEMPLATE = "ui-axe-errors"
+
+
+def _templates(cluster: DevCluster) -> dict[str, Any]:
+    """Apply a cluster template and a namespaced one; mirror an analysis using the first."""
+    spec = {
+        "description": "Share of 5xx responses.",
+        "args": [{"name": "service", "description": "the service label"}],
+        "metrics": [
+            {
+                "name": "error-rate",
+                "query": 'sum(rate(http_requests_total{service="{{ args.service }}"}[5m]))',
+                "maxValue": 0.01,
+            }
+        ],
+    }
+    group = "sentinel.example.com/v1alpha1"
+    objects = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TEMPLATE_NAMESPACE}},
+        {
+            "apiVersion": group,
+            "kind": "ClusterRolloutAnalysisTemplate",
+            "metadata": {"name": CLUSTER_TEMPLATE},
+            "spec": spec,
+        },
+        {
+            "apiVersion": group,
+            "kind": "RolloutAnalysisTemplate",
+            "metadata": {"name": "latency", "namespace": TEMPLATE_NAMESPACE},
+            "spec": {**spec, "interval": "1m"},
+        },
+    ]
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
+    status = factories.status(values=[("error-rate", "0.002", 0.01, "Pass")])
+    status["templates"] = [{"name": CLUSTER_TEMPLATE, "clusterScope": True, "generation": 1}]
+    status["resolvedMetrics"] = [
+        {
+            "name": "error-rate",
+            "query": 'sum(rate(http_requests_total{service="checkout"}[5m]))',
+            "maxValue": 0.01,
+            "template": {"name": CLUSTER_TEMPLATE, "clusterScope": True},
+        },
+        {"name": "p99-latency", "query": "up", "maxValue": 0.25},
+    ]
+    templated = factories.analysis("templated", namespace=TEMPLATE_NAMESPACE, status_=status)
+    spec_uses = {"templates": [{"name": CLUSTER_TEMPLATE, "clusterScope": True}]}
+    Analysis.objects.filter(pk=templated.pk).update(spec={**templated.spec, **spec_uses})
+    return {
+        "cratmpl": CLUSTER_TEMPLATE,
+        "tmpl_namespace": TEMPLATE_NAMESPACE,
+        "templated": templated.pk,
+    }
+
+
 def _fail_to_sign_in(page: Page) -> None:
     page.fill("#id_username", "platform")
     page.fill("#id_password", "not the password")
@@ -180,6 +244,23 @@ PAGES: tuple[AxePage, ...] = (
         "backtest job, finished, with its graphs",
         "/admin/analyses/analysis/{paused}/backtest/{backtest}/",
         ready="#backtest-rollouts",
+    ),
+    AxePage("templates", "/admin/analyses/analysis/templates/", ready="#cluster-templates"),
+    AxePage(
+        "cluster template, its users, its spec form",
+        "/admin/analyses/analysis/templates/cluster/{cratmpl}/",
+        ready="#template-form",
+    ),
+    AxePage(
+        "namespaced template, its spec refused",
+        "/admin/analyses/analysis/templates/namespaced/{tmpl_namespace}/latency/",
+        ready=".form-row.errors .errorlist",
+        then=_refuse_template,
+    ),
+    AxePage(
+        "analysis detail, metrics from templates",
+        "/admin/analyses/analysis/{templated}/change/",
+        ready="#resolved-metrics",
     ),
     AxePage("API token list", "/admin/accounts/apitoken/", ready="#result_list"),
     AxePage("API token change", "/admin/accounts/apitoken/{token}/change/"),
@@ -325,10 +406,16 @@ def describe(violations: list[dict[str, Any]]) -> list[str]:
 @pytest.mark.parametrize("theme", list(THEMES))
 @pytest.mark.slow
 def test_every_page_has_no_axe_violations(
-    theme: str, live_server: LiveServer, superuser: User
+    theme: str,
+    live_server: LiveServer,
+    superuser: User,
+    ui_cluster: DevCluster,
+    settings: Settings,
 ) -> None:
     assert AXE.is_file(), f"{AXE} is missing: run `make test` (or `npm ci`) first"
-    ids = _seed()
+    # The template pages read the cluster (templates have no mirror).
+    settings.SENTINEL_KUBECONFIG = str(ui_cluster.kubeconfig)
+    ids = {**_seed(), **_templates(ui_cluster)}
     cookie = _session_cookie(superuser, live_server)
 
     failures: list[str] = []
