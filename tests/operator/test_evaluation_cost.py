@@ -309,8 +309,10 @@ def test_an_analysis_made_of_templates_costs_one_kube_request_too(
         assert result_of(reconciler.reconcile(namespace, "ra")) == Result.EVALUATED
         row = Analysis.objects.get(namespace=namespace, name="ra")
 
+        first_seen: list[dict[str, Any] | None] = []
         for step in ("steady", "edited"):
             cached = _snapshot(kube_cluster, namespace, row.uid)
+            first_seen.append(cached["templates"][0]["template"])
             assert [t["template"] is not None for t in cached["templates"]] == [True, True]
             fault_proxy.reset()
             requests_before, _ = _pool_counts(client)
@@ -334,6 +336,18 @@ def test_an_analysis_made_of_templates_costs_one_kube_request_too(
                 content_type=kube.MERGE_PATCH,
             )
         assert status["resolvedMetrics"][0]["maxValue"] == 0.6
+
+        # A template cache behind the status (generation 1 where the status says 2): that
+        # template is read from the API server, not resolved from the older copy.
+        cached = _snapshot(kube_cluster, namespace, row.uid)
+        cached["templates"][0]["template"] = first_seen[0]
+        requests_before, _ = _pool_counts(client)
+        assert result_of(reconciler.reconcile(namespace, "ra", uid=row.uid, cached=cached)) == (
+            Result.EVALUATED
+        )
+        assert _pool_counts(client)[0] - requests_before == KUBE_REQUESTS + 1
+        status = client.request("GET", kube.analysis_path(namespace, "ra"))["status"]
+        assert {t["name"]: t["generation"] for t in status["templates"]}["first"] == 2
     finally:
         with contextlib.suppress(kube.NotFound):
             client.request("DELETE", f"{shared}/{shared_name}")
