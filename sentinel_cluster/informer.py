@@ -35,8 +35,11 @@ Key = tuple[str, str]
 
 # Server-side watch timeout, as the analysis watch's.
 WATCH_TIMEOUT_SECONDS = 60
-# Objects per list page: the most whole objects a relist holds at once.
-LIST_PAGE = 500
+# Objects per list page: the most whole objects a relist holds at once. Not client-go's 500:
+# Python's allocator keeps a decoded page's memory wherever a kept (stripped) object landed
+# among it, so about a page stays resident per listing thread; 100 takes five times the list
+# requests, made only when a cache (re)lists (docs/performance.md#reads-from-caches).
+LIST_PAGE = 100
 # A collection the cluster does not serve is asked for again this often.
 ABSENT_RETRY = 60.0
 _ERROR_INTERVAL = 1.0
