@@ -55,8 +55,8 @@ def newest_replicaset_created(
     has not created the new ReplicaSet yet, or a rollback went back to an old one (whose
     creation time is not when this rollout began); the caller then takes "now".
 
-    A cluster that serves no ReplicaSets (devcluster, which plays no controllers) answers 404:
-    that is "none", not an error. Any other API error is raised as the ``KubeError`` it is.
+    A cluster that serves no ReplicaSets answers 404: that is "none", not an error. Any other
+    API error is raised as the ``KubeError`` it is.
     """
     owned = [
         (moment, item)

@@ -201,7 +201,7 @@ class Reconciler:
                 return Unreadable(namespace, name, exc, started, self._now())
 
         try:
-            resolution = templating.resolve_object(self.client, raw)
+            resolution = templating.resolve_object(self.client, raw, reads.templates)
         except kube.KubeError as exc:
             return Unreadable(namespace, name, exc, started, self._now())
         resource = _resolved_resource(raw, resolution)
@@ -519,6 +519,8 @@ class _Reads:
     target: dict[str, Any] | None = None
     target_key: tuple[str, str] | None = None
     owned: tuple[dict[str, Any], ...] | None = None
+    # The templates the analysis names, as the caches held them (templating.resolve_object).
+    templates: tuple[dict[str, Any], ...] | None = None
     cached: bool = False
 
     @classmethod
@@ -533,11 +535,13 @@ class _Reads:
         ):
             return cls()
         target, owned = snapshot.get("target"), snapshot.get("owned")
+        templates = snapshot.get("templates")
         return cls(
             analysis=analysis,
             target=target if isinstance(target, dict) else None,
             target_key=(str(snapshot.get("kind")), str(snapshot.get("name"))),
             owned=tuple(owned) if isinstance(owned, list) else None,
+            templates=tuple(dict(t) for t in templates) if isinstance(templates, list) else None,
             cached=True,
         )
 
