@@ -452,7 +452,12 @@ def test_the_backtest_replays_the_live_verdicts_of_a_deployment_and_a_statefulse
         # Three evaluations of the good one: the third is the first with minSamples 3 of the
         # new pod's samples in compare's lookback (30 s at 10 s); web's story stays the longer.
         after(db, 3, set_db_image(3))  # the latency and error regression
-        after(db, 2)  # paused
+        # Paused at its second evaluation by the threshold; at the third, compare and
+        # sequential fail too (compare's third sample of the new pod).
+        after(db, 3)
+        # The replay of this last rollout runs until the backtest's now: not before the
+        # replayed instant of its last live evaluation.
+        db.before_next_rollout(db.rows())
 
     # The two stories at once, each change right after its own analysis's evaluation.
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -498,6 +503,19 @@ def test_the_backtest_replays_the_live_verdicts_of_a_deployment_and_a_statefulse
     # db: revisions 1 (before the analysis), 2 good, 3 latency.
     assert [r["wouldPauseAt"] is None for r in db_result["rollouts"]] == [True, True, False]
     assert db_result["rollouts"][2]["evaluation"] == FAILURE_LIMIT
+    # compare and sequential failed live on db 3, each against db-0's first revision.
+    failed = {m["name"] for row in db_live for m in row["metric_results"] if m["verdict"] == "Fail"}
+    assert failed == {"latency", "new-vs-old", "errors"}
+    since = parse_time(db_result["rollouts"][2]["startedAt"]) + timedelta(seconds=1)
+    comparisons = [
+        json.loads(m["comparison"])
+        for row in db_live
+        if _when(row) >= since
+        for m in row["metric_results"]
+        if m["name"] == "new-vs-old" and m["comparison"] not in ("", "{}")
+    ]
+    first_revision = db_result["rollouts"][0]["hash"]
+    assert comparisons and {tuple(c["oldHashes"]) for c in comparisons} == {(first_revision,)}
     _assert_replay_is_live(db_result, db_live, until, sequential=frozenset({"errors"}))
 
     # A tighter error threshold: good version 2 (3 % errors) would have been paused too.
