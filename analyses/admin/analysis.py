@@ -378,6 +378,11 @@ class AnalysisAdmin(admin.ModelAdmin):
                 name="analyses_analysis_evaluate",
             ),
             path(
+                "backtest/<int:job_id>/",
+                site.admin_view(self._backtest_draft),
+                name="analyses_analysis_backtest_draft",
+            ),
+            path(
                 "<path:object_id>/backtest/",
                 site.admin_view(require_POST(self._backtest)),
                 name="analyses_analysis_backtest",
@@ -404,6 +409,9 @@ class AnalysisAdmin(admin.ModelAdmin):
 
     def _backtest_job(self, request: HttpRequest, object_id: str, job_id: int) -> HttpResponse:
         return backtest.page(self, request, object_id, str(job_id))
+
+    def _backtest_draft(self, request: HttpRequest, job_id: int) -> HttpResponse:
+        return backtest.draft_page(self, request, job_id)
 
     def _resume(self, request: HttpRequest, object_id: str) -> HttpResponse:
         return views.resume(self, request, object_id)
@@ -476,8 +484,9 @@ class AnalysisAdmin(admin.ModelAdmin):
             if refused:
                 pairs = [(field, line) for field, lines in refused.items() for line in lines]
                 raise _ClusterRefusedSave(place_all(pairs, metric_forms))
-            if change and TRY_DRAFT in request.POST:
-                # Validated as a save would be (edit rights, the allow-list), then not saved.
+            if TRY_DRAFT in request.POST:
+                # Validated as a save would be (edit or create rights, the allow-list), then
+                # not saved: the edit form's draft, or the add form's of an analysis to come.
                 raise _TriedDraft(backtest.start_draft(request, obj, spec.to_dict()))
             if change:
                 row = services.update_analysis(obj, spec)

@@ -15,7 +15,8 @@ sideways: everything fits the window.
 
 The dark detail page is saved to var/screenshots/analysis-detail-dark.png on every run, and the
 page of every metric kind, light and dark, to analysis-kinds-{light,dark}.png, a finished
-backtest job's page (light) to backtest-job.png (the copies in docs/screenshots/ are refreshed
+backtest job's page (light) to backtest-job.png, the add form with a draft to try on past
+rollouts (light) to backtest-try.png (the copies in docs/screenshots/ are refreshed
 from them by hand, like test_browser's).
 
 A second test drives the detail page with the keyboard alone (``keyboard.press``): it edits and
@@ -70,6 +71,11 @@ DARK_SCREENSHOT = REPO_ROOT / "var" / "screenshots" / "analysis-detail-dark.png"
 KINDS_SCREENSHOT = str(REPO_ROOT / "var" / "screenshots" / "analysis-kinds-{}.png")
 BACKTEST_SCREENSHOT = REPO_ROOT / "var" / "screenshots" / "backtest-job.png"
 BACKTEST_RESULT = REPO_ROOT / "tests" / "ui" / "backtest_result.json"
+TRY_SCREENSHOT = REPO_ROOT / "var" / "screenshots" / "backtest-try.png"
+LATENCY_QUERY = (
+    "histogram_quantile(0.99, sum by (le) "
+    '(rate(http_request_duration_seconds_bucket{app="checkout"}[5m])))'
+)
 # A selector visible once the API docs page rendered (it renders in script).
 API_DOCS_READY = ".swagger-ui .opblock"
 # A laptop's window: no page may be wider than this (no sideways scrolling).
@@ -111,6 +117,20 @@ def _refuse_compare(page: Page) -> None:
     page.fill("#id_metrics-0-compare_confidence", "0.5")
     page.fill("#id_metrics-0-compare_lookback", "soon")
     page.click("input[name=_save]")
+
+
+def _try_a_draft(page: Page) -> None:
+    """Fill the add form with an analysis to come, up to its *Try on past rollouts* button;
+    in the light theme, picture it (docs/backtest.md)."""
+    page.fill("#id_namespace", "shop")
+    page.fill("#id_name", "checkout-guard")
+    page.fill("#id_target_name", "checkout")
+    page.fill("#id_metrics-0-name", "p99-latency")
+    page.fill("#id_metrics-0-query", LATENCY_QUERY)
+    page.fill("#id_metrics-0-max_value", "0.25")
+    if page.evaluate("() => window.localStorage.getItem('theme')") == "light":
+        TRY_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(TRY_SCREENSHOT), full_page=True)
 
 
 def _open_the_api_docs(page: Page) -> None:
@@ -239,6 +259,12 @@ PAGES: tuple[AxePage, ...] = (
         "/admin/analyses/analysis/add/",
         ready=".field-compare_confidence .errorlist",
         then=_refuse_compare,
+    ),
+    AxePage(
+        "analysis add form, a draft to try on past rollouts",
+        "/admin/analyses/analysis/add/",
+        ready="#try-draft",
+        then=_try_a_draft,
     ),
     AxePage(
         "backtest job, finished, with its graphs",
