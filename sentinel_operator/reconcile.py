@@ -64,7 +64,6 @@ from sentinel_core.decision import Decision, Observation, after_conflict, decide
 from sentinel_core.kinds import KINDS
 from sentinel_core.measurement import Measurement
 from sentinel_core.metric_kinds import Situation, kind_of
-from sentinel_core.pause_record import read_record
 from sentinel_core.pause_upgrade import adoption_patch
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.spec import AnalysisSpec
@@ -77,6 +76,7 @@ from sentinel_core.workload_kinds import (
     kind_named,
     next_revision_rollout,
     next_rollout,
+    read_record,
 )
 from sentinel_operator import sealing, templating
 from sentinel_operator.history import Attempt

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sentinel_core.pause_record import ON_DELETE, PauseRecord, strategy_type
+from sentinel_core.pause_record import ON_DELETE, PauseRecord, RecordState, strategy_type
 from sentinel_core.values import integer
 
 Workload = Mapping[str, Any]
@@ -61,6 +61,10 @@ class WorkloadKind:
     hold: Callable[[Workload], tuple[SpecChange, Kept]]
     # What a further pause of a target a trusted record already holds sends again.
     rehold: Callable[[], SpecChange]
+    # The pause record checked against the workload it sits on (HELD, STALE or UNTRUSTED), once
+    # its values are read: the workload, the record's annotations, the holders it names, and
+    # whether the target was held before the first pause.
+    trust: Callable[[Workload, Mapping[str, str], tuple[str, ...], bool], PauseRecord]
     # What its controller rolls out, from the workload and the hashes of the ControllerRevisions
     # it owns (highest ``revision`` first); None for a kind whose rollouts are read otherwise
     # (a Deployment: its pod template's hash and its ReplicaSets).
@@ -71,6 +75,11 @@ class WorkloadKind:
     # The key of one of its revision objects (a ControllerRevision, a Deployment's ReplicaSet)
     # as its pods are labelled; "" when the object carries none.
     revision_key: Callable[[Workload], str] = lambda item: ""
+    # The record's annotations a pause that changed the workload keeps of what it changed
+    # (``pause_record.KEPT_KEYS``: none for a Deployment, whose paused-before says it all).
+    kept_keys: tuple[str, ...] = ()
+    # Why those annotations' values cannot be read ("" when they can).
+    kept_problem: Callable[[Mapping[str, str]], str] = lambda present: ""
 
 
 def nothing() -> SpecChange:
@@ -81,6 +90,18 @@ def nothing() -> SpecChange:
 def held_on_delete(workload: Workload) -> bool:
     """Return whether a StatefulSet or DaemonSet is held by its ``OnDelete`` strategy."""
     return strategy_type(workload) == ON_DELETE
+
+
+def held_by_on_delete(workload: Workload, holders: tuple[str, ...]) -> PauseRecord:
+    """Return the record of a pause on a StatefulSet or DaemonSet a person held by ``OnDelete``.
+
+    The pause changed nothing, so only the strategy tells whether the hold is still there.
+    """
+    if not held_on_delete(workload):
+        return PauseRecord(
+            RecordState.STALE, problem="its strategy was switched by hand", named=holders
+        )
+    return PauseRecord(RecordState.HELD, holders, True, None, named=holders)
 
 
 def caught_up(workload: Workload) -> bool:

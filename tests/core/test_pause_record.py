@@ -23,7 +23,7 @@ from sentinel_core.conditions import Annotation, ConditionType, EventReason, Rea
 from sentinel_core.decision import Observation, decide
 from sentinel_core.kinds import DAEMON_SET, DEPLOYMENT, KINDS, STATEFUL_SET
 from sentinel_core.measurement import Measurement
-from sentinel_core.pause_record import RecordState, read_record
+from sentinel_core.pause_record import RecordState
 from sentinel_core.spec import parse_spec
 from sentinel_core.status import AnalysisStatus, Condition
 from sentinel_core.workload_kinds import (
@@ -32,6 +32,7 @@ from sentinel_core.workload_kinds import (
     TargetState,
     clean_up_patch,
     pause_patch,
+    read_record,
     release_patch,
 )
 

@@ -6,7 +6,7 @@ The reconciler hashes its ``spec.template`` with ``template_hash`` and asks ``ne
 
 from sentinel_core.kinds import DEPLOYMENT
 from sentinel_core.workload_kinds._kind import WorkloadKind, labelled
-from sentinel_core.workload_kinds.deployment._pause import held, hold, rehold
+from sentinel_core.workload_kinds.deployment._pause import held, hold, rehold, trust
 from sentinel_core.workload_kinds.deployment._rollout import next_rollout, template_hash
 
 KIND = WorkloadKind(
@@ -14,6 +14,7 @@ KIND = WorkloadKind(
     held=held,
     hold=hold,
     rehold=rehold,
+    trust=trust,
     # A ReplicaSet's copy of the pod template carries the label the controller adds.
     revision_key=labelled("pod-template-hash"),
 )
