@@ -10,14 +10,14 @@ a kind's package imports its private modules (an import-linter contract); docs/a
 ("Adding a target kind") says which files a new kind touches.
 """
 
-from sentinel_core.workload_kinds._kind import ControllerRevisions, WorkloadKind
-from sentinel_core.workload_kinds._record import read_record
-from sentinel_core.workload_kinds._registry import KINDS, kind_named
-from sentinel_core.workload_kinds._rollout import (
-    controller_revisions,
-    is_new,
+from sentinel_core.workload_kinds._kind import (
+    ControllerRevisions,
+    WorkloadKind,
     next_revision_rollout,
 )
+from sentinel_core.workload_kinds._record import read_record
+from sentinel_core.workload_kinds._registry import KINDS, kind_named
+from sentinel_core.workload_kinds._rollout import controller_revisions, is_new
 from sentinel_core.workload_kinds._target import (
     PauseTarget,
     Release,
@@ -30,10 +30,17 @@ from sentinel_core.workload_kinds._target import (
     paused_by_of,
     release_patch,
 )
-from sentinel_core.workload_kinds.deployment import next_rollout, template_hash
+from sentinel_core.workload_kinds.deployment import (
+    TEMPLATE_HASH,
+    next_rollout,
+    replicaset_template_hash,
+    template_hash,
+    workload_template_hash,
+)
 
 __all__ = [
     "KINDS",
+    "TEMPLATE_HASH",
     "ControllerRevisions",
     "PauseTarget",
     "Release",
@@ -52,5 +59,7 @@ __all__ = [
     "paused_by_of",
     "read_record",
     "release_patch",
+    "replicaset_template_hash",
     "template_hash",
+    "workload_template_hash",
 ]

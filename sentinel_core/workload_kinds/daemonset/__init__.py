@@ -2,7 +2,7 @@
 ControllerRevision it owns (docs/status.md#pausing-each-kind)."""
 
 from sentinel_core.kinds import DAEMON_SET
-from sentinel_core.workload_kinds._kind import WorkloadKind, labelled, nothing
+from sentinel_core.workload_kinds._kind import WorkloadKind, labelled, nothing, revision_rollout
 from sentinel_core.workload_kinds.daemonset._pause import KEPT_KEYS, held, hold, kept_problem, trust
 from sentinel_core.workload_kinds.daemonset._revisions import revisions
 
@@ -12,6 +12,7 @@ KIND = WorkloadKind(
     hold=hold,
     rehold=nothing,
     trust=trust,
+    rollout=revision_rollout,
     revisions=revisions,
     lists_revisions=True,
     revision_key=labelled("controller-revision-hash"),

@@ -2,7 +2,7 @@
 is a new ``updateRevision`` in its status (docs/status.md#pausing-each-kind)."""
 
 from sentinel_core.kinds import STATEFUL_SET
-from sentinel_core.workload_kinds._kind import WorkloadKind, named, nothing
+from sentinel_core.workload_kinds._kind import WorkloadKind, named, nothing, revision_rollout
 from sentinel_core.workload_kinds.statefulset._pause import (
     KEPT_KEYS,
     held,
@@ -18,6 +18,7 @@ KIND = WorkloadKind(
     hold=hold,
     rehold=nothing,
     trust=trust,
+    rollout=revision_rollout,
     revisions=revisions,
     # Its pods are labelled with their ControllerRevision's name.
     revision_key=named,
