@@ -12,6 +12,8 @@ docs/architecture.md ("Adding a metric kind") lists the files a new kind touches
 
 from __future__ import annotations
 
+from django.db.models import Q
+
 from analyses.kinds import compare, sequential, threshold
 from analyses.kinds._view import HistoryColumn, KindView
 from analyses.models import AnalysisMetric, MetricResult
@@ -29,6 +31,18 @@ WORDS: dict[str, str] = {tag: words for view in VIEWS for tag, words in view.wor
 COLUMNS: tuple[HistoryColumn, ...] = tuple(column for view in VIEWS for column in view.columns)
 
 
+def evidence_metrics() -> Q:
+    """Return the filter of the mirror's metrics (``AnalysisMetric``) whose value is evidence.
+
+    The database's side of ``KindView.evidence``: each such kind's ``spec_column`` filled in.
+    """
+    found = Q(pk__in=[])  # no metric, while no kind's value is evidence
+    for view in VIEWS:
+        if view.evidence:
+            found |= ~Q(**{view.spec_column: {}})
+    return found
+
+
 def view_of(metric: AnalysisMetric) -> KindView:
     """Return the view of a metric of the spec (a mirror row)."""
     return next((view for view in VIEWS[1:] if view.claims(metric)), VIEWS[0])
@@ -39,4 +53,13 @@ def view_of_result(result: MetricResult) -> KindView:
     return next((view for view in VIEWS[1:] if view.kept(result)), VIEWS[0])
 
 
-__all__ = ["COLUMNS", "VIEWS", "WORDS", "HistoryColumn", "KindView", "view_of", "view_of_result"]
+__all__ = [
+    "COLUMNS",
+    "VIEWS",
+    "WORDS",
+    "HistoryColumn",
+    "KindView",
+    "evidence_metrics",
+    "view_of",
+    "view_of_result",
+]

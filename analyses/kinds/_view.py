@@ -68,3 +68,7 @@ class KindView:
     sentence_class: str = ""
     # The history columns it keeps of its own, each a field of the REST API's metric results.
     columns: tuple[HistoryColumn, ...] = ()
+    # The mirror's column (``AnalysisMetric``) holding its part of the spec, filled in exactly
+    # for a metric of this kind, for a database query to tell its metrics ("" for the kind
+    # that takes the rest).
+    spec_column: str = ""

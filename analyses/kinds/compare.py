@@ -68,4 +68,5 @@ VIEW = KindView(
     cell="admin/analyses/includes/kinds/medians_cell.html",
     sentence_class="metric-comparison",
     columns=(COMPARISON,),
+    spec_column="compare",
 )

@@ -110,4 +110,5 @@ VIEW = KindView(
     point=_point,
     cell="admin/analyses/includes/kinds/evidence_cell.html",
     columns=(COUNTED,),
+    spec_column="sequential",
 )
