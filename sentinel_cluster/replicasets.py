@@ -1,10 +1,11 @@
 """Read a Deployment's ReplicaSets: when its rollout began, and which pods are new and old.
 
-The reconciler calls ``newest_replicaset_created`` only when the target's pod template changed
-(docs/resource.md, ``beforeRollout``), and ``compared_hashes`` once per evaluation of an analysis
-with a ``compare`` metric (docs/analysis.md). Each is one list of the namespace's ReplicaSets by the
-Deployment's label selector, kept to those the Deployment owns. RBAC: ``list`` on
-``apps/replicasets``.
+``newest_replicaset_created`` is ``sentinel_cluster.revisions.revision_created`` for a
+Deployment, which the reconciler calls when the kind's ``rollout`` asks: only when the target's
+pod template changed (docs/resource.md, ``beforeRollout``). The reconciler calls
+``compared_hashes`` once per evaluation of an analysis with a ``compare`` metric
+(docs/analysis.md). Each is one list of the namespace's ReplicaSets by the Deployment's label
+selector, kept to those the Deployment owns. RBAC: ``list`` on ``apps/replicasets``.
 """
 
 from __future__ import annotations
