@@ -64,10 +64,12 @@ def series_of(analysis: Analysis, *, since: datetime) -> tuple[list[render.Serie
     """
     evaluations = Evaluation.objects.filter(analysis=analysis, started_at__gte=since)
     pauses = list(evaluations.filter(paused=True).values_list("started_at", flat=True))
+    # The history columns the kinds keep of their own, which their views' points read.
+    columns = [column.name for column in kinds.COLUMNS]
     rows = (
         MetricResult.objects.filter(evaluation__in=evaluations)
         .order_by("evaluation__started_at", "id")
-        .values_list("name", "evaluation__started_at", "value", "max_value", "limit", "counted")
+        .values_list("name", "evaluation__started_at", "value", "max_value", "limit", *columns)
     )
     # The baseline (docs/resource.md, maxIncrease) where the history rows have one.
     baselines: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
@@ -82,12 +84,13 @@ def series_of(analysis: Analysis, *, since: datetime) -> tuple[list[render.Serie
     points: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
     sides: dict[str, list[tuple[datetime, float | None, float | None]]] = defaultdict(list)
     maxima: dict[str, float | None] = {}
-    for name, at, value, max_value, limit, counted in rows:
+    for name, at, value, max_value, limit, *own in rows:
         points[name].append((at, value))
         # The value of such a metric is its evidence, its limit the evidence needed.
         maxima[name] = limit if name in evidence else max_value
         if name in evidence:
-            sides[name].append((at, *_percent(views[name].point({"counted": counted}))))
+            kept = dict(zip(columns, own, strict=True))
+            sides[name].append((at, *_percent(views[name].point(kept))))
     order = list(analysis.metrics.values_list("name", flat=True))
     names = [n for n in order if n in points] + sorted(set(points) - set(order))
     series: list[render.Series] = []

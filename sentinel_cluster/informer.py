@@ -24,9 +24,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypedDict
 
 from sentinel_cluster import kube
-from sentinel_cluster.replicasets import TEMPLATE_HASH, replicaset_template_hash
 from sentinel_core import backoff
-from sentinel_core.workload_kinds import template_hash
+from sentinel_core.workload_kinds import TEMPLATE_HASH, replicaset_template_hash, template_hash
 
 log = logging.getLogger(__name__)
 

@@ -54,17 +54,12 @@ from analyses import mirror
 from notifications import store as notifications
 from sentinel_cluster import kube, revisions, writes
 from sentinel_cluster.informer import Snapshot
-from sentinel_cluster.replicasets import (
-    compared_hashes,
-    newest_replicaset_created,
-    workload_template_hash,
-)
+from sentinel_cluster.replicasets import compared_hashes
 from sentinel_core.conditions import ConditionType
 from sentinel_core.decision import Decision, Observation, after_conflict, decide
 from sentinel_core.kinds import KINDS
 from sentinel_core.measurement import Measurement
 from sentinel_core.metric_kinds import Situation, kind_of
-from sentinel_core.pause_record import read_record
 from sentinel_core.pause_upgrade import adoption_patch
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.spec import AnalysisSpec
@@ -75,8 +70,7 @@ from sentinel_core.workload_kinds import (
     ControllerRevisions,
     TargetState,
     kind_named,
-    next_revision_rollout,
-    next_rollout,
+    read_record,
 )
 from sentinel_operator import sealing, templating
 from sentinel_operator.history import Attempt
@@ -399,7 +393,7 @@ class Reconciler:
         now: datetime,
         owned: kube.OwnedReader,
     ) -> Rollout | None:
-        """Return the target's rollout (docs/status.md#rollouts-statusrollout).
+        """Return the target's rollout (docs/status.md#rollouts-statusrollout), read by its kind.
 
         A Deployment's is a changed pod template, begun when its new ReplicaSet was created; a
         StatefulSet's or DaemonSet's a new revision its controller rolls out, begun when that
@@ -407,19 +401,11 @@ class Reconciler:
         """
         if workload is None:
             return previous
-        # The creation time is read only on a change: one list per rollout, not per evaluation.
-        if read is not None:
-            created = None
-            key = read.update
-            new = previous.template_hash != key if previous is not None else read.rolling
-            if read.caught_up and key and new:
-                created = revisions.revision_created(owned, kind, workload, key)
-            return next_revision_rollout(previous, read, created=created, now=now)
-        current = workload_template_hash(workload)
-        newest = None
-        if previous is not None and previous.template_hash != current:
-            newest = newest_replicaset_created(owned, workload, current)
-        return next_rollout(previous, current, newest_replicaset=newest, now=now)
+
+        def created(key: str) -> datetime | None:
+            return revisions.revision_created(owned, kind, workload, key)
+
+        return kind_named(kind).rollout(previous, workload, read, created, now)
 
     def _measure(
         self,
