@@ -224,7 +224,8 @@ class Reconciler:
             left_behind: tuple[str, ...] = ()
             adopted = ""
             if spec is not None:
-                target, workload = self._target(namespace, spec, reads)
+                claimed = status.is_true(ConditionType.ROLLOUT_PAUSED)
+                target, workload = self._target(namespace, spec, reads, claimed=claimed)
                 if workload is not None and status.is_true(ConditionType.ROLLOUT_PAUSED):
                     target, workload, adopted = self._adopt(namespace, name, spec, workload, target)
                 left_behind = self._left_behind(resource, spec)
@@ -296,12 +297,15 @@ class Reconciler:
         )
 
     def _target(
-        self, namespace: str, spec: AnalysisSpec, reads: _Reads
+        self, namespace: str, spec: AnalysisSpec, reads: _Reads, *, claimed: bool
     ) -> tuple[TargetState, dict[str, Any] | None]:
         # Only ever the analysis's own namespace: a spec cannot reach into another one.
         kind = spec.target.kind
         cached = reads.target_of(spec)
-        if cached is not None:
+        # While the status claims the pause, the cache's copy is not judged from: one that has
+        # not seen a person's resume yet would keep the count over it, one that has not seen
+        # this analysis's own pause would read as a resume (docs/architecture.md#reads-from-caches).
+        if cached is not None and not claimed:
             return TargetState.from_workload(kind, cached), cached
         try:
             workload = self.client.request(
@@ -551,12 +555,11 @@ class _Reads:
         self, client: kube.KubeClient, spec: AnalysisSpec | None, workload: Mapping[str, Any] | None
     ) -> kube.OwnedReader:
         """Return where the target's ReplicaSets or ControllerRevisions are read from."""
-        if (
-            self.owned is None
-            or spec is None
-            or workload is None
-            or workload is not self.target_of(spec)
-        ):
+        cached = self.target_of(spec) if spec is not None else None
+        if self.owned is None or cached is None or workload is None:
+            return client
+        # Also for the target read afresh (a paused analysis's): the same incarnation owns them.
+        if workload is not cached and _uid(workload) != _uid(cached):
             return client
         return _Owned(self.owned)
 
@@ -569,6 +572,10 @@ class _Owned:
 
     def list_owned(self, path: str, owner: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return list(self._items)
+
+
+def _uid(obj: Mapping[str, Any]) -> object:
+    return (obj.get("metadata") or {}).get("uid")
 
 
 def _behind(read: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
