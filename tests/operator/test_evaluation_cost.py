@@ -376,6 +376,8 @@ def test_a_pause_decided_from_the_cache_lands_on_the_target_as_it_is_now(
     assert fault_proxy.query_count == 2 * PROMETHEUS_QUERIES
 
 
+# On the real control plane too (docs/operator.md#when-things-go-wrong, item 45).
+@pytest.mark.clusters("dev", "real")
 def test_a_paused_analysis_judges_its_target_as_the_api_server_has_it(
     evaluated: Reconciler,
     client: kube.KubeClient,
