@@ -23,7 +23,8 @@ The contract, once (controller-runtime's; docs/status.md#requeue-and-backoff):
 One attempt, in order, each step once: the analysis as the operator's caches handed it with the
 task, else GET it, and read it (``AnalysisResource.read``, the one parse of the attempt, handed
 along from here); the target (its kind) in the analysis's own namespace only, from the task or
-GET (404 is ``TargetState(exists=False)``, not an error), and its ReplicaSets or
+GET (404 is ``TargetState(exists=False)``, not an error; always GET while the status claims the
+pause, since a copy behind a person's resume would decide the count), and its ReplicaSets or
 ControllerRevisions the same way; measure
 every metric (none when the spec is invalid); ``decide``; carry out the pause (``writes.pause``),
 or remove a pause record left stale or untrustworthy (``writes.clean_up``), BEFORE the status
@@ -226,7 +227,7 @@ class Reconciler:
             if spec is not None:
                 claimed = status.is_true(ConditionType.ROLLOUT_PAUSED)
                 target, workload = self._target(namespace, spec, reads, claimed=claimed)
-                if workload is not None and status.is_true(ConditionType.ROLLOUT_PAUSED):
+                if workload is not None and claimed:
                     target, workload, adopted = self._adopt(namespace, name, spec, workload, target)
                 left_behind = self._left_behind(resource, spec)
                 owned = reads.owned_reader(self.client, spec, workload)
