@@ -25,7 +25,7 @@ task, else GET it, and read it (``AnalysisResource.read``, the one parse of the 
 along from here); the target (its kind) in the analysis's own namespace only, from the task or
 GET (404 is ``TargetState(exists=False)``, not an error; always GET while the status claims the
 pause, since a copy behind a person's resume would decide the count), and its ReplicaSets or
-ControllerRevisions the same way; measure
+ControllerRevisions from the task when it carries that incarnation's, else listed; measure
 every metric (none when the spec is invalid); ``decide``; carry out the pause (``writes.pause``),
 or remove a pause record left stale or untrustworthy (``writes.clean_up``), BEFORE the status
 write; write status through ``/status`` (``writes.write_status``: on a 409
