@@ -23,8 +23,9 @@ The contract, once (controller-runtime's; docs/status.md#requeue-and-backoff):
 One attempt, in order, each step once: the analysis as the operator's caches handed it with the
 task, else GET it, and read it (``AnalysisResource.read``, the one parse of the attempt, handed
 along from here); the target (its kind) in the analysis's own namespace only, from the task or
-GET (404 is ``TargetState(exists=False)``, not an error), and its ReplicaSets or
-ControllerRevisions the same way; measure
+GET (404 is ``TargetState(exists=False)``, not an error; always GET while the status claims the
+pause, since a copy behind a person's resume would decide the count), and its ReplicaSets or
+ControllerRevisions from the task when it carries that incarnation's, else listed; measure
 every metric (none when the spec is invalid); ``decide``; carry out the pause (``writes.pause``),
 or remove a pause record left stale or untrustworthy (``writes.clean_up``), BEFORE the status
 write; write status through ``/status`` (``writes.write_status``: on a 409
@@ -218,8 +219,9 @@ class Reconciler:
             left_behind: tuple[str, ...] = ()
             adopted = ""
             if spec is not None:
-                target, workload = self._target(namespace, spec, reads)
-                if workload is not None and status.is_true(ConditionType.ROLLOUT_PAUSED):
+                claimed = status.is_true(ConditionType.ROLLOUT_PAUSED)
+                target, workload = self._target(namespace, spec, reads, claimed=claimed)
+                if workload is not None and claimed:
                     target, workload, adopted = self._adopt(namespace, name, spec, workload, target)
                 left_behind = self._left_behind(resource, spec)
                 owned = reads.owned_reader(self.client, spec, workload)
@@ -290,12 +292,15 @@ class Reconciler:
         )
 
     def _target(
-        self, namespace: str, spec: AnalysisSpec, reads: _Reads
+        self, namespace: str, spec: AnalysisSpec, reads: _Reads, *, claimed: bool
     ) -> tuple[TargetState, dict[str, Any] | None]:
         # Only ever the analysis's own namespace: a spec cannot reach into another one.
         kind = spec.target.kind
         cached = reads.target_of(spec)
-        if cached is not None:
+        # While the status claims the pause, the cache's copy is not judged from: one that has
+        # not seen a person's resume yet would keep the count over it, one that has not seen
+        # this analysis's own pause would read as a resume (docs/architecture.md#reads-from-caches).
+        if cached is not None and not claimed:
             return TargetState.from_workload(kind, cached), cached
         try:
             workload = self.client.request(
@@ -541,12 +546,11 @@ class _Reads:
         self, client: kube.KubeClient, spec: AnalysisSpec | None, workload: Mapping[str, Any] | None
     ) -> kube.OwnedReader:
         """Return where the target's ReplicaSets or ControllerRevisions are read from."""
-        if (
-            self.owned is None
-            or spec is None
-            or workload is None
-            or workload is not self.target_of(spec)
-        ):
+        cached = self.target_of(spec) if spec is not None else None
+        if self.owned is None or cached is None or workload is None:
+            return client
+        # Also for the target read afresh (a paused analysis's): the same incarnation owns them.
+        if workload is not cached and _uid(workload) != _uid(cached):
             return client
         return _Owned(self.owned)
 
@@ -559,6 +563,10 @@ class _Owned:
 
     def list_owned(self, path: str, owner: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return list(self._items)
+
+
+def _uid(obj: Mapping[str, Any]) -> object:
+    return (obj.get("metadata") or {}).get("uid")
 
 
 def _behind(read: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:

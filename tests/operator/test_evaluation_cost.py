@@ -61,6 +61,9 @@ WRITE_TRANSACTIONS = 1
 # PUT /status: the analysis, the target and its ControllerRevisions come from the caches (was 3:
 # GET the analysis, GET its Deployment, PUT /status; and a list for a DaemonSet's revisions).
 KUBE_REQUESTS = 1
+# While the status claims a pause: the target's GET too, since a copy from the caches may not
+# have seen a person's resume yet, or this analysis's own pause (docs/architecture.md).
+PAUSED_KUBE_REQUESTS = 2
 # All of them on the connection kept from the previous evaluation (keep-alive).
 KUBE_NEW_CONNECTIONS = 0
 # One query per metric.
@@ -500,3 +503,69 @@ def test_a_pause_decided_from_the_cache_lands_on_the_target_as_it_is_now(
     reason = {c["type"]: c["reason"] for c in written["status"]["conditions"]}
     assert reason["RolloutPaused"] == "FailureLimitReached"
     assert fault_proxy.query_count == 2 * PROMETHEUS_QUERIES
+
+
+# On the real control plane too (docs/operator.md#when-things-go-wrong, item 45).
+@pytest.mark.clusters("dev", "real")
+def test_a_paused_analysis_judges_its_target_as_the_api_server_has_it(
+    evaluated: Reconciler,
+    client: kube.KubeClient,
+    namespace: str,
+    fault_proxy: FaultProxy,
+    gauge: GaugeSetter,
+    kube_cluster: Cluster,
+) -> None:
+    """A cache behind the target never decides a pause's fate (the soak's invariant 8).
+
+    A cached copy from before this analysis's own pause would read as a person's resume; one
+    from before a person's ``kubectl rollout resume`` would keep the count (here the window's)
+    over the resume. While the status claims the pause, the target is read from the API server.
+    """
+    path = kube.analysis_path(namespace, "ra")
+    target = kube.deployment_path(namespace, "checkout")
+    client.request(
+        "PATCH",
+        path,
+        body={"spec": {"failureLimit": 1, "failureWindow": 3}},
+        content_type=kube.MERGE_PATCH,
+    )
+    row = Analysis.objects.get(namespace=namespace, name="ra")
+    before_pause = _snapshot(kube_cluster, namespace, row.uid)
+    gauge(0.9)
+    assert result_of(evaluated.reconcile(namespace, "ra", uid=row.uid)) == Result.EVALUATED
+    assert client.request("GET", target)["spec"]["paused"] is True
+
+    # The analysis cached as it is now, its target as the cache saw it before the pause.
+    stale = _snapshot(kube_cluster, namespace, row.uid)
+    stale["target"] = before_pause["target"]
+    fault_proxy.reset()
+    requests_before, _ = _pool_counts(client)
+    outcome = evaluated.reconcile(namespace, "ra", uid=row.uid, cached=stale)
+    requests_after, _ = _pool_counts(client)
+
+    assert result_of(outcome) == Result.EVALUATED
+    written = client.request("GET", path)["status"]
+    reason = {c["type"]: c["reason"] for c in written["conditions"]}
+    assert reason["RolloutPaused"] == "FailureLimitReached"
+    assert (written["failures"], written["window"]) == (2, ["Fail", "Fail"])
+    # The target's GET, then the status write: one request more than unpaused, only while paused.
+    assert requests_after - requests_before == PAUSED_KUBE_REQUESTS
+    assert fault_proxy.query_count == PROMETHEUS_QUERIES
+
+    # A person's kubectl rollout resume, after the caches last saw the target (still held).
+    cached = _snapshot(kube_cluster, namespace, row.uid)
+    assert cached["target"]["spec"]["paused"] is True
+    client.request("PATCH", target, body={"spec": {"paused": False}}, content_type=kube.MERGE_PATCH)
+    gauge(0.01)
+
+    outcome = evaluated.reconcile(namespace, "ra", uid=row.uid, cached=cached)
+
+    assert result_of(outcome) == Result.EVALUATED
+    written = client.request("GET", path)["status"]
+    reason = {c["type"]: c["reason"] for c in written["conditions"]}
+    assert reason["RolloutPaused"] == "ResumedByUser"
+    # The resume started the window afresh: this Pass alone, not [Fail, Fail, Pass].
+    assert (written["failures"], written["window"]) == (0, ["Pass"])
+    deployment = client.request("GET", target)
+    assert deployment["spec"].get("paused") is not True
+    assert PAUSED_BY not in (deployment["metadata"].get("annotations") or {})
