@@ -5,7 +5,9 @@ are checked by the API's permission class and the admin as before; this module s
 The REST API views, the admin and its overview ask it two questions:
 
 - ``visible(user, queryset)``: the analyses ``user`` may see, inside ``SENTINEL_NAMESPACES``;
-- ``allows(user, verb, namespace)``: whether ``user`` may do ``verb`` in ``namespace``.
+- ``allows(user, verb, namespace)``: whether ``user`` may do ``verb`` in ``namespace``;
+- ``may_write_cluster_templates(user, verb)``: whether ``user`` may change the cluster-scoped
+  templates, which guard every namespace that names them.
 
 ``SENTINEL_AUTHZ=django`` answers from ``NamespaceGrant`` rows (superusers everywhere);
 ``SENTINEL_AUTHZ=kubernetes`` asks the API server with a SubjectAccessReview for the user's
@@ -38,6 +40,8 @@ log = logging.getLogger(__name__)
 _Rows = TypeVar("_Rows", bound=Model)
 
 _REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+# The cluster-scoped template kind's resource, reviewed for writes of cluster templates.
+CLUSTER_TEMPLATES = "clusterrolloutanalysistemplates"
 # Answers kept at most; past this the cache starts again (a handful of users is the norm).
 _CACHE_LIMIT = 10_000
 
@@ -78,6 +82,21 @@ def allows(user: Any, verb: Verb, namespace: str) -> bool:
     if user.is_superuser:
         return True
     return _grants(user, verb).filter(namespace__in=[namespace, ALL_NAMESPACES]).exists()
+
+
+def may_write_cluster_templates(user: Any, verb: Verb) -> bool:
+    """Return whether ``user`` may ``verb`` (create, update, delete) cluster templates.
+
+    With ``SENTINEL_AUTHZ=django`` only superusers may: a grant names a namespace, and a
+    cluster template is every namespace's. With ``kubernetes`` the API server decides, as it
+    does for analyses: a SubjectAccessReview on ``clusterrolloutanalysistemplates`` (cluster
+    scope), so the platform team's ClusterRole is what lets a person write them here too.
+    """
+    if not user or not user.is_authenticated or not user.is_active:
+        return False
+    if _mode() == "kubernetes":
+        return _reviewed(user, verb, "", resource=CLUSTER_TEMPLATES)
+    return bool(user.is_superuser)
 
 
 def visible(user: Any, queryset: QuerySet[_Rows]) -> QuerySet[_Rows]:
@@ -153,25 +172,27 @@ def clear_cache() -> None:
 _RESERVED = "system:"
 
 
-def _reviewed(user: Any, verb: Verb, namespace: str) -> bool:
+def _reviewed(user: Any, verb: Verb, namespace: str, *, resource: str = kube.PLURAL) -> bool:
     if user.get_username().startswith(_RESERVED):
         log.warning("user %s has a Kubernetes system name; denying", user.get_username())
         return False
     names = user.groups.values_list("name", flat=True)
     groups = tuple(sorted(name for name in names if not name.startswith(_RESERVED)))
-    key = (user.get_username(), groups, verb, namespace)
+    key = (user.get_username(), groups, verb, namespace, resource)
     cached = _cache.get(key)
     if cached is not None:
         return cached
-    allowed = _review(user.get_username(), groups, verb, namespace)
+    allowed = _review(user.get_username(), groups, verb, namespace, resource)
     _cache.put(key, allowed, float(getattr(settings, "SENTINEL_AUTHZ_CACHE_SECONDS", 5.0)))
     return allowed
 
 
-def _review(username: str, groups: tuple[str, ...], verb: Verb, namespace: str) -> bool:
+def _review(
+    username: str, groups: tuple[str, ...], verb: Verb, namespace: str, resource: str
+) -> bool:
     attributes: dict[str, str] = {
         "group": kube.GROUP,
-        "resource": kube.PLURAL,
+        "resource": resource,
         "verb": "update" if verb is Verb.RESUME else verb.value,
         "namespace": namespace,
     }

@@ -35,12 +35,11 @@ from analyses.models import Analysis
 from sentinel_cluster import clients, kube, writes
 from sentinel_cluster.events import record_events
 from sentinel_core.decision import Resumption, resume
-from sentinel_core.pause_record import read_record
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.spec import AnalysisSpec
 from sentinel_core.status import AnalysisStatus
 from sentinel_core.templates import TemplatedSpec
-from sentinel_core.workload_kinds import Released
+from sentinel_core.workload_kinds import Released, read_record
 
 # Top-level spec fields that may be absent (docs/resource.md): an update leaving one out removes it.
 _OPTIONAL_SPEC_FIELDS = ("failureWindow", "notify")

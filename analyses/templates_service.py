@@ -36,7 +36,9 @@ class Kind:
     namespaced: bool
 
     def collection(self, namespace: str | None) -> str:
-        if self.namespaced:
+        """Return the collection's path; a namespaced kind's with ``namespace`` None: every
+        namespace's (the admin's list without ``SENTINEL_NAMESPACES``)."""
+        if self.namespaced and namespace is not None:
             return f"{_BASE}/namespaces/{quote(namespace or '')}/{self.plural}"
         return f"{_BASE}/{self.plural}"
 

@@ -176,32 +176,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         db = BenchDb(operators[0].database_url)
         exits.callback(db.close)
-        _say(f"creating {options.analyses} analyses over {options.interval} s")
-        harness.create_all(
-            api,
-            NAMESPACE,
-            [
-                analysis_manifest(
-                    name,
-                    NAMESPACE,
-                    target=name,
-                    metrics=harness.two_metrics(apps[index % len(apps)]),
-                    interval=f"{options.interval}s",
-                )
-                for index, name in enumerate(names)
-            ],
-            options.interval,
-        )
-        harness.wait_until(
-            lambda: operator_throughput._evaluated_analyses(db) >= options.analyses + 1,
-            timeout=max(120.0, options.analyses / 5.0),
-            what="every analysis evaluated once",
-            interval=1.0,
-        )
+        # The history's own analysis was evaluated too.
+        operator_throughput.create_analyses(options, api, db, names, apps, already=1)
         time.sleep(options.interval)
         meter = CpuMeter({"operator": operators[0].pid, **extra})
         _say(f"window without a backtest, {options.window} s")
-        quiet = operator_throughput._steady_state(operators, db, options, meter)
+        quiet = operator_throughput._steady_state(operators, db, options, meter, api)
         _say(f"window with a backtest running throughout, {options.window} s")
         stop = threading.Event()
         keeper = threading.Thread(
@@ -209,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         since = datetime.now(UTC)
         keeper.start()
-        busy = operator_throughput._steady_state(operators, db, options, meter)
+        busy = operator_throughput._steady_state(operators, db, options, meter, api)
         stop.set()
         keeper.join()
         succeeded, queries, errors = _finished(db, since)

@@ -290,6 +290,41 @@ def _measure(
     )
 
 
+def create_analyses(
+    options: Options,
+    api: harness.ApiSession,
+    db: BenchDb,
+    names: list[str],
+    apps: list[str],
+    *,
+    already: int,
+) -> None:
+    """Create the analyses (two metrics each, on the apps in turn) spread over one interval,
+    and wait until each was evaluated once (``already``: analyses evaluated before)."""
+    _say(f"creating {options.analyses} analyses over {options.interval} s")
+    harness.create_all(
+        api,
+        NAMESPACE,
+        [
+            analysis_manifest(
+                name,
+                NAMESPACE,
+                target=name,
+                metrics=harness.two_metrics(apps[index % len(apps)]),
+                interval=f"{options.interval}s",
+            )
+            for index, name in enumerate(names)
+        ],
+        options.interval,
+    )
+    harness.wait_until(
+        lambda: _evaluated_analyses(db) >= options.analyses + already,
+        timeout=max(120.0, options.analyses / 5.0),
+        what="every analysis evaluated once",
+        interval=1.0,
+    )
+
+
 def run(options: Options) -> int:
     if options.operators > 1 and not options.broker_url:
         # Other replicas' workers take tasks only from a shared broker, not the ORM of SQLite.
@@ -326,28 +361,7 @@ def run(options: Options) -> int:
         )
         db = BenchDb(operators[0].database_url)
         exits.callback(db.close)
-        _say(f"creating {options.analyses} analyses over {options.interval} s")
-        harness.create_all(
-            api,
-            NAMESPACE,
-            [
-                analysis_manifest(
-                    name,
-                    NAMESPACE,
-                    target=name,
-                    metrics=harness.two_metrics(apps[index % len(apps)]),
-                    interval=f"{options.interval}s",
-                )
-                for index, name in enumerate(names)
-            ],
-            options.interval,
-        )
-        harness.wait_until(
-            lambda: _evaluated_analyses(db) >= options.analyses,
-            timeout=max(120.0, options.analyses / 5.0),
-            what="every analysis evaluated once",
-            interval=1.0,
-        )
+        create_analyses(options, api, db, names, apps, already=0)
         _say(f"all evaluated once; warming up one more interval ({options.interval} s)")
         time.sleep(options.interval)
         results = _measure(options, stack, operators, db, names, load_before, extra_pids, api)

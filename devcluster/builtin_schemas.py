@@ -37,6 +37,8 @@ _KINDS: dict[tuple[str, str, str], str] = {
     ("apps", "v1", "Deployment"): "V1Deployment",
     ("apps", "v1", "StatefulSet"): "V1StatefulSet",
     ("apps", "v1", "DaemonSet"): "V1DaemonSet",
+    ("apps", "v1", "ReplicaSet"): "V1ReplicaSet",
+    ("apps", "v1", "ControllerRevision"): "V1ControllerRevision",
     ("autoscaling", "v1", "Scale"): "V1Scale",
     ("coordination.k8s.io", "v1", "Lease"): "V1Lease",
     ("rbac.authorization.k8s.io", "v1", "Role"): "V1Role",

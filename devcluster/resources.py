@@ -120,6 +120,19 @@ _BUILTINS: tuple[ResourceType, ...] = (
     _builtin(
         "apps", "v1", "DaemonSet", "daemonsets", True, ("ds",), ("status",), categories=("all",)
     ),
+    # Listed and watched by the operator's caches (docs/architecture.md#reads-from-caches):
+    # stored, served and watched as any kind; no controller here makes them (docs/devcluster.md).
+    _builtin(
+        "apps",
+        "v1",
+        "ReplicaSet",
+        "replicasets",
+        True,
+        ("rs",),
+        ("status", "scale"),
+        categories=("all",),
+    ),
+    _builtin("apps", "v1", "ControllerRevision", "controllerrevisions", True),
     _builtin("coordination.k8s.io", "v1", "Lease", "leases", True),
     _builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
     _builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),

@@ -65,19 +65,13 @@ def series_of(analysis: Analysis, *, since: datetime) -> tuple[list[render.Serie
     """
     evaluations = Evaluation.objects.filter(analysis=analysis, started_at__gte=since)
     pauses = list(evaluations.filter(paused=True).values_list("started_at", flat=True))
+    # The history columns the kinds keep of their own, and a band's, which their views' points
+    # read.
+    columns = [column.name for column in kinds.COLUMNS] + list(kinds.BAND_COLUMNS)
     rows = (
         MetricResult.objects.filter(evaluation__in=evaluations)
         .order_by("evaluation__started_at", "id")
-        .values_list(
-            "name",
-            "evaluation__started_at",
-            "value",
-            "max_value",
-            "limit",
-            "counted",
-            "ratio_lower",
-            "ratio_upper",
-        )
+        .values_list("name", "evaluation__started_at", "value", "max_value", "limit", *columns)
     )
     # The baseline (docs/resource.md, maxIncrease) where the history rows have one.
     baselines: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
@@ -95,13 +89,12 @@ def series_of(analysis: Analysis, *, since: datetime) -> tuple[list[render.Serie
     sides: dict[str, list[tuple[datetime, float | None, float | None]]] = defaultdict(list)
     band: dict[str, list[tuple[datetime, float | None, float | None]]] = defaultdict(list)
     maxima: dict[str, float | None] = {}
-    for name, at, value, max_value, limit, counted, low, high in rows:
+    for name, at, value, max_value, limit, *own in rows:
         points[name].append((at, value))
         # The value of such a metric is its evidence, its limit the evidence needed.
         maxima[name] = limit if name in evidence else max_value
         if name in evidence or name in banded:
-            kept = {"counted": counted, "ratio_lower": low, "ratio_upper": high}
-            point = views[name].point(kept)
+            point = views[name].point(dict(zip(columns, own, strict=True)))
             if name in evidence:
                 sides[name].append((at, *_percent(point)))
             if name in banded:

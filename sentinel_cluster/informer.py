@@ -4,13 +4,14 @@ An ``Informer`` keeps one collection (a kind, in one namespace or all) in memory
 client-go's shared informers do: a list, then a watch from the list's resourceVersion; a watch
 that ends resumes from the last version seen, 410 Gone relists, any other API error backs off
 and resumes. Each object is stored through a transform that keeps only what the operator reads
-(``strip_workload``, ``strip_replicaset``, ``strip_revision``, ``strip_analysis``), so the memory
+(``strip_workload``, ``strip_replicaset``, ``strip_revision``, ``strip_analysis``,
+``strip_template``), so the memory
 of many objects no analysis targets stays small. ``get`` and ``owned_by`` answer from memory,
 never from the API server, and only while ``live``: after a list, and not between a watch's
 failure and its resumption.
 
-A cluster that serves no such collection (devcluster has no ReplicaSets or ControllerRevisions)
-answers the list with 404: the cache is live and empty, and the list is tried again after
+A cluster that serves no such collection (one without the template CRDs) answers the list with
+404: the cache is live and empty, one line is logged, and the list is tried again after
 ``ABSENT_RETRY`` seconds.
 """
 
@@ -23,9 +24,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypedDict
 
 from sentinel_cluster import kube
-from sentinel_cluster.replicasets import TEMPLATE_HASH, replicaset_template_hash
 from sentinel_core import backoff
-from sentinel_core.workload_kinds import template_hash
+from sentinel_core.workload_kinds import TEMPLATE_HASH, replicaset_template_hash, template_hash
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +34,11 @@ Key = tuple[str, str]
 
 # Server-side watch timeout, as the analysis watch's.
 WATCH_TIMEOUT_SECONDS = 60
-# Objects per list page: the most whole objects a relist holds at once.
-LIST_PAGE = 500
+# Objects per list page: the most whole objects a relist holds at once. Not client-go's 500:
+# Python's allocator keeps a decoded page's memory wherever a kept (stripped) object landed
+# among it, so about a page stays resident per listing thread; 100 takes five times the list
+# requests, made only when a cache (re)lists (docs/performance.md#reads-from-caches).
+LIST_PAGE = 100
 # A collection the cluster does not serve is asked for again this often.
 ABSENT_RETRY = 60.0
 _ERROR_INTERVAL = 1.0
@@ -61,6 +64,20 @@ def strip_analysis(obj: Mapping[str, Any]) -> dict[str, Any]:
     """Return a RolloutAnalysis without its ``managedFields`` (spec and status are read)."""
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
     return {**obj, "metadata": meta}
+
+
+def strip_template(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a RolloutAnalysisTemplate or ClusterRolloutAnalysisTemplate as the reconciler
+    reads it: its name, ``generation`` and spec."""
+    meta = obj.get("metadata") or {}
+    return {
+        "metadata": {
+            key: meta[key]
+            for key in ("name", "namespace", "uid", "generation", "resourceVersion")
+            if key in meta
+        },
+        "spec": obj.get("spec") or {},
+    }
 
 
 def strip_workload(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -175,6 +192,13 @@ class Informer:
             self.served = True
         except kube.NotFound:
             stored, version = {}, ""
+            if self.served:
+                # Once, not at every retry: a cluster without the template CRDs is normal.
+                log.info(
+                    "cache %s: not served by this cluster (404); empty, asked again every %.0f s",
+                    self.path,
+                    ABSENT_RETRY,
+                )
             self.served = False
         owned: dict[str, set[Key]] = {}
         for key, item in stored.items():
@@ -185,7 +209,8 @@ class Informer:
         self.resource_version = version
         self._live = True
         self.lists += 1
-        log.info("cache %s: listed %d at %s", self.path, len(stored), version or "-")
+        if self.served:
+            log.info("cache %s: listed %d at %s", self.path, len(stored), version)
 
     def _list_into(self, stored: dict[Key, dict[str, Any]]) -> str:
         """List the collection page by page into ``stored``, transformed; return its version.
@@ -293,12 +318,23 @@ def _owners(obj: Mapping[str, Any]) -> list[str]:
     return [str(ref["uid"]) for ref in refs if isinstance(ref, Mapping) and ref.get("uid")]
 
 
+class CachedTemplate(TypedDict):
+    """One template an analysis names and what its cache held (None: not there)."""
+
+    name: str
+    # The spec's own key.
+    clusterScope: bool
+    template: dict[str, Any] | None
+
+
 class Snapshot(TypedDict, total=False):
     """What the dispatcher hands a worker from the caches for one evaluation (all optional).
 
     ``analysis``: the analysis as the watch last saw it; ``kind`` and ``name``: the target it
     named then; ``target``: that target from its cache (absent: not cached, read it);
-    ``owned``: its ReplicaSets (a Deployment) or ControllerRevisions (the other kinds).
+    ``owned``: its ReplicaSets (a Deployment) or ControllerRevisions (the other kinds);
+    ``templates``: each template the analysis names, as its cache held it (absent: a template
+    cache was not live, read them all).
     """
 
     analysis: dict[str, Any]
@@ -306,3 +342,4 @@ class Snapshot(TypedDict, total=False):
     name: str
     target: dict[str, Any]
     owned: list[dict[str, Any]]
+    templates: list[CachedTemplate]

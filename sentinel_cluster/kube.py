@@ -383,7 +383,12 @@ def deployment_path(namespace: str, name: str) -> str:
 
 
 def replicasets_path(namespace: str) -> str:
-    return f"/apis/apps/v1/namespaces/{quote(namespace)}/replicasets"
+    return apps_path("replicasets", namespace)
+
+
+def apps_path(plural: str, namespace: str) -> str:
+    """Return the collection path of the apps/v1 resource ``plural`` in ``namespace``."""
+    return f"/apis/apps/v1/namespaces/{quote(namespace)}/{plural}"
 
 
 def workload_path(kind: str, namespace: str, name: str) -> str:
@@ -397,7 +402,7 @@ def workloads_path(kind: str, namespace: str) -> str:
 
 
 def controllerrevisions_path(namespace: str, name: str | None = None) -> str:
-    base = f"/apis/apps/v1/namespaces/{quote(namespace)}/controllerrevisions"
+    base = apps_path("controllerrevisions", namespace)
     return f"{base}/{quote(name)}" if name else base
 
 

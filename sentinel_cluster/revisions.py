@@ -5,8 +5,9 @@ its ``controller-revision-hash``, as a Deployment's ReplicaSets do with ``pod-te
 (``sentinel_cluster.replicasets``). The reconciler calls ``read`` once per evaluation of an
 analysis guarding one of them (its rollout and, for a metric kind that needs them, its sides:
 ``sentinel_core.workload_kinds.controller_revisions`` decides from what is read here), and
-``revision_created`` only when the revision it rolls out changed
-(docs/status.md#rollouts-statusrollout). RBAC: ``list`` on ``apps/controllerrevisions``.
+``revision_created`` for any kind, a Deployment too, when the kind's ``rollout`` asks: only
+when the revision it rolls out changed (docs/status.md#rollouts-statusrollout). RBAC: ``list``
+on ``apps/controllerrevisions`` (and ``apps/replicasets``).
 
 A StatefulSet names its revisions in its status (``updateRevision``, ``currentRevision``; its
 pods' label is the revision's name): ``read`` asks nothing more for it. A DaemonSet does not:
@@ -33,7 +34,7 @@ def read(client: kube.OwnedReader, kind: str, workload: Mapping[str, Any]) -> Co
     """
     if not kind_named(kind).lists_revisions:
         return controller_revisions(kind, workload)
-    ranked = sorted(_owned(client, workload), key=_revision, reverse=True)
+    ranked = sorted(_owned(client, kind, workload), key=_revision, reverse=True)
     return controller_revisions(
         kind, workload, [h for item in ranked if (h := kind_named(kind).revision_key(item))]
     )
@@ -42,16 +43,18 @@ def read(client: kube.OwnedReader, kind: str, workload: Mapping[str, Any]) -> Co
 def revision_created(
     client: kube.OwnedReader, kind: str, workload: Mapping[str, Any], revision: str
 ) -> datetime | None:
-    """Return when ``revision`` (its pods' ``controller-revision-hash``) was created.
+    """Return when ``revision`` (its revision object's ``WorkloadKind.rollout_key``) was created.
 
-    None when it is not the most recently created of the workload's ControllerRevisions: a
-    rollback makes the controller reuse the older revision of the same template (giving it a
-    higher ``revision``), whose creation is not when this rollout began; the caller then takes
-    "now". None too where no ControllerRevisions are served.
+    None when it is not the most recently created of the workload's revision objects
+    (ControllerRevisions, a Deployment's ReplicaSets): a rollback makes the controller reuse the
+    older object of the same template, whose creation is not when this rollout began; the
+    caller then takes "now". None too where none are served.
     """
+    target = kind_named(kind)
+    key = target.rollout_key or target.revision_key
     created = [
-        (moment, kind_named(kind).revision_key(item))
-        for item in _owned(client, workload)
+        (moment, key(item))
+        for item in _owned(client, kind, workload)
         for moment in [parse_time((item.get("metadata") or {}).get("creationTimestamp"))]
         if moment is not None
     ]
@@ -61,10 +64,12 @@ def revision_created(
     return moment if newest == revision else None
 
 
-def _owned(client: kube.OwnedReader, workload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """Return the ControllerRevisions ``workload`` owns; none where the cluster serves none."""
+def _owned(
+    client: kube.OwnedReader, kind: str, workload: Mapping[str, Any]
+) -> list[Mapping[str, Any]]:
+    """Return the revision objects ``workload`` owns; none where the cluster serves none."""
     namespace = str((workload.get("metadata") or {}).get("namespace", ""))
-    return client.list_owned(kube.controllerrevisions_path(namespace), workload)
+    return client.list_owned(kube.apps_path(kind_named(kind).revision_plural, namespace), workload)
 
 
 def _revision(item: Mapping[str, Any]) -> tuple[int, str]:

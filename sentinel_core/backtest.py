@@ -57,10 +57,20 @@ class PastRollout:
     ended_at: datetime
     # A later revision brought an older template back: a person rolled this one back.
     rolled_back: bool = False
-    # The revisions it replaced whose pods it compares against (compare, sequential).
+    # The revision it replaced (the newest one created before it).
     previous_key: str | None = None
     # It ended where the next revision was created: a time the API server keeps to the second.
     ended_by_next: bool = False
+    # Every revision created before it, newest first: the old sides a ``compare`` or
+    # ``sequential`` metric may find still serving at an instant (``old_side_query``).
+    older_keys: tuple[str, ...] = ()
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        """Return the revisions whose pods may have been its old side, newest first."""
+        if self.older_keys:
+            return self.older_keys
+        return (self.previous_key,) if self.previous_key else ()
 
 
 def past_rollouts(
@@ -89,6 +99,9 @@ def past_rollouts(
         later = sorted(n for n in by_number if n > revision.first)
         back = bool(later) and by_number[later[0]].created < revision.created
         previous = ordered[index - 1].key if index > 0 else None
+        older = tuple(
+            dict.fromkeys(r.key for r in reversed(ordered[:index]) if r.key != revision.key)
+        )
         rollouts.append(
             PastRollout(
                 revision=revision.first,
@@ -98,6 +111,7 @@ def past_rollouts(
                 rolled_back=back,
                 previous_key=previous,
                 ended_by_next=by_next,
+                older_keys=older,
             )
         )
     return tuple(rollouts[-limit:]) if limit > 0 else ()
@@ -120,6 +134,30 @@ def instants(rollout: PastRollout, interval: float) -> tuple[datetime, ...]:
         out.append(moment)
         moment += step
     return tuple(out)
+
+
+def old_side_query(metric: Any) -> tuple[str, str] | None:
+    """Return the instant query that says whose pods a sided metric saw, and the label to read.
+
+    Live, a ``compare`` or ``sequential`` metric's old side is the older revisions whose pods
+    still run at that moment (a Deployment's older ReplicaSets with replicas, a StatefulSet's or
+    DaemonSet's current revision while it rolls out); the cluster keeps no record of when they
+    stopped, so the replay asks Prometheus which revisions' series the metric's data still holds
+    at the instant: ``compare``'s own query, ``sequential``'s ``total`` (or the histogram's
+    ``_count``), counted by the metric's ``by``. None for a metric that has no sides.
+    """
+    if metric.compare is not None:
+        by = metric.compare.by
+        return f"count by ({by}) ({metric.query})", by
+    sequential = metric.sequential
+    if sequential is None:
+        return None
+    if sequential.total is not None:
+        selector = sequential.total
+    else:
+        name, brace, rest = str(sequential.histogram).partition("{")
+        selector = f"{name.strip()}_count{brace}{rest}"
+    return f"count by ({sequential.by}) ({selector})", sequential.by
 
 
 @dataclass

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from sentinel_core.conditions import Annotation
-from sentinel_core.pause_record import RecordState, annotations_of, read_record
+from sentinel_core.pause_record import RecordState, annotations_of
+from sentinel_core.workload_kinds import read_record
 
 
 def adoption_patch(kind: str, workload: Mapping[str, Any], key: str) -> dict[str, Any] | None:

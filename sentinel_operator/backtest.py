@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sentinel_cluster import kube, past_revisions
+from sentinel_cluster.replicasets import MAX_OLD_HASHES
 from sentinel_core.backtest import (
     DEFAULT_MAX_DURATION_SECONDS,
     DEFAULT_ROLLOUTS,
@@ -36,13 +37,14 @@ from sentinel_core.backtest import (
     Verdicts,
     exit_code,
     instants,
+    old_side_query,
     past_rollouts,
     summarize,
 )
 from sentinel_core.conditions import ConditionType, Outcome, Verdict
 from sentinel_core.decision import Observation, decide
 from sentinel_core.measurement import Measurement, MeasurementError
-from sentinel_core.metric_kinds import Ask, Situation, kind_of
+from sentinel_core.metric_kinds import Ask, Instant, Situation, kind_of
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.spec import AnalysisSpec, InvalidSpecError, parse_spec
 from sentinel_core.status import AnalysisStatus, Rollout
@@ -50,6 +52,7 @@ from sentinel_core.workload_kinds import TargetState
 from sentinel_operator import templating
 from sentinel_operator.measuring import measure_from
 from sentinel_operator.providers import Providers
+from sentinel_operator.range_query import measure_range
 
 # The backtest's share of a provider: at most this many queries a second (docs/backtest.md).
 DEFAULT_QUERIES_PER_SECOND = 20.0
@@ -331,7 +334,6 @@ class _Replay:
         period, spec = self.period, self.spec
         rollout = Rollout(template_hash=period.key, started_at=period.started_at)
         status = AnalysisStatus(rollout=rollout)
-        old = (period.previous_key,) if period.previous_key else ()
         verdicts = Verdicts()
         steps: list[Step] = []
         paused: tuple[datetime, int, str, str | None, str | None, float | None] | None = None
@@ -347,7 +349,6 @@ class _Replay:
                 now=moment,
                 target_kind=spec.target.kind,
                 new_hash=period.key,
-                old_hashes=old,
             )
             measurements = tuple(
                 self._measure(metric, situation, moment) for metric in spec.metrics
@@ -421,9 +422,43 @@ class _Replay:
         )
 
     def _measure(self, metric: Any, situation: Situation, moment: datetime) -> Measurement:
-        facts = kind_of(metric).facts(metric, situation)
         before = self.limiter.before(metric.provider or "default")
+        if kind_of(metric).sides:
+            old = self._old_side(metric, moment, before)
+            if isinstance(old, Measurement):
+                return old
+            situation = replace(situation, old_hashes=old)
+        facts = kind_of(metric).facts(metric, situation)
         return measure_from(self.providers, self.namespace, metric, facts, at=moment, before=before)
+
+    def _old_side(
+        self, metric: Any, moment: datetime, before: Callable[[Ask], None]
+    ) -> tuple[str, ...] | Measurement:
+        """Return the older revisions whose series ``metric``'s data holds at ``moment``.
+
+        Live, the old side is the older revisions whose pods run then; where none is left
+        (the rollout complete) the metric is Inconclusive with live's sentence, never judged
+        against pods already gone (docs/backtest.md#which-instants-and-which-queries). A
+        failed query is the metric's error, as live.
+        """
+        candidates = self.period.candidates
+        asked = old_side_query(metric)
+        if not candidates or asked is None:
+            return candidates[:MAX_OLD_HASHES]
+        query, by = asked
+        picked = self.providers.pick(metric.provider, self.namespace)
+        if isinstance(picked, Measurement):
+            return replace(picked, metric=metric.name)
+        before(Instant(query, at=moment))
+        answer = measure_range(
+            picked, metric.name, query, start=moment, end=moment, step=self.spec.interval_seconds
+        )
+        if answer.error is not None:
+            return Measurement(
+                metric=metric.name, error=answer.error, message=f"old pods query: {answer.message}"
+            )
+        seen = {labels.get(by) for labels, points in answer.timed if points}
+        return tuple(key for key in candidates if key in seen)[:MAX_OLD_HASHES]
 
 
 def _count(verdicts: Verdicts, outcome: Outcome) -> None:

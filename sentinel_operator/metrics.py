@@ -239,6 +239,7 @@ def _metric_gauges() -> Iterator[Metric]:
     lower); where the operator recorded none (an error, no baseline yet) ``maxValue`` stands in.
     A sample is left out when there is nothing to say: no value after an error, no baseline.
     """
+    from analyses import kinds
     from analyses.models import Analysis, AnalysisMetric, Evaluation, MetricResult
 
     labels = ["namespace", "analysis", "metric"]
@@ -274,8 +275,8 @@ def _metric_gauges() -> Iterator[Metric]:
     rows = (
         MetricResult.objects.filter(evaluation__in=newest_of_live)
         .filter(Exists(in_spec))
-        # The mirror's sequential column: empty for every other kind (docs/analysis.md).
-        .annotate(sequential=Exists(in_spec.exclude(sequential={})))
+        # Whether the metric's value is evidence, as its kind says (docs/analysis.md).
+        .annotate(evidential=Exists(in_spec.filter(kinds.evidence_metrics())))
         .order_by("evaluation__analysis__namespace", "evaluation__analysis__name", "id")
         .values_list(
             "evaluation__analysis__namespace",
@@ -285,14 +286,14 @@ def _metric_gauges() -> Iterator[Metric]:
             "limit",
             "max_value",
             "baseline",
-            "sequential",
+            "evidential",
         )
     )
-    for namespace, name, metric, measured, judged_limit, max_value, base, seq in rows.iterator():
+    for namespace, name, metric, measured, judged_limit, max_value, base, ev in rows.iterator():
         key = [namespace, name, metric]
         if measured is not None:
             value.add_metric(key, measured)
-            if seq:
+            if ev:
                 evidence.add_metric(key, measured)
         bound = judged_limit if judged_limit is not None else max_value
         if bound is not None:

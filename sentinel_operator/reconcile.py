@@ -23,8 +23,9 @@ The contract, once (controller-runtime's; docs/status.md#requeue-and-backoff):
 One attempt, in order, each step once: the analysis as the operator's caches handed it with the
 task, else GET it, and read it (``AnalysisResource.read``, the one parse of the attempt, handed
 along from here); the target (its kind) in the analysis's own namespace only, from the task or
-GET (404 is ``TargetState(exists=False)``, not an error), and its ReplicaSets or
-ControllerRevisions the same way; measure
+GET (404 is ``TargetState(exists=False)``, not an error; always GET while the status claims the
+pause, since a copy behind a person's resume would decide the count), and its ReplicaSets or
+ControllerRevisions from the task when it carries that incarnation's, else listed; measure
 every metric (none when the spec is invalid); ``decide``; carry out the pause (``writes.pause``),
 or remove a pause record left stale or untrustworthy (``writes.clean_up``), BEFORE the status
 write; write status through ``/status`` (``writes.write_status``: on a 409
@@ -54,17 +55,12 @@ from analyses import mirror
 from notifications import store as notifications
 from sentinel_cluster import kube, revisions, writes
 from sentinel_cluster.informer import Snapshot
-from sentinel_cluster.replicasets import (
-    compared_hashes,
-    newest_replicaset_created,
-    workload_template_hash,
-)
+from sentinel_cluster.replicasets import compared_hashes
 from sentinel_core.conditions import ConditionType
 from sentinel_core.decision import Decision, Observation, after_conflict, decide
 from sentinel_core.kinds import KINDS
 from sentinel_core.measurement import Measurement
 from sentinel_core.metric_kinds import Situation, kind_of
-from sentinel_core.pause_record import read_record
 from sentinel_core.pause_upgrade import adoption_patch
 from sentinel_core.resource import AnalysisResource
 from sentinel_core.spec import AnalysisSpec
@@ -75,8 +71,7 @@ from sentinel_core.workload_kinds import (
     ControllerRevisions,
     TargetState,
     kind_named,
-    next_revision_rollout,
-    next_rollout,
+    read_record,
 )
 from sentinel_operator import sealing, templating
 from sentinel_operator.history import Attempt
@@ -201,7 +196,7 @@ class Reconciler:
                 return Unreadable(namespace, name, exc, started, self._now())
 
         try:
-            resolution = templating.resolve_object(self.client, raw)
+            resolution = templating.resolve_object(self.client, raw, reads.templates)
         except kube.KubeError as exc:
             return Unreadable(namespace, name, exc, started, self._now())
         resource = _resolved_resource(raw, resolution)
@@ -224,8 +219,9 @@ class Reconciler:
             left_behind: tuple[str, ...] = ()
             adopted = ""
             if spec is not None:
-                target, workload = self._target(namespace, spec, reads)
-                if workload is not None and status.is_true(ConditionType.ROLLOUT_PAUSED):
+                claimed = status.is_true(ConditionType.ROLLOUT_PAUSED)
+                target, workload = self._target(namespace, spec, reads, claimed=claimed)
+                if workload is not None and claimed:
                     target, workload, adopted = self._adopt(namespace, name, spec, workload, target)
                 left_behind = self._left_behind(resource, spec)
                 owned = reads.owned_reader(self.client, spec, workload)
@@ -296,12 +292,15 @@ class Reconciler:
         )
 
     def _target(
-        self, namespace: str, spec: AnalysisSpec, reads: _Reads
+        self, namespace: str, spec: AnalysisSpec, reads: _Reads, *, claimed: bool
     ) -> tuple[TargetState, dict[str, Any] | None]:
         # Only ever the analysis's own namespace: a spec cannot reach into another one.
         kind = spec.target.kind
         cached = reads.target_of(spec)
-        if cached is not None:
+        # While the status claims the pause, the cache's copy is not judged from: one that has
+        # not seen a person's resume yet would keep the count over it, one that has not seen
+        # this analysis's own pause would read as a resume (docs/architecture.md#reads-from-caches).
+        if cached is not None and not claimed:
             return TargetState.from_workload(kind, cached), cached
         try:
             workload = self.client.request(
@@ -399,7 +398,7 @@ class Reconciler:
         now: datetime,
         owned: kube.OwnedReader,
     ) -> Rollout | None:
-        """Return the target's rollout (docs/status.md#rollouts-statusrollout).
+        """Return the target's rollout (docs/status.md#rollouts-statusrollout), read by its kind.
 
         A Deployment's is a changed pod template, begun when its new ReplicaSet was created; a
         StatefulSet's or DaemonSet's a new revision its controller rolls out, begun when that
@@ -407,19 +406,11 @@ class Reconciler:
         """
         if workload is None:
             return previous
-        # The creation time is read only on a change: one list per rollout, not per evaluation.
-        if read is not None:
-            created = None
-            key = read.update
-            new = previous.template_hash != key if previous is not None else read.rolling
-            if read.caught_up and key and new:
-                created = revisions.revision_created(owned, kind, workload, key)
-            return next_revision_rollout(previous, read, created=created, now=now)
-        current = workload_template_hash(workload)
-        newest = None
-        if previous is not None and previous.template_hash != current:
-            newest = newest_replicaset_created(owned, workload, current)
-        return next_rollout(previous, current, newest_replicaset=newest, now=now)
+
+        def created(key: str) -> datetime | None:
+            return revisions.revision_created(owned, kind, workload, key)
+
+        return kind_named(kind).rollout(previous, workload, read, created, now)
 
     def _measure(
         self,
@@ -519,6 +510,8 @@ class _Reads:
     target: dict[str, Any] | None = None
     target_key: tuple[str, str] | None = None
     owned: tuple[dict[str, Any], ...] | None = None
+    # The templates the analysis names, as the caches held them (templating.resolve_object).
+    templates: tuple[dict[str, Any], ...] | None = None
     cached: bool = False
 
     @classmethod
@@ -533,11 +526,13 @@ class _Reads:
         ):
             return cls()
         target, owned = snapshot.get("target"), snapshot.get("owned")
+        templates = snapshot.get("templates")
         return cls(
             analysis=analysis,
             target=target if isinstance(target, dict) else None,
             target_key=(str(snapshot.get("kind")), str(snapshot.get("name"))),
             owned=tuple(owned) if isinstance(owned, list) else None,
+            templates=tuple(dict(t) for t in templates) if isinstance(templates, list) else None,
             cached=True,
         )
 
@@ -551,12 +546,11 @@ class _Reads:
         self, client: kube.KubeClient, spec: AnalysisSpec | None, workload: Mapping[str, Any] | None
     ) -> kube.OwnedReader:
         """Return where the target's ReplicaSets or ControllerRevisions are read from."""
-        if (
-            self.owned is None
-            or spec is None
-            or workload is None
-            or workload is not self.target_of(spec)
-        ):
+        cached = self.target_of(spec) if spec is not None else None
+        if self.owned is None or cached is None or workload is None:
+            return client
+        # Also for the target read afresh (a paused analysis's): the same incarnation owns them.
+        if workload is not cached and _uid(workload) != _uid(cached):
             return client
         return _Owned(self.owned)
 
@@ -569,6 +563,10 @@ class _Owned:
 
     def list_owned(self, path: str, owner: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return list(self._items)
+
+
+def _uid(obj: Mapping[str, Any]) -> object:
+    return (obj.get("metadata") or {}).get("uid")
 
 
 def _behind(read: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:

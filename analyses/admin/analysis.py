@@ -30,6 +30,7 @@ from django.views.generic import RedirectView
 from accounts import access, provider_access
 from analyses import services
 from analyses.admin import backtest, compat, views
+from analyses.admin import templates as template_pages
 from analyses.admin.forms import (
     METRIC_FIELDSETS,
     AnalysisForm,
@@ -40,6 +41,7 @@ from analyses.admin.forms import (
     included_metric_forms,
     place_all,
     spec_from_forms,
+    template_line,
 )
 from analyses.admin.metric_groups import METRIC_GROUPS, MetricGroup
 from analyses.models import Analysis, AnalysisMetric
@@ -286,6 +288,8 @@ class AnalysisAdmin(admin.ModelAdmin):
             evaluation.append("seen_generation")
         return [
             ("Resource", {"fields": ["namespace", "name", "target_kind", "target_name"]}),
+            # spec.templates and spec.args (docs/templates.md): metrics written once, elsewhere.
+            ("Templates", {"fields": ["templates", "args"]}),
             ("Evaluation", {"fields": evaluation}),
         ]
 
@@ -301,6 +305,16 @@ class AnalysisAdmin(admin.ModelAdmin):
         return str(
             obj.spec.get("interval") or f"not set ({DEFAULT_INTERVAL} unless a template sets it)"
         )
+
+    @admin.display(description="templates")
+    def templates(self, obj: Analysis) -> str:
+        # Read-only pages, as interval: spec.templates as the form's field writes them.
+        return ", ".join(template_line(ref) for ref in _dicts(obj.spec.get("templates")))
+
+    @admin.display(description="arguments")
+    def args(self, obj: Analysis) -> str:
+        # Read-only pages, as interval: spec.args as NAME=VALUE.
+        return ", ".join(f"{a.get('name')}={a.get('value')}" for a in _dicts(obj.spec.get("args")))
 
     @admin.display(description="notify")
     def notify(self, obj: Analysis) -> str:
@@ -337,6 +351,22 @@ class AnalysisAdmin(admin.ModelAdmin):
                 RedirectView.as_view(pattern_name="admin:index", permanent=True),
                 name="analyses_analysis_overview",
             ),
+            # Templates have no model of their own (no mirror): their pages live here.
+            path(
+                "templates/",
+                site.admin_view(self._templates),
+                name="analyses_templates",
+            ),
+            path(
+                "templates/cluster/<str:name>/",
+                site.admin_view(self._cluster_template),
+                name="analyses_clustertemplate",
+            ),
+            path(
+                "templates/namespaced/<str:namespace>/<str:name>/",
+                site.admin_view(self._template),
+                name="analyses_template",
+            ),
             path(
                 "<path:object_id>/resume/",
                 site.admin_view(require_POST(self._resume)),
@@ -346,6 +376,11 @@ class AnalysisAdmin(admin.ModelAdmin):
                 "<path:object_id>/evaluate/",
                 site.admin_view(require_POST(self._evaluate)),
                 name="analyses_analysis_evaluate",
+            ),
+            path(
+                "backtest/<int:job_id>/",
+                site.admin_view(self._backtest_draft),
+                name="analyses_analysis_backtest_draft",
             ),
             path(
                 "<path:object_id>/backtest/",
@@ -360,11 +395,23 @@ class AnalysisAdmin(admin.ModelAdmin):
             *super().get_urls(),
         ]
 
+    def _templates(self, request: HttpRequest) -> HttpResponse:
+        return template_pages.list_view(self, request)
+
+    def _cluster_template(self, request: HttpRequest, name: str) -> HttpResponse:
+        return template_pages.cluster_view(self, request, name)
+
+    def _template(self, request: HttpRequest, namespace: str, name: str) -> HttpResponse:
+        return template_pages.namespaced_view(self, request, namespace, name)
+
     def _backtest(self, request: HttpRequest, object_id: str) -> HttpResponse:
         return backtest.start(self, request, object_id)
 
     def _backtest_job(self, request: HttpRequest, object_id: str, job_id: int) -> HttpResponse:
         return backtest.page(self, request, object_id, str(job_id))
+
+    def _backtest_draft(self, request: HttpRequest, job_id: int) -> HttpResponse:
+        return backtest.draft_page(self, request, job_id)
 
     def _resume(self, request: HttpRequest, object_id: str) -> HttpResponse:
         return views.resume(self, request, object_id)
@@ -375,7 +422,10 @@ class AnalysisAdmin(admin.ModelAdmin):
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        context = {"overview_url": reverse("admin:index")}
+        context = {
+            "overview_url": reverse("admin:index"),
+            "templates_url": template_pages.list_url(),
+        }
         return super().changelist_view(request, {**context, **(extra_context or {})})
 
     @csrf_protect_m
@@ -391,6 +441,7 @@ class AnalysisAdmin(admin.ModelAdmin):
             obj = self.get_object(request, object_id)
             if obj is not None and self.has_view_or_change_permission(request, obj):
                 context.update(views.detail_context(self, request, obj))
+                context["resolved_metrics"] = template_pages.resolved_metrics(obj)
         # Outside Django's wrapping transaction: see analyses.admin.compat for why.
         try:
             try:
@@ -433,8 +484,9 @@ class AnalysisAdmin(admin.ModelAdmin):
             if refused:
                 pairs = [(field, line) for field, lines in refused.items() for line in lines]
                 raise _ClusterRefusedSave(place_all(pairs, metric_forms))
-            if change and TRY_DRAFT in request.POST:
-                # Validated as a save would be (edit rights, the allow-list), then not saved.
+            if TRY_DRAFT in request.POST:
+                # Validated as a save would be (edit or create rights, the allow-list), then
+                # not saved: the edit form's draft, or the add form's of an analysis to come.
                 raise _TriedDraft(backtest.start_draft(request, obj, spec.to_dict()))
             if change:
                 row = services.update_analysis(obj, spec)
@@ -495,6 +547,10 @@ class AnalysisAdmin(admin.ModelAdmin):
             for problem in refused.problems:
                 messages.error(request, f"Not deleted. {problem.message}")
             return HttpResponseRedirect(reverse("admin:analyses_analysis_change", args=[object_id]))
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [item for item in value or [] if isinstance(item, dict)]
 
 
 def verdict_badge(obj: Analysis) -> str:

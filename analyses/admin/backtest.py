@@ -4,10 +4,12 @@
 API does) and ``<id>/backtest/<job>/`` (the job's page: a progress bar while it runs, reloading
 itself every two seconds, then a row per rollout and, per rollout, each metric's graph over its
 replayed evaluations with the would-be pause marked, drawn by the analysis page's chart code).
-The edit form's *Try on past rollouts* button stores a job for the draft spec the form holds,
-unsaved (``start_draft``, called by ``AnalysisAdmin.save_related`` once the form validated, edit
-rights and the namespace's provider allow-list checked). The operator runs the job
-(docs/backtest.md). Whoever may view the analysis may backtest it; a draft needs edit rights.
+The edit form's and the add form's *Try on past rollouts* button stores a job for the draft spec
+the form holds, unsaved (``start_draft``, called by ``AnalysisAdmin.save_related`` once the form
+validated, edit or create rights and the namespace's provider allow-list checked); the add
+form's job, of an analysis not created yet, has a page of its own, ``backtest/<job>/``
+(``draft_page``). The operator runs the job (docs/backtest.md). Whoever may view the analysis
+may backtest it; a draft needs the rights a save would.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
-from accounts import access
+from accounts import access, scope
 from analyses.charts import ChartPoint, render_metric_chart
 from analyses.models import Analysis, BacktestJob
 from sentinel_core.backtest import DEFAULT_MAX_DURATION_SECONDS, DEFAULT_ROLLOUTS
@@ -58,7 +60,11 @@ def start(admin: BacktestAdmin, request: HttpRequest, object_id: str) -> HttpRes
 
 
 def start_draft(request: HttpRequest, analysis: Analysis, draft: Mapping[str, Any]) -> str:
-    """Store a backtest job of ``draft`` (the caller checked edit rights); return its page."""
+    """Store a backtest job of ``draft`` (the caller checked edit rights); return its page.
+
+    ``analysis`` is the edit form's, or the add form's not yet created (no primary key): its
+    job's page is then found by the job alone (``draft_page``).
+    """
     job = BacktestJob.objects.create(
         namespace=analysis.namespace,
         name=analysis.name,
@@ -68,6 +74,8 @@ def start_draft(request: HttpRequest, analysis: Analysis, draft: Mapping[str, An
         max_duration_seconds=DEFAULT_MAX_DURATION_SECONDS,
         next_attempt_at=timezone.now(),
     )
+    if analysis.pk is None:
+        return reverse("admin:analyses_analysis_backtest_draft", args=[job.pk])
     return reverse("admin:analyses_analysis_backtest_job", args=[analysis.pk, job.pk])
 
 
@@ -77,6 +85,40 @@ def page(admin: BacktestAdmin, request: HttpRequest, object_id: str, job_id: str
     job = get_object_or_404(
         BacktestJob, pk=int(job_id), namespace=analysis.namespace, name=analysis.name
     )
+    return _page(
+        admin,
+        request,
+        job,
+        str(analysis),
+        reverse("admin:analyses_analysis_change", args=[analysis.pk]),
+    )
+
+
+def draft_page(admin: BacktestAdmin, request: HttpRequest, job_id: int) -> HttpResponse:
+    """Show the backtest job of a draft tried on the add form: no analysis of its name yet.
+
+    Whoever may view analyses in the job's namespace may see it, as they could the analysis
+    once created; elsewhere it does not exist (404).
+    """
+    job = get_object_or_404(BacktestJob, pk=job_id, draft__isnull=False)
+    if not (
+        request.user.has_perm("analyses.view_analysis")
+        and scope.in_scope(job.namespace)
+        and access.allows(request.user, access.Verb.GET, job.namespace)
+    ):
+        raise Http404("No such backtest.")
+    return _page(
+        admin,
+        request,
+        job,
+        f"draft {job.namespace}/{job.name}",
+        reverse("admin:analyses_analysis_changelist"),
+    )
+
+
+def _page(
+    admin: BacktestAdmin, request: HttpRequest, job: BacktestJob, analysis: str, back: str
+) -> HttpResponse:
     result = job.result or {}
     context = {
         **admin.admin_site.each_context(request),
@@ -87,7 +129,7 @@ def page(admin: BacktestAdmin, request: HttpRequest, object_id: str, job_id: str
         "rollouts": result.get("rollouts", []),
         "graphs": [_graphs(r) for r in result.get("rollouts", [])],
         "summary": result.get("summary"),
-        "analysis_url": reverse("admin:analyses_analysis_change", args=[analysis.pk]),
+        "analysis_url": back,
     }
     return TemplateResponse(request, "admin/analyses/analysis/backtest.html", context)
 

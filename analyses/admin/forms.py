@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from django import forms
@@ -27,6 +27,7 @@ from analyses.models import Analysis, AnalysisMetric
 from sentinel_core.kinds import KINDS
 from sentinel_core.provider import DEFAULT_PROVIDER
 from sentinel_core.spec import (
+    DEFAULT_FAILURE_LIMIT,
     DEFAULT_INTERVAL,
     DEFAULT_TARGET_KIND,
     DNS1123_LABEL,
@@ -78,6 +79,8 @@ _ANALYSIS_FIELDS = {
     "spec.dryRun": "dry_run",
     "spec.notify": "notify",
     "spec.falsePauseRate": "false_pause_rate",
+    "spec.templates": "templates",
+    "spec.args": "args",
 }
 # Where a metric form answers for a path inside ``spec.metrics[i]``.
 _METRIC_FIELDS = {
@@ -97,6 +100,10 @@ _METRIC_FIELDS = {
 }
 _METRIC_PATH = re.compile(r"^spec\.metrics\[(\d+)\](?:\.(.+))?$")
 _NOTIFY_ITEM = re.compile(r"^spec\.notify\[\d+\]$")
+# A path inside spec.templates or spec.args (``spec.args[1].value``): that list's field.
+_LIST_ITEM = re.compile(r"^(spec\.(?:templates|args))[\[.]")
+# How the templates field names a cluster template: ``cluster/NAME`` (a name has no slash).
+CLUSTER_PREFIX = "cluster/"
 
 
 def place(path: str, message: str, metric_forms: Sequence[forms.Form]) -> Problem:
@@ -119,6 +126,9 @@ def place(path: str, message: str, metric_forms: Sequence[forms.Form]) -> Proble
         if field is not None and field in form.fields:
             return Problem(form.prefix, field, message)
         return Problem(form.prefix, None, f"{path}: {message}" if inner else message)
+    listed = _LIST_ITEM.match(path)
+    if listed is not None:
+        return Problem(None, _ANALYSIS_FIELDS[listed.group(1)], f"{path}: {message}")
     field = _ANALYSIS_FIELDS.get("spec.notify" if _NOTIFY_ITEM.match(path) else path)
     if field is not None:
         return Problem(None, field, message)
@@ -157,10 +167,36 @@ class AnalysisForm(forms.ModelForm):
         ),
     )
 
+    # Left empty, the spec has none: the templates' value applies, else 30s (docs/templates.md).
     interval = forms.CharField(
-        initial=DEFAULT_INTERVAL,
+        required=False,
         max_length=32,
-        help_text="How often to evaluate: a duration such as 30s, 1m or 1m30s (at least 5s).",
+        help_text=(
+            "How often to evaluate: a duration such as 30s, 1m or 1m30s (at least 5s). Empty: "
+            "the templates' interval, else 30s."
+        ),
+        widget=forms.TextInput(attrs={"placeholder": DEFAULT_INTERVAL, "size": 8}),
+    )
+    templates = forms.CharField(
+        required=False,
+        max_length=2600,
+        label="Templates",
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 40, "spellcheck": "false"}),
+        help_text=(
+            "Templates whose metrics this analysis evaluates, one per line, in order: "
+            "cluster/NAME for a cluster template, NAME for one of this namespace "
+            "(docs/templates.md). Its own metrics below are then optional."
+        ),
+    )
+    args = forms.CharField(
+        required=False,
+        max_length=20000,
+        label="Arguments",
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 40, "spellcheck": "false"}),
+        help_text=(
+            "The templates' arguments, one per line as NAME=VALUE (spaces around either are "
+            "dropped); one value serves every template that declares the name."
+        ),
     )
     notify = forms.CharField(
         required=False,
@@ -225,10 +261,28 @@ class AnalysisForm(forms.ModelForm):
             self.fields["target_name"].required = True
             self.fields["target_name"].validators.append(_DNS1123_SUBDOMAIN)
         if "failure_limit" in self.fields:
-            self.fields["failure_limit"].validators.append(MinValueValidator(1))
-            self.fields["failure_limit"].widget.attrs["min"] = 1
+            field = self.fields["failure_limit"]
+            field.validators.append(MinValueValidator(1))
+            field.widget.attrs.update(min=1, placeholder=str(DEFAULT_FAILURE_LIMIT))
+            # Left empty, the spec has none: the templates' limit applies, else 3.
+            field.required = False
+            field.initial = None
+            field.help_text = (
+                f"{field.help_text} Empty: the templates' limit, else {DEFAULT_FAILURE_LIMIT}."
+            )
         if self.instance.pk is not None:
-            self.fields["interval"].initial = self.instance.spec.get("interval", DEFAULT_INTERVAL)
+            spec = self.instance.spec or {}
+            # The spec as written, not the mirror's column (which holds the default applied).
+            self.initial["failure_limit"] = spec.get("failureLimit")
+            self.fields["interval"].initial = spec.get("interval", "")
+            self.fields["templates"].initial = "\n".join(
+                template_line(ref) for ref in spec.get("templates") or [] if isinstance(ref, dict)
+            )
+            self.fields["args"].initial = "\n".join(
+                f"{arg.get('name', '')}={arg.get('value', '')}"
+                for arg in spec.get("args") or []
+                if isinstance(arg, dict)
+            )
             self.fields["target_kind"].initial = self.instance.target_kind
             self.fields["notify"].initial = ", ".join(self.instance.spec.get("notify") or [])
             self.fields["false_pause_rate"].initial = self.instance.spec.get("falsePauseRate")
@@ -246,11 +300,48 @@ class AnalysisForm(forms.ModelForm):
 
     def clean_interval(self) -> str:
         interval: str = self.cleaned_data["interval"].strip()
+        if not interval:
+            return ""
         try:
             check_interval(parse_duration(interval), interval)
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from exc
         return interval
+
+    def clean_templates(self) -> list[dict[str, Any]] | None:
+        """Return ``spec.templates`` as the lines say; None when the post left the field out."""
+        if self._omitted("templates"):
+            return None
+        refs: list[dict[str, Any]] = []
+        for line in self.cleaned_data["templates"].splitlines():
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith(CLUSTER_PREFIX):
+                refs.append({"name": line[len(CLUSTER_PREFIX) :].strip(), "clusterScope": True})
+            else:
+                refs.append({"name": line})
+        return refs
+
+    def clean_args(self) -> list[dict[str, str]] | None:
+        """Return ``spec.args`` as the lines say; None when the post left the field out."""
+        if self._omitted("args"):
+            return None
+        given: list[dict[str, str]] = []
+        for number, line in enumerate(self.cleaned_data["args"].splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, equals, value = line.partition("=")
+            if not equals or not name.strip():
+                raise forms.ValidationError(f"Line {number} is not NAME=VALUE: {line.strip()!r}.")
+            given.append({"name": name.strip(), "value": value.strip()})
+        return given
+
+    def _omitted(self, name: str) -> bool:
+        # A post without the field at all (a script, a page from before it existed) keeps the
+        # spec's value; a field sent empty clears it.
+        widget = self.fields[name].widget
+        return widget.value_omitted_from_data(self.data, self.files, self.add_prefix(name))
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -427,9 +518,11 @@ def spec_from_forms(
 ) -> AnalysisSpec | TemplatedSpec:
     """Return the ``spec`` the validated forms describe; raise ``InvalidSpecError`` if broken.
 
-    Metrics keep the order the user sees; rows marked for deletion are left out. The form has
-    no fields for ``templates`` and ``args`` yet: an analysis's are kept as they are
-    (docs/templates.md), so saving it never drops them.
+    Metrics keep the order the user sees; rows marked for deletion are left out. ``interval``
+    and ``failureLimit`` are written only when filled in, so a template's values (or the
+    defaults the operator applies) are never frozen into the spec by a save
+    (docs/templates.md). ``templates`` and ``args`` are the form's; a post that leaves either
+    field out keeps the analysis's own.
     """
     data = form.cleaned_data
     metrics = [_metric_spec(f.cleaned_data) for f in included_metric_forms(formsets)]
@@ -438,11 +531,19 @@ def spec_from_forms(
             "kind": data.get("target_kind") or DEFAULT_TARGET_KIND,
             "name": data["target_name"],
         },
-        "metrics": metrics,
-        "interval": data["interval"],
-        "failureLimit": data["failure_limit"],
         "dryRun": bool(data.get("dry_run")),
     }
+    if metrics:
+        raw["metrics"] = metrics
+    unset = []
+    if data.get("interval"):
+        raw["interval"] = data["interval"]
+    else:
+        unset.append("interval")
+    if data.get("failure_limit") is not None:
+        raw["failureLimit"] = data["failure_limit"]
+    else:
+        unset.append("failureLimit")
     if data.get("failure_window") is not None:
         raw["failureWindow"] = data["failure_window"]
     notify = [n.strip() for n in (data.get("notify") or "").split(",") if n.strip()]
@@ -451,9 +552,42 @@ def spec_from_forms(
     if data.get("false_pause_rate") is not None:
         raw["falsePauseRate"] = data["false_pause_rate"]
     current = form.instance.spec if form.instance is not None else None
-    if isinstance(current, dict):
-        raw.update({key: current[key] for key in ("templates", "args") if key in current})
-    return parse_analysis_spec(raw)
+    for key in ("templates", "args"):
+        value = data.get(key)
+        if value is None and isinstance(current, dict) and key in current:
+            raw[key] = current[key]
+        elif value:
+            raw[key] = value
+    if "metrics" not in raw and not raw.get("templates"):
+        # Neither: parse_spec names spec.metrics as the field to fill in.
+        raw["metrics"] = []
+    parsed = parse_analysis_spec(raw)
+    if isinstance(parsed, AnalysisSpec) and unset:
+        return FormSpec(
+            **{f.name: getattr(parsed, f.name) for f in fields(parsed)}, unset=tuple(unset)
+        )
+    return parsed
+
+
+@dataclass(frozen=True)
+class FormSpec(AnalysisSpec):
+    """A parsed spec written without the fields the form left empty (``interval``,
+    ``failureLimit``): ``AnalysisSpec.to_dict`` writes the defaults out, which would then hide
+    the values of templates named later (docs/templates.md)."""
+
+    unset: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        written = super().to_dict()
+        for key in self.unset:
+            written.pop(key, None)
+        return written
+
+
+def template_line(ref: dict[str, Any]) -> str:
+    """Return one ``spec.templates`` entry as the templates field writes it."""
+    name = str(ref.get("name") or "")
+    return f"{CLUSTER_PREFIX}{name}" if ref.get("clusterScope") else name
 
 
 def included_metric_forms(formsets: Sequence[forms.BaseFormSet]) -> list[forms.Form]:

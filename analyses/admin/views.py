@@ -363,25 +363,14 @@ def chart_points(
     )
     started = {pk: (at, paused) for pk, at, paused in recent}
     values: dict[str, list[ChartPoint]] = defaultdict(list)
+    # The history columns the kinds keep of their own ("comparison", "counted"), and a band's.
+    columns = [column.name for column in kinds.COLUMNS] + list(kinds.BAND_COLUMNS)
     results = MetricResult.objects.filter(evaluation_id__in=list(started)).values_list(
-        "evaluation_id",
-        "name",
-        "value",
-        "baseline",
-        "limit",
-        "comparison",
-        "counted",
-        "ratio_lower",
-        "ratio_upper",
+        "evaluation_id", "name", "value", "baseline", "limit", *columns
     )
-    for evaluation_id, name, value, baseline, limit, comparison, counted, low, high in results:
+    for evaluation_id, name, value, baseline, limit, *own in results:
         at, paused = started[evaluation_id]
-        kept = {
-            "comparison": comparison,
-            "counted": counted,
-            "ratio_lower": low,
-            "ratio_upper": high,
-        }
+        kept = dict(zip(columns, own, strict=True))
         fields = {key: v for view in kinds.VIEWS for key, v in view.point(kept).items()}
         values[name].append(
             ChartPoint(at=at, value=value, paused=paused, baseline=baseline, limit=limit, **fields)

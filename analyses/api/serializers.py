@@ -5,7 +5,9 @@
 ``sentinel_core.templates.parse_analysis_spec`` when it names templates) and its errors are
 reported under their field paths (``spec.metrics[0].maxValue``), all at once. The
 OpenAPI description of ``spec`` and ``status`` is the CRD's own schema, read from
-``crds/rolloutanalysis.yaml``, so the document cannot drift from the resource.
+``crds/rolloutanalysis.yaml``, so the document cannot drift from the resource. A history row's
+metric result carries the columns a metric kind keeps of its own as its view in
+``analyses.kinds`` describes them (``COLUMNS``): the serializer names no kind.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounts import provider_access, scope
+from analyses.kinds import COLUMNS, HistoryColumn
 from analyses.models import Analysis, Evaluation, MetricResult
 from sentinel_core.spec import (
     DNS1123_LABEL,
@@ -66,52 +69,26 @@ class StatusField(serializers.Field):
         return value
 
 
-def _comparison_schema() -> dict[str, Any]:
+class KindColumnField(serializers.Field):
+    """A history column a metric kind keeps of its own (``analyses.kinds.COLUMNS``); ``{}``: null.
+
+    Each column is a subclass carrying its kind's OpenAPI component (``_column_field``).
+    """
+
+    def to_representation(self, value: Any) -> Any:
+        return value or None
+
+
+def _column_field(column: HistoryColumn) -> type[KindColumnField]:
+    """Return the field class of one kind's history column, with its OpenAPI component."""
     items = crd_schema("status").get("properties", {}).get("metricResults", {}).get("items", {})
-    return dict(items.get("properties", {}).get("comparison", {"type": "object"}))
+    schema = column.schema(items.get("properties", {}))
+    field = type(f"{column.component}Field", (KindColumnField,), {"__module__": __name__})
+    return extend_schema_field(schema, component_name=column.component)(field)
 
 
-@extend_schema_field(_comparison_schema(), component_name="Comparison")
-class ComparisonField(serializers.Field):
-    """``metricResults[].comparison`` as in the status (docs/status.md#fields); ``{}`` if none."""
-
-    def to_representation(self, value: Any) -> Any:
-        return value or None
-
-
-_COUNT = {"type": "number", "minimum": 0}
-
-
-@extend_schema_field(
-    {
-        "type": "object",
-        "nullable": True,
-        "description": (
-            "With sequential: both sides' counts over the steps this evaluation counted "
-            "(docs/analysis.md#sequential-judgment-a-false-pause-budget-per-rollout); the "
-            "bad-event rates are newBad/newTotal and oldBad/oldTotal. Null when it counted none."
-        ),
-        "properties": {
-            "newBad": {**_COUNT, "description": "Bad events on the new pods."},
-            "newTotal": {**_COUNT, "description": "All events on the new pods."},
-            "oldBad": {**_COUNT, "description": "Bad events on the old pods."},
-            "oldTotal": {**_COUNT, "description": "All events on the old pods."},
-            "steps": {"type": "integer", "minimum": 0, "description": "Steps counted."},
-            "through": {
-                "type": "string",
-                "format": "date-time",
-                "description": "The end of the last step counted.",
-            },
-        },
-        "required": ["newBad", "newTotal", "oldBad", "oldTotal", "steps", "through"],
-    },
-    component_name="Counted",
-)
-class CountedField(serializers.Field):
-    """``MetricResult.counted``: a sequential evaluation's per-side counts; ``{}`` if none."""
-
-    def to_representation(self, value: Any) -> Any:
-        return value or None
+# One field class per kind's column, built once (drf-spectacular reads the class's component).
+_KIND_FIELDS = {column.name: (_column_field(column), column.help_text) for column in COLUMNS}
 
 
 class AnalysisSerializer(serializers.Serializer):
@@ -268,20 +245,6 @@ class MetricResultSerializer(serializers.ModelSerializer):
     series = serializers.DictField(
         child=serializers.CharField(), help_text="Labels of the worst series."
     )
-    comparison = ComparisonField(
-        read_only=True,
-        allow_null=True,
-        help_text="With compare: the new pods against the old ones; null without one.",
-    )
-
-    counted = CountedField(
-        read_only=True,
-        allow_null=True,
-        help_text=(
-            "With sequential: the new and the old pods' bad and all events over the steps this "
-            "evaluation counted; null when it counted none."
-        ),
-    )
 
     class Meta:
         model = MetricResult
@@ -295,11 +258,21 @@ class MetricResultSerializer(serializers.ModelSerializer):
             "limit",
             "samples",
             "series",
-            "comparison",
-            "counted",
             "verdict",
             "message",
         ]
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        """Return the fields, with each metric kind's own history columns after ``series``."""
+        fields: dict[str, serializers.Field] = {}
+        for name, field in super().get_fields().items():
+            fields[name] = field
+            if name == "series":
+                for column, (field_class, help_text) in _KIND_FIELDS.items():
+                    fields[column] = field_class(
+                        read_only=True, allow_null=True, help_text=help_text
+                    )
+        return fields
 
 
 class EvaluationSerializer(serializers.ModelSerializer):

@@ -6,8 +6,9 @@ few), whose validation is the template CRDs' (schema and CEL rules, field paths 
 Who may do what (docs/security.md#who-can-do-what): the model permissions on ``Analysis``
 (view / add / change / delete) as for analyses; a namespaced template also needs the user's
 right in its namespace, as an analysis there would (``accounts.access``); a cluster template
-is read by anyone who may view analyses, and written only by superusers, since it changes the
-guard of every namespace that uses it.
+is read by anyone who may view analyses, and written only by those ``accounts.access`` lets
+(superusers, or RBAC's answer in kubernetes mode), since it changes the guard of every
+namespace that uses it.
 """
 
 from __future__ import annotations
@@ -129,6 +130,12 @@ _RESOURCE_VERSION = OpenApiParameter(
     "resourceVersion", str, description="Delete only if the template is still at this version."
 )
 
+# Said to a user who may not change cluster templates (accounts.access decides who may).
+CLUSTER_WRITE_REFUSED = (
+    "You may not change cluster templates: they guard every namespace (superusers only, or "
+    "the Kubernetes RBAC on clusterrolloutanalysistemplates with SENTINEL_AUTHZ=kubernetes)."
+)
+
 # The access verb of each HTTP method on one template (checked before the handler runs).
 _DETAIL_VERBS = {
     "GET": access.Verb.GET,
@@ -178,10 +185,10 @@ class _TemplateView(GenericAPIView):  # type: ignore[type-arg]
                     f"You may not {verb.value} templates in namespace {namespace}."
                 )
             return
-        if verb not in (access.Verb.GET, access.Verb.LIST) and not user.is_superuser:
-            raise exceptions.PermissionDenied(
-                "Only superusers may change cluster templates: they guard every namespace."
-            )
+        if verb not in (access.Verb.GET, access.Verb.LIST) and not (
+            access.may_write_cluster_templates(user, verb)
+        ):
+            raise exceptions.PermissionDenied(CLUSTER_WRITE_REFUSED)
 
     def answer(self, resource: dict[str, Any], code: int = status.HTTP_200_OK) -> Response:
         return Response(TemplateSerializer(resource).data, status=code)

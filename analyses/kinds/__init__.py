@@ -3,7 +3,8 @@
 Each core kind (``sentinel_core.metric_kinds.KINDS``) has a ``KindView`` here (``_view``): the
 admin's metric card (its tag, what it reads, when it fails), its graphs (``evidence``: a log
 scale against the evidence needed, with the sides' rates under it), the history's cell and the
-notifications' pictures ask the view of a metric instead of naming its kind. ``view_of`` picks
+notifications' pictures ask the view of a metric instead of naming its kind, and the REST API
+serves the history columns a kind keeps of its own (``COLUMNS``). ``view_of`` picks
 the view of a mirror row, ``view_of_result`` that of a history row whose metric has left the spec,
 asking the kinds in the core's order, the first (the threshold) taking the rest.
 docs/architecture.md ("Adding a metric kind") lists the files a new kind touches.
@@ -11,8 +12,10 @@ docs/architecture.md ("Adding a metric kind") lists the files a new kind touches
 
 from __future__ import annotations
 
+from django.db.models import Q
+
 from analyses.kinds import compare, sequential, threshold
-from analyses.kinds._view import KindView
+from analyses.kinds._view import BAND_COLUMNS, HistoryColumn, KindView
 from analyses.models import AnalysisMetric, MetricResult
 from sentinel_core.metric_kinds import KINDS
 
@@ -24,6 +27,20 @@ if set(_VIEWS) != {kind.name for kind in KINDS}:
 VIEWS: tuple[KindView, ...] = tuple(_VIEWS[kind.name] for kind in KINDS)
 # Every tag's words (the card's tag), across the kinds.
 WORDS: dict[str, str] = {tag: words for view in VIEWS for tag, words in view.words.items()}
+# The history columns the kinds keep of their own, in the core's order (the REST API's fields).
+COLUMNS: tuple[HistoryColumn, ...] = tuple(column for view in VIEWS for column in view.columns)
+
+
+def evidence_metrics() -> Q:
+    """Return the filter of the mirror's metrics (``AnalysisMetric``) whose value is evidence.
+
+    The database's side of ``KindView.evidence``: each such kind's ``spec_column`` filled in.
+    """
+    found = Q(pk__in=[])  # no metric, while no kind's value is evidence
+    for view in VIEWS:
+        if view.evidence:
+            found |= ~Q(**{view.spec_column: {}})
+    return found
 
 
 def view_of(metric: AnalysisMetric) -> KindView:
@@ -36,4 +53,14 @@ def view_of_result(result: MetricResult) -> KindView:
     return next((view for view in VIEWS[1:] if view.kept(result)), VIEWS[0])
 
 
-__all__ = ["VIEWS", "WORDS", "KindView", "view_of", "view_of_result"]
+__all__ = [
+    "BAND_COLUMNS",
+    "COLUMNS",
+    "VIEWS",
+    "WORDS",
+    "HistoryColumn",
+    "KindView",
+    "evidence_metrics",
+    "view_of",
+    "view_of_result",
+]

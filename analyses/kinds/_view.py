@@ -1,4 +1,5 @@
-"""What the web side shows of a metric kind: the one small interface each kind's view gives."""
+"""What the web side shows of a metric kind: the one small interface each kind's view gives,
+and the history columns it keeps of its own (the REST API serves them)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,29 @@ from typing import Any
 from django.utils.safestring import SafeString
 
 from analyses.models import AnalysisMetric, MetricResult
+
+# The history columns of a band (``KindView.band``): the bounds of the new pods' rate over the
+# old pods' after each evaluation. Not served by the REST API yet (docs/status.md).
+BAND_COLUMNS = ("ratio_lower", "ratio_upper")
+
+
+@dataclass(frozen=True)
+class HistoryColumn:
+    """A history column a kind keeps of its own (``MetricResult``), as the REST API serves it.
+
+    The REST API's metric results carry it as a read-only field of the same name, ``null`` when
+    the row's column is empty, described in the OpenAPI document by its own component.
+    """
+
+    # The ``MetricResult`` column, and the REST field's name.
+    name: str
+    # The OpenAPI component's name, and its schema given the CRD's schema of one
+    # ``status.metricResults[]`` entry's properties (a kind whose column is its status field
+    # copies the CRD's, so the document cannot drift from the resource).
+    component: str
+    schema: Callable[[Mapping[str, Any]], dict[str, Any]]
+    # The field's description in the OpenAPI document.
+    help_text: str
 
 
 @dataclass(frozen=True)
@@ -42,11 +66,17 @@ class KindView:
     # The graph point's fields (``charts.ChartPoint``) its history columns give, from a history
     # row's values ("comparison", "counted"): the two sides' medians, or their bad-event rates.
     point: Callable[[Mapping[str, Any]], dict[str, float | None]] = lambda values: {}
-    # Whether its points carry bounds of the new pods' rate over the old pods' (``ratio_lower``,
-    # ``ratio_upper``), drawn as a band in a graph of their own: then the ratio a good release
-    # stays under (the margin), given the metric; None: no such graph.
+    # Whether its points carry bounds of the new pods' rate over the old pods' (``BAND_COLUMNS``,
+    # which ``point`` reads), drawn as a band in a graph of their own: then the ratio a good
+    # release stays under (the margin), given the metric; None: no such graph.
     band: Callable[[AnalysisMetric], float] | None = None
     # The history cell's template: what the value in a history row is, for this kind.
     cell: str = "admin/analyses/includes/kinds/value_cell.html"
     # A CSS class of the card's verdict sentence, beside metric-sentence.
     sentence_class: str = ""
+    # The history columns it keeps of its own, each a field of the REST API's metric results.
+    columns: tuple[HistoryColumn, ...] = ()
+    # The mirror's column (``AnalysisMetric``) holding its part of the spec, filled in exactly
+    # for a metric of this kind, for a database query to tell its metrics ("" for the kind
+    # that takes the rest).
+    spec_column: str = ""

@@ -8,7 +8,7 @@ from typing import Any
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from analyses.kinds._view import KindView
+from analyses.kinds._view import HistoryColumn, KindView
 from analyses.models import AnalysisMetric
 from analyses.numbers import number_html
 from sentinel_core.metric_kinds import compare
@@ -45,6 +45,14 @@ def _rule(metric: AnalysisMetric, needed: float | None) -> SafeString | str:
     return compare_text(metric.compare)
 
 
+# The history's copy of status.metricResults[].comparison (docs/status.md#fields).
+COMPARISON = HistoryColumn(
+    name="comparison",
+    component="Comparison",
+    schema=lambda result: dict(result.get("comparison", {"type": "object"})),
+    help_text="With compare: the new pods against the old ones; null without one.",
+)
+
 VIEW = KindView(
     name=compare.KIND.name,
     claims=lambda metric: bool(metric.compare),
@@ -59,4 +67,6 @@ VIEW = KindView(
     point=_point,
     cell="admin/analyses/includes/kinds/medians_cell.html",
     sentence_class="metric-comparison",
+    columns=(COMPARISON,),
+    spec_column="compare",
 )

@@ -10,7 +10,7 @@ from typing import Any
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from analyses.kinds._view import KindView
+from analyses.kinds._view import HistoryColumn, KindView
 from analyses.models import AnalysisMetric
 from analyses.numbers import number_html
 from sentinel_core.metric_kinds import compare, sequential
@@ -77,6 +77,40 @@ def _rule(metric: AnalysisMetric, needed: float | None) -> SafeString | str:
     return text
 
 
+_COUNT = {"type": "number", "minimum": 0}
+# The history's counts of both sides (sequential.Counted.to_dict); the status keeps only the
+# evidence, so the schema is the kind's own.
+COUNTED = HistoryColumn(
+    name="counted",
+    component="Counted",
+    schema=lambda result: {
+        "type": "object",
+        "nullable": True,
+        "description": (
+            "With sequential: both sides' counts over the steps this evaluation counted "
+            "(docs/analysis.md#sequential-judgment-a-false-pause-budget-per-rollout); the "
+            "bad-event rates are newBad/newTotal and oldBad/oldTotal. Null when it counted none."
+        ),
+        "properties": {
+            "newBad": {**_COUNT, "description": "Bad events on the new pods."},
+            "newTotal": {**_COUNT, "description": "All events on the new pods."},
+            "oldBad": {**_COUNT, "description": "Bad events on the old pods."},
+            "oldTotal": {**_COUNT, "description": "All events on the old pods."},
+            "steps": {"type": "integer", "minimum": 0, "description": "Steps counted."},
+            "through": {
+                "type": "string",
+                "format": "date-time",
+                "description": "The end of the last step counted.",
+            },
+        },
+        "required": ["newBad", "newTotal", "oldBad", "oldTotal", "steps", "through"],
+    },
+    help_text=(
+        "With sequential: the new and the old pods' bad and all events over the steps this "
+        "evaluation counted; null when it counted none."
+    ),
+)
+
 VIEW = KindView(
     name=sequential.KIND.name,
     claims=lambda metric: bool(metric.sequential),
@@ -94,4 +128,6 @@ VIEW = KindView(
     point=_point,
     band=_margin,
     cell="admin/analyses/includes/kinds/evidence_cell.html",
+    columns=(COUNTED,),
+    spec_column="sequential",
 )

@@ -28,8 +28,9 @@ from typing import Any
 
 from sentinel_core.conditions import Annotation
 from sentinel_core.kinds import DEPLOYMENT
-from sentinel_core.pause_record import ALL_KEYS, NO_RECORD, PauseRecord, RecordState, read_record
+from sentinel_core.pause_record import ALL_KEYS, NO_RECORD, PauseRecord, RecordState
 from sentinel_core.values import format_time
+from sentinel_core.workload_kinds._record import read_record
 from sentinel_core.workload_kinds._registry import kind_named
 
 

@@ -67,6 +67,7 @@ def test_backtest_job_over_rest(
     asked = viewer.post(base, json={"rollouts": 5, "maxDuration": "1h"})
     assert asked.status_code == 202, asked.text
     job = asked.json()
+    print(f"POST {base} -> {asked.status_code}\n{json.dumps(job, indent=2)}")
     assert job["state"] == "queued" and job["progress"] == 0.0 and job["rollouts"] == []
     assert asked.headers["Location"] == job["url"]
 
@@ -104,7 +105,7 @@ def test_backtest_job_over_rest(
         assert pump.pump_due() == 1
     assert ran == ["succeeded"]
     done = viewer.get(job["url"]).json()
-    print(json.dumps(done, indent=2))
+    print(f"GET {job['url']}\n{json.dumps(done, indent=2)}")
     assert done["state"] == "succeeded" and done["progress"] == 1.0
     assert [r["revision"] for r in done["rollouts"]] == [1, 2, 4]
     assert [r["rolledBack"] for r in done["rollouts"]] == [False, True, False]

@@ -148,6 +148,8 @@ def test_a_persons_pause_is_kept_after_the_analysis_resume(scene: _Scene) -> Non
     scene.wait_paused("b")
     record = scene.record("deploy", "checkout")
     assert (record["paused-by"], record["paused-before"]) == (f"{namespace}/b", "true")
+    # With -s, for a closing note: what kubectl shows before and after the resume.
+    print(f"before the resume of b: .spec.paused={scene.paused('checkout')!r}, record {record}")
 
     response = scene.resume("b")
 
@@ -158,6 +160,9 @@ def test_a_persons_pause_is_kept_after_the_analysis_resume(scene: _Scene) -> Non
     # The person's pause stands; only the analysis's record is gone.
     assert scene.paused("checkout") == "true"
     assert scene.no_record("deploy", "checkout")
+    print(f"resume of b: {response.status_code} {release}")
+    after = scene.record("deploy", "checkout")
+    print(f"after: .spec.paused={scene.paused('checkout')!r}, record {after}")
     resumed = condition(response.json(), "RolloutPaused")
     assert (resumed["status"], resumed["reason"]) == ("False", "ResumedByUser")
     # A second resume: it holds nothing now, and says so without touching anything.
@@ -169,6 +174,7 @@ def test_a_persons_pause_is_kept_after_the_analysis_resume(scene: _Scene) -> Non
         "code": "nothing_to_release",
     }
     assert scene.paused("checkout") == "true"
+    print(f"second resume of b: {again.status_code} {again.json()}")
 
 
 def test_two_holders_release_the_deployment_with_the_last(scene: _Scene) -> None:
@@ -234,6 +240,7 @@ def test_a_stale_statefulset_record_never_moves_a_persons_canary(scene: _Scene) 
     assert response.json()["code"] == "nothing_to_release"
     assert "(the StatefulSet is not paused)" in response.json()["detail"]
     assert scene.jsonpath("sts", "db", partition) == "3"
+    print(f"resume over the canary: {response.status_code} {response.json()}; partition 3 stays")
     # The status does not claim a hold the operator did not make.
     assert condition(scene.analysis("db"), "RolloutPaused")["status"] == "False"
     assert event_reasons(scene.kube_client, scene.namespace, "db").count("RolloutResumed") == 1
@@ -309,6 +316,8 @@ def test_a_garbled_record_is_not_trusted_reported_and_never_restored(
     assert problem in condition(untrusted, "RolloutPaused")["message"]
     event = scene.event("guard", "UntrustedPauseRecord", timeout=15)
     assert event["type"] == "Warning" and problem in event["message"]
+    print(f"{kind} {str(garble)[:80]}: resume {response.status_code} {response.json()}")
+    print(f"  Event {event['type']} {event['reason']}: {event['message']}")
     scene.wait_no_record(short, "app", "the untrusted record removed", timeout=15)
     assert scene.spec(short, "app")["updateStrategy"] == spec_before["updateStrategy"]
     rows = scene.operator.evaluations(namespace, "guard")

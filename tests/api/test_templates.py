@@ -20,6 +20,7 @@ from sentinel_cluster import kube
 from testkit.clusters import Cluster, kubectl_json
 from testkit.devcluster import DevCluster
 from testkit.namespaces import unique_name
+from tests.api.authz_setup import use_mode
 from tests.api.client import ALL_PERMISSIONS, Api, MakeApi, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -147,6 +148,66 @@ def test_cluster_templates_are_written_by_superusers_only(
     ] == pytest.approx(0.5)
     assert root.delete(f"clustertemplates/{cluster_template}/").status_code == 204
     assert root.get(f"clustertemplates/{cluster_template}/").status_code == 404
+
+
+def test_with_kubernetes_authz_rbac_decides_who_writes_cluster_templates(
+    live_server: Any,
+    api_cluster: Cluster,
+    cluster_client: kube.KubeClient,
+    cluster_template: str,
+    settings: Any,
+) -> None:
+    """docs/security.md: a SubjectAccessReview on cluster templates decides, not is_superuser."""
+    use_mode(settings, "kubernetes")
+    # A Django superuser the cluster's RBAC binds to nothing: refused, nothing written.
+    root = _api_for(make_user(is_superuser=True), live_server)
+    refused = root.post("clustertemplates/", json={"name": cluster_template, "spec": _spec()})
+    assert refused.status_code == 403, refused.text
+    assert "clusterrolloutanalysistemplates" in refused.json()["detail"]
+    assert cluster_template not in api_cluster.kubectl("get", "cratmpl", "-o", "name").stdout
+
+    # A user holding no Django superuser flag but bound by a ClusterRole to write them: allowed.
+    platform = make_user(*ALL_PERMISSIONS, namespaces=())
+    role = f"sentinel-{platform.get_username()}-cratmpl".lower()
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    cluster_client.request(
+        "POST",
+        f"{rbac}/clusterroles",
+        body={
+            "metadata": {"name": role},
+            "rules": [
+                {
+                    "apiGroups": [kube.GROUP],
+                    "resources": ["clusterrolloutanalysistemplates"],
+                    "verbs": ["create", "update", "delete"],
+                }
+            ],
+        },
+    )
+    subject = {"kind": "User", "name": platform.get_username(), "apiGroup": rbac.split("/")[2]}
+    cluster_client.request(
+        "POST",
+        f"{rbac}/clusterrolebindings",
+        body={
+            "metadata": {"name": role},
+            "roleRef": {"apiGroup": subject["apiGroup"], "kind": "ClusterRole", "name": role},
+            "subjects": [subject],
+        },
+    )
+    try:
+        writer = _api_for(platform, live_server)
+        created = writer.post("clustertemplates/", json={"name": cluster_template, "spec": _spec()})
+        assert created.status_code == 201, created.text
+        replaced = writer.put(f"clustertemplates/{cluster_template}/", json={"spec": _spec(0.5)})
+        assert replaced.status_code == 200, replaced.text
+        assert kubectl_json(api_cluster, "cratmpl", cluster_template)["metadata"]["generation"] == 2
+        # The superuser is still refused a write of the template that now exists.
+        assert root.delete(f"clustertemplates/{cluster_template}/").status_code == 403
+        assert writer.delete(f"clustertemplates/{cluster_template}/").status_code == 204
+    finally:
+        for kind in ("clusterrolebindings", "clusterroles"):
+            with contextlib.suppress(kube.NotFound):
+                cluster_client.request("DELETE", f"{rbac}/{kind}/{role}")
 
 
 def test_namespace_grants_decide_for_namespaced_templates(

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from sentinel_core.backtest import PastRollout, instants
+from sentinel_core.kinds import no_old_side
 from sentinel_core.spec import parse_spec
 from sentinel_operator.backtest import BacktestError, Pace, Replayer
 from sentinel_operator.prometheus import PrometheusClient
@@ -201,6 +202,41 @@ def test_compare_judges_the_new_revision_against_the_one_it_replaced(
     assert "under minSamples 5 per side" in replay.steps[0].metrics[0]["message"]
     assert replay.evaluation == 6 and replay.metric == "new-vs-old"
     assert "new pods' median" in replay.message and "above old pods'" in replay.message
+
+
+def test_compare_has_no_old_side_where_the_old_pods_were_gone(providers: Providers) -> None:
+    # The old pods ("bbb") report until T-45m; Prometheus holds that sample as the series' value
+    # for its lookback of five minutes. Then live the old ReplicaSet had no replicas: no old side
+    # to compare with, whatever the range over lookback still holds of it.
+    spec = {
+        **SPEC,
+        "metrics": [
+            {
+                "name": "new-vs-old",
+                "query": 'lat2{app="web"}',
+                "compare": {"lookback": "5m", "minSamples": 5},
+            }
+        ],
+    }
+    period = PastRollout(
+        revision=3,
+        key="ccc",
+        started_at=T - 50 * MINUTE,
+        ended_at=T - 30 * MINUTE,
+        older_keys=("bbb", "aaa"),
+    )
+    (replay,) = Replayer(providers).replay("shop", "web", parse_spec(spec), (period,)).replays
+    gone = T - 40 * MINUTE
+    before = [step for step in replay.steps if step.at < gone]
+    after = [step for step in replay.steps if step.at > gone]
+    assert len(before) == 19 and len(after) == 19
+    # Judged against "bbb" while its pods served ("aaa" never reported: not an old side).
+    assert [step.outcome for step in before[:4]] == ["Inconclusive"] * 3 + ["Fail"]
+    assert all(step.outcome == "Fail" for step in before[3:])
+    # Then Inconclusive with live's sentence, never judged against samples of pods gone.
+    assert {step.outcome for step in after} == {"Inconclusive"}
+    assert {step.metrics[0]["message"] for step in after} == {no_old_side("Deployment")}
+    assert replay.evaluation == 6
 
 
 def test_sequential_counts_the_new_pods_errors_against_the_old(providers: Providers) -> None:

@@ -3,7 +3,7 @@
 On the real cluster the controller manager makes the ReplicaSets: the newest by the
 ``deployment.kubernetes.io/revision`` annotation is new, the others with replicas are old, and
 a rollback (``kubectl rollout undo``) makes the old template the newest revision again.
-devcluster serves no ReplicaSets: none, never an error.
+devcluster makes no ReplicaSets (it serves the kind but plays no controller): none.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 On the real cluster the controller manager makes the ReplicaSets: the newest one's creation
 time counts only while it runs the Deployment's current template (hashed without the
-``pod-template-hash`` label the controller adds). devcluster serves no ReplicaSets (it plays no
-controllers): "none", never an error.
+``pod-template-hash`` label the controller adds). devcluster makes no ReplicaSets (it serves
+the kind but plays no controllers): "none".
 """
 
 from __future__ import annotations

@@ -27,6 +27,8 @@ def test_each_rollout_ends_where_the_next_begins_or_at_the_bound() -> None:
     assert (c.ended_at, c.revision) == (_at(230), 3)
     assert not any(r.rolled_back for r in (a, b, c))
     assert [r.ended_by_next for r in (a, b, c)] == [True, False, False]
+    # Every older revision, newest first: the old sides compare and sequential may find.
+    assert [r.older_keys for r in (a, b, c)] == [(), ("a",), ("b", "a")]
 
 
 def test_an_instant_in_the_next_revisions_creation_second_is_still_the_rollouts() -> None:

@@ -1,7 +1,7 @@
 """A pause belongs to whoever made it, and a record that disagrees with its target is not trusted.
 
 docs/status.md#pausing-each-kind and #when-a-pause-record-is-not-trusted. Every record case as
-pure functions: ``sentinel_core.pause_record.read_record`` (what the record on a target says),
+pure functions: ``sentinel_core.workload_kinds.read_record`` (what the record on a target says),
 ``sentinel_core.workload_kinds``' patches (pause, release, clean-up) landed with a real merge
 patch, and ``decide`` seeing the result. The same cases on both clusters, through the operator and
 the REST API: tests/operator/test_pause_ownership.py.
@@ -23,7 +23,7 @@ from sentinel_core.conditions import Annotation, ConditionType, EventReason, Rea
 from sentinel_core.decision import Observation, decide
 from sentinel_core.kinds import DAEMON_SET, DEPLOYMENT, KINDS, STATEFUL_SET
 from sentinel_core.measurement import Measurement
-from sentinel_core.pause_record import RecordState, read_record
+from sentinel_core.pause_record import RecordState
 from sentinel_core.spec import parse_spec
 from sentinel_core.status import AnalysisStatus, Condition
 from sentinel_core.workload_kinds import (
@@ -32,6 +32,7 @@ from sentinel_core.workload_kinds import (
     TargetState,
     clean_up_patch,
     pause_patch,
+    read_record,
     release_patch,
 )
 

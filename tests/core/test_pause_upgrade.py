@@ -12,9 +12,9 @@ import pytest
 from analyses.api.serializers import merge_patch
 from sentinel_core.conditions import Annotation
 from sentinel_core.kinds import DAEMON_SET, DEPLOYMENT, STATEFUL_SET
-from sentinel_core.pause_record import RecordState, read_record
+from sentinel_core.pause_record import RecordState
 from sentinel_core.pause_upgrade import adoption_patch
-from sentinel_core.workload_kinds import release_patch
+from sentinel_core.workload_kinds import read_record, release_patch
 from tests.core.test_pause_record import (
     KEY,
     OTHER,

@@ -48,7 +48,7 @@ OPERATOR_RULES = [
     {
         "apiGroups": ["sentinel.example.com"],
         "resources": ["rolloutanalysistemplates", "clusterrolloutanalysistemplates"],
-        "verbs": ["get"],
+        "verbs": ["get", "list", "watch"],
     },
     {
         "apiGroups": ["apps"],

@@ -33,9 +33,9 @@ from tests.deploy.kustomize import HOME, OPERATOR_ACCOUNT, Deployed, render
 SPEC_ROWS = {
     "rolloutanalyses.sentinel.example.com": ["get", "list", "watch"],
     "rolloutanalyses.sentinel.example.com/status": ["update", "patch"],
-    # docs/templates.md: the templates an analysis names, read at each evaluation.
-    "rolloutanalysistemplates.sentinel.example.com": ["get"],
-    "clusterrolloutanalysistemplates.sentinel.example.com": ["get"],
+    # docs/templates.md: the templates an analysis names, listed and watched into its caches.
+    "rolloutanalysistemplates.sentinel.example.com": ["get", "list", "watch"],
+    "clusterrolloutanalysistemplates.sentinel.example.com": ["get", "list", "watch"],
     "deployments.apps": ["get", "list", "watch", "patch"],
     "replicasets.apps": ["get", "list", "watch"],
     "statefulsets.apps": ["get", "list", "watch", "patch"],

@@ -6,7 +6,7 @@ true}``, a ``minSamples`` guard that has enough traffic, and ``failureWindow: 3`
 status shows every §3.1 field (issue 13's closing note quotes it). Until a rollout is seen the
 metric is judged on ``maxValue`` alone. ``kubectl set image`` changes the pod template: the
 operator records ``status.rollout`` (on the real cluster ``startedAt`` is the new ReplicaSet's
-``creationTimestamp``, made by the real controller manager; devcluster has no ReplicaSets, so
+``creationTimestamp``, made by the real controller manager; devcluster makes no ReplicaSets, so
 it is when the operator saw the change) and a ``RolloutDetected`` event. The new version is
 60 % slower, still far under ``maxValue``: the baseline query, sent with Prometheus's ``time``
 parameter at ``startedAt``, answers the pre-rollout value from the history Prometheus really

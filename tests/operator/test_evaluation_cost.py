@@ -14,7 +14,9 @@ evaluation fails here; lower the numbers when an improvement lowers them.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import logging
 import random
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -30,7 +32,7 @@ from django_q.models import OrmQ
 from analyses import mirror
 from analyses.models import Analysis, Evaluation
 from sentinel_cluster import kube
-from sentinel_cluster.informer import Snapshot
+from sentinel_cluster.informer import Informer, Snapshot, strip_template
 from sentinel_core.pause_record import Annotation
 from sentinel_operator.caches import Caches
 from sentinel_operator.dispatcher import Dispatcher
@@ -42,7 +44,12 @@ from sentinel_operator.reconcile import Reconciler
 from sentinel_operator.watch import AnalysisWatch
 from testkit.clusters import Cluster
 from testkit.fault_proxy import FaultProxy
-from testkit.manifests import analysis_manifest, gauge_metric, workload_manifest
+from testkit.manifests import (
+    analysis_manifest,
+    gauge_metric,
+    rollout_analysis,
+    workload_manifest,
+)
 from testkit.metrics_app import GaugeSetter
 
 # Real transactions (no test-wide atomic block), so every BEGIN the code issues is seen.
@@ -54,6 +61,9 @@ WRITE_TRANSACTIONS = 1
 # PUT /status: the analysis, the target and its ControllerRevisions come from the caches (was 3:
 # GET the analysis, GET its Deployment, PUT /status; and a list for a DaemonSet's revisions).
 KUBE_REQUESTS = 1
+# While the status claims a pause: the target's GET too, since a copy from the caches may not
+# have seen a person's resume yet, or this analysis's own pause (docs/architecture.md).
+PAUSED_KUBE_REQUESTS = 2
 # All of them on the connection kept from the previous evaluation (keep-alive).
 KUBE_NEW_CONNECTIONS = 0
 # One query per metric.
@@ -76,6 +86,7 @@ DISPATCH_PASS_STATEMENTS = 5
 
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 PAUSED_BY = Annotation.PAUSED_BY.value
+_TEMPLATES = f"/apis/{kube.GROUP}/{kube.VERSION}"
 
 
 @dataclass
@@ -191,6 +202,15 @@ def _clock() -> Callable[[], datetime]:
     return lambda: start + timedelta(minutes=next(calls))
 
 
+def _template(kind: str, name: str, metric: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{kube.GROUP}/{kube.VERSION}",
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": {"metrics": [metric]},
+    }
+
+
 def _snapshot(kube_cluster: Cluster, namespace: str, uid: str) -> Snapshot:
     """Return what the operator's caches hand the worker: listed as the runtime lists them, by
     the watch and the informers of the namespace, each on a client of its own."""
@@ -243,6 +263,118 @@ def test_one_evaluation_costs_one_write_transaction_and_one_kube_request(
     assert requests_after - requests_before == KUBE_REQUESTS
     assert connections_after - connections_before == KUBE_NEW_CONNECTIONS
     assert fault_proxy.query_count == PROMETHEUS_QUERIES
+
+
+def test_an_analysis_made_of_templates_costs_one_kube_request_too(
+    client: kube.KubeClient,
+    namespace: str,
+    fault_proxy: FaultProxy,
+    gauge: GaugeSetter,
+    case: str,
+    kube_cluster: Cluster,
+) -> None:
+    # One metric from a template of the namespace, one from a cluster template: both kinds.
+    gauge(0.01)
+    client.request(
+        "POST",
+        kube.workloads_path("Deployment", namespace),
+        body=workload_manifest("Deployment", "checkout", namespace),
+    )
+    own = f"{_TEMPLATES}/namespaces/{namespace}/rolloutanalysistemplates"
+    shared, shared_name = f"{_TEMPLATES}/clusterrolloutanalysistemplates", f"second-{namespace}"
+    client.request(
+        "POST",
+        own,
+        body=_template("RolloutAnalysisTemplate", "first", gauge_metric(case, 0.5, "first")),
+    )
+    client.request(
+        "POST",
+        shared,
+        body=_template(
+            "ClusterRolloutAnalysisTemplate", shared_name, gauge_metric(case, 0.5, "second")
+        ),
+    )
+    try:
+        spec = {
+            "target": {"kind": "Deployment", "name": "checkout"},
+            "templates": [{"name": "first"}, {"name": shared_name, "clusterScope": True}],
+        }
+        client.request(
+            "POST", kube.analyses_path(namespace), body=rollout_analysis("ra", namespace, spec)
+        )
+        reconciler = Reconciler(
+            client,
+            Providers.single(PrometheusClient(fault_proxy.url, timeout=5.0)),
+            now=_clock(),
+            rng=random.Random(3),
+        )
+        # The first evaluation reads everything and writes status.templates.
+        assert result_of(reconciler.reconcile(namespace, "ra")) == Result.EVALUATED
+        row = Analysis.objects.get(namespace=namespace, name="ra")
+
+        first_seen: list[dict[str, Any] | None] = []
+        for step in ("steady", "edited"):
+            cached = _snapshot(kube_cluster, namespace, row.uid)
+            first_seen.append(cached["templates"][0]["template"])
+            assert [t["template"] is not None for t in cached["templates"]] == [True, True]
+            fault_proxy.reset()
+            requests_before, _ = _pool_counts(client)
+
+            outcome = reconciler.reconcile(namespace, "ra", uid=row.uid, cached=cached)
+
+            assert result_of(outcome) == Result.EVALUATED
+            # Both templates from the caches: the status write is the one request.
+            assert _pool_counts(client)[0] - requests_before == KUBE_REQUESTS, step
+            assert fault_proxy.query_count == PROMETHEUS_QUERIES
+            status = client.request("GET", kube.analysis_path(namespace, "ra"))["status"]
+            generations = {t["name"]: t["generation"] for t in status["templates"]}
+            assert generations == {"first": 1 if step == "steady" else 2, shared_name: 1}
+            assert [m["name"] for m in status["resolvedMetrics"]] == ["first", "second"]
+            # An edit of a template, seen by its cache: the next evaluation resolves from the
+            # new generation, still without a GET.
+            client.request(
+                "PATCH",
+                f"{own}/first",
+                body={"spec": {"metrics": [gauge_metric(case, 0.6, "first")]}},
+                content_type=kube.MERGE_PATCH,
+            )
+        assert status["resolvedMetrics"][0]["maxValue"] == 0.6
+
+        # A template cache behind the status (generation 1 where the status says 2): that
+        # template is read from the API server, not resolved from the older copy.
+        cached = _snapshot(kube_cluster, namespace, row.uid)
+        cached["templates"][0]["template"] = first_seen[0]
+        requests_before, _ = _pool_counts(client)
+        assert result_of(reconciler.reconcile(namespace, "ra", uid=row.uid, cached=cached)) == (
+            Result.EVALUATED
+        )
+        assert _pool_counts(client)[0] - requests_before == KUBE_REQUESTS + 1
+        status = client.request("GET", kube.analysis_path(namespace, "ra"))["status"]
+        assert {t["name"]: t["generation"] for t in status["templates"]}["first"] == 2
+    finally:
+        with contextlib.suppress(kube.NotFound):
+            client.request("DELETE", f"{shared}/{shared_name}")
+
+
+def test_a_cluster_without_the_template_crds_leaves_a_template_cache_empty_and_live(
+    client: kube.KubeClient, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A collection this cluster does not serve answers 404, as the template kinds do on a
+    # cluster without their CRDs.
+    absent = Informer(
+        client,
+        f"{_TEMPLATES}/namespaces/{namespace}/absentanalysistemplates",
+        transform=strip_template,
+    )
+    with caplog.at_level(logging.INFO, logger="sentinel_cluster.informer"):
+        absent.relist()
+        absent.relist()
+
+    assert absent.live and not absent.served and len(absent) == 0
+    assert absent.get(namespace, "first") is None
+    # One line, not one per retry.
+    lines = [r.message for r in caplog.records if absent.path in r.message]
+    assert len(lines) == 1 and "not served by this cluster (404)" in lines[0], lines
 
 
 def test_the_watch_leaves_an_evaluation_to_the_worker_that_wrote_it(
@@ -371,3 +503,69 @@ def test_a_pause_decided_from_the_cache_lands_on_the_target_as_it_is_now(
     reason = {c["type"]: c["reason"] for c in written["status"]["conditions"]}
     assert reason["RolloutPaused"] == "FailureLimitReached"
     assert fault_proxy.query_count == 2 * PROMETHEUS_QUERIES
+
+
+# On the real control plane too (docs/operator.md#when-things-go-wrong, item 45).
+@pytest.mark.clusters("dev", "real")
+def test_a_paused_analysis_judges_its_target_as_the_api_server_has_it(
+    evaluated: Reconciler,
+    client: kube.KubeClient,
+    namespace: str,
+    fault_proxy: FaultProxy,
+    gauge: GaugeSetter,
+    kube_cluster: Cluster,
+) -> None:
+    """A cache behind the target never decides a pause's fate (the soak's invariant 8).
+
+    A cached copy from before this analysis's own pause would read as a person's resume; one
+    from before a person's ``kubectl rollout resume`` would keep the count (here the window's)
+    over the resume. While the status claims the pause, the target is read from the API server.
+    """
+    path = kube.analysis_path(namespace, "ra")
+    target = kube.deployment_path(namespace, "checkout")
+    client.request(
+        "PATCH",
+        path,
+        body={"spec": {"failureLimit": 1, "failureWindow": 3}},
+        content_type=kube.MERGE_PATCH,
+    )
+    row = Analysis.objects.get(namespace=namespace, name="ra")
+    before_pause = _snapshot(kube_cluster, namespace, row.uid)
+    gauge(0.9)
+    assert result_of(evaluated.reconcile(namespace, "ra", uid=row.uid)) == Result.EVALUATED
+    assert client.request("GET", target)["spec"]["paused"] is True
+
+    # The analysis cached as it is now, its target as the cache saw it before the pause.
+    stale = _snapshot(kube_cluster, namespace, row.uid)
+    stale["target"] = before_pause["target"]
+    fault_proxy.reset()
+    requests_before, _ = _pool_counts(client)
+    outcome = evaluated.reconcile(namespace, "ra", uid=row.uid, cached=stale)
+    requests_after, _ = _pool_counts(client)
+
+    assert result_of(outcome) == Result.EVALUATED
+    written = client.request("GET", path)["status"]
+    reason = {c["type"]: c["reason"] for c in written["conditions"]}
+    assert reason["RolloutPaused"] == "FailureLimitReached"
+    assert (written["failures"], written["window"]) == (2, ["Fail", "Fail"])
+    # The target's GET, then the status write: one request more than unpaused, only while paused.
+    assert requests_after - requests_before == PAUSED_KUBE_REQUESTS
+    assert fault_proxy.query_count == PROMETHEUS_QUERIES
+
+    # A person's kubectl rollout resume, after the caches last saw the target (still held).
+    cached = _snapshot(kube_cluster, namespace, row.uid)
+    assert cached["target"]["spec"]["paused"] is True
+    client.request("PATCH", target, body={"spec": {"paused": False}}, content_type=kube.MERGE_PATCH)
+    gauge(0.01)
+
+    outcome = evaluated.reconcile(namespace, "ra", uid=row.uid, cached=cached)
+
+    assert result_of(outcome) == Result.EVALUATED
+    written = client.request("GET", path)["status"]
+    reason = {c["type"]: c["reason"] for c in written["conditions"]}
+    assert reason["RolloutPaused"] == "ResumedByUser"
+    # The resume started the window afresh: this Pass alone, not [Fail, Fail, Pass].
+    assert (written["failures"], written["window"]) == (0, ["Pass"])
+    deployment = client.request("GET", target)
+    assert deployment["spec"].get("paused") is not True
+    assert PAUSED_BY not in (deployment["metadata"].get("annotations") or {})

@@ -14,7 +14,7 @@ import pytest
 from analyses.models import Analysis, Evaluation
 from sentinel_cluster import kube
 from sentinel_cluster.informer import Informer, strip_workload
-from sentinel_cluster.replicasets import TEMPLATE_HASH
+from sentinel_core.workload_kinds import TEMPLATE_HASH
 from sentinel_operator import tasks
 from sentinel_operator.dispatcher import Dispatcher, Member
 from sentinel_operator.watch import AnalysisWatch

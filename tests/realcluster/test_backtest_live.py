@@ -5,22 +5,28 @@ at their own IPs (``testkit.pod_server.PodServer``), the Prometheus 3.x that dis
 ``manage.py runoperator`` judging live, the real kubectl.
 
 The story: a Deployment ``web`` of 2 and, beside it at the same time, a StatefulSet ``db`` of 2
-are judged live every 10 s (pause after 2 consecutive failures). ``web``'s analysis has a
-threshold (the error ratio) and a ``beforeRollout`` baseline (the slowest pod's latency may not
-double from when the rollout began); ``db``'s a threshold on its latency. Then, each started
-right after a live evaluation, and not before the replayed instant that evaluation stands for
-(so the live evaluations fall where the replay's will, see
-docs/backtest.md#which-instants-and-which-queries):
+whose rolling update stops at partition 1 (only ``db-1`` takes a new template, ``db-0`` keeps the
+first: new and old pods serve side by side) are judged live every 10 s (pause after 2
+consecutive failures). ``web``'s analysis has a threshold (the error ratio) and a
+``beforeRollout`` baseline (the slowest pod's latency may not double from when the rollout
+began); ``db``'s a threshold on its latency, a ``compare`` of each pod's mean latency and a
+``sequential`` count of errors, new pods against old. Then, each started right after a live
+evaluation, and not before the replayed instant that evaluation stands for (so the live
+evaluations fall where the replay's will, see docs/backtest.md#which-instants-and-which-queries):
 
 - ``web`` 2 and ``db`` 2: good (``web`` 2 fails 3 % of its requests, under the 5 % threshold);
-- ``web`` 3 and ``db`` 3: a latency regression (0.5 s): the operator pauses both; a person fixes
-  ``web`` forward (``kubectl set image`` and ``rollout resume``);
+- ``web`` 3 and ``db`` 3: a latency regression (0.5 s; ``db`` 3 fails half its requests too):
+  the operator pauses both; ``db`` 3's old side is ``db-0``'s first revision, not the revision
+  it replaced (whose pod is gone); a person fixes ``web`` forward (``kubectl set image`` and
+  ``rollout resume``);
 - ``web`` 4: an error-rate regression (half the requests fail): paused; a person resumes and
   rolls back to ``web`` 2 (``kubectl rollout undo --to-revision=2``).
 
 Then the same specs, created afterwards as drafts, are backtested (``manage.py backtest --spec
 --json`` for ``web``, the same code in process for ``db``): every live evaluation has a replayed
-one within one interval whose verdict is the same, and each live pause is the replay's
+one within one interval whose verdict is the same, and each metric's (a ``sequential`` one
+lagging one evaluation where the live one began before its replayed instant, see
+``_assert_replay_is_live``), and each live pause is the replay's
 ``wouldPauseAt`` at the same evaluation. A draft with a tighter error threshold (1 %) would also
 have paused the good ``web`` 2. The live-versus-replay table is printed (``-s``).
 """
@@ -32,6 +38,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -64,6 +71,7 @@ IMAGE = "registry.example.com/shop/{}:{}"
 # Enough requests that 3 % errors stay well between the two thresholds over 10 s.
 RPS = 50.0
 GOOD = Behaviour(latency=0.1, rps=RPS)
+DB_GOOD = Behaviour(latency=0.125, spread=0.0, rps=RPS)
 
 
 def _selector(namespace: str, app: str) -> str:
@@ -100,8 +108,21 @@ def _web_spec(namespace: str, max_errors: float) -> dict[str, Any]:
 
 
 def _db_spec(namespace: str) -> dict[str, Any]:
+    s = _selector(namespace, "db")
     latency = {"name": "latency", "query": _slowest(namespace, "db"), "maxValue": 0.3}
-    return _spec("StatefulSet", "db", [latency])
+    # Each pod's mean latency since it started: plain selectors, so a pod's series ends with
+    # the pod (Prometheus's staleness marker), as the old side live ends with its pods.
+    means = f"http_request_duration_seconds_sum{s} / http_request_duration_seconds_count{s}"
+    compare = {
+        "name": "new-vs-old",
+        "query": means,
+        "compare": {"lookback": "30s", "minSamples": 3},
+    }
+    errors = {
+        "name": "errors",
+        "sequential": {"bad": f"http_request_errors_total{s}", "total": f"http_requests_total{s}"},
+    }
+    return _spec("StatefulSet", "db", [latency, compare, errors])
 
 
 def _spec(kind: str, name: str, metrics: list[dict[str, Any]]) -> dict[str, Any]:
@@ -123,6 +144,10 @@ def _statefulset(namespace: str, version: str, port: int) -> dict[str, Any]:
     )
     sts["spec"]["template"]["spec"] = kwok_pod_spec(sts["spec"]["template"]["spec"], port)
     sts["spec"]["podManagementPolicy"] = "Parallel"
+    # Only the pod db-1 takes a new template: db-0 stays on the first revision, so the new
+    # pods and the old ones serve side by side throughout (compare, sequential), and a later
+    # rollout's old side is the first revision, not the one it replaced (gone by then).
+    sts["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"partition": 1}}
     return sts
 
 
@@ -232,7 +257,10 @@ def _pairs(
 
 
 def _table(name: str, result: dict[str, Any], live: list[dict[str, Any]], until: datetime) -> str:
-    lines = [f"{name}: revision  live evaluation       replayed at            live  replay"]
+    lines = [
+        f"{name}: revision  live evaluation       replayed at            live          replay"
+        "        metrics live, replayed"
+    ]
     for replay in result["rollouts"]:
         last = replay is result["rollouts"][-1]
         for row, step in _pairs(live, replay, until, last=last):
@@ -242,21 +270,36 @@ def _table(name: str, result: dict[str, Any], live: list[dict[str, Any]], until:
                 " paused" if step and step.get("paused") else "",
             )
             outcome = step["outcome"] if step else "-"
+            # Each metric's verdict, in the spec's order: P(ass), F(ail), I(nconclusive), E(rror).
+            metrics = (
+                "".join(m["verdict"][0] for m in row["metric_results"]),
+                "".join(m["verdict"][0] for m in step["metrics"]) if step else "-",
+            )
             lines.append(
                 f"{'':{len(name)}}  {replay['revision']:<8}  {_when(row):%H:%M:%S.%f}"[:-3]
-                + f"  {at:<22} {row['outcome'] + paused[0]:<13} {outcome + paused[1]}"
+                + f"  {at:<22} {row['outcome'] + paused[0]:<13} {outcome + paused[1]:<13}"
+                + f" {metrics[0]:<7} {metrics[1]}"
             )
     return "\n".join(lines)
 
 
 def _assert_replay_is_live(
-    result: dict[str, Any], live: list[dict[str, Any]], until: datetime
+    result: dict[str, Any],
+    live: list[dict[str, Any]],
+    until: datetime,
+    sequential: frozenset[str] = frozenset(),
 ) -> None:
-    """Each live evaluation's verdict is the replayed one's, within one interval; each live
-    pause is where the replay would have paused.
+    """Each live evaluation's verdict, and each of its metrics', is the replayed one's, within
+    one interval; each live pause is where the replay would have paused.
 
     The rollout during which the analysis was created is left out: live, its evaluations kept
     the analysis's own phase, not one set by the rollout's start (docs/backtest.md).
+
+    A ``sequential`` metric counts the whole steps since the rollout began, less a settle of
+    one interval: a live evaluation that started before its replayed instant (the revision was
+    created a second or two after the live evaluation before it, the controller being slow)
+    counted one step fewer than the replay, so its verdict is the replay's one evaluation
+    earlier (docs/backtest.md#which-instants-and-which-queries).
     """
     created = _when(live[0])
     compared = [r for r in result["rollouts"] if parse_time(r["startedAt"]) > created]
@@ -265,9 +308,18 @@ def _assert_replay_is_live(
     for replay in compared:
         pairs = _pairs(live, replay, until, last=replay is compared[-1])
         assert all(step is not None for _, step in pairs), (replay["revision"], pairs)
-        for row, step in pairs:
+        for i, (row, step) in enumerate(pairs):
             assert step is not None
             assert row["outcome"] == step["outcome"], (replay["revision"], row, step)
+            # Each metric's verdict too (compare and sequential among them).
+            verdicts = {m["name"]: m["verdict"] for m in row["metric_results"]}
+            replayed = {m["name"]: m["verdict"] for m in step["metrics"]}
+            early = _when(row) < parse_time(step["at"])
+            for name in sequential & set(replayed) if early else ():
+                before = pairs[i - 1][1] if i > 0 else None
+                earlier = {m["name"]: m["verdict"] for m in before["metrics"]} if before else {}
+                replayed[name] = earlier.get(name, "Inconclusive")
+            assert verdicts == replayed, (replay["revision"], row, step)
         live_pause = next((i for i, (row, _) in enumerate(pairs) if row["paused"]), None)
         if live_pause is not None:
             # The first pause: the same evaluation of the same rollout.
@@ -319,9 +371,13 @@ def test_the_backtest_replays_the_live_verdicts_of_a_deployment_and_a_statefulse
     pods.behave(Behaviour(latency=0.1, rps=RPS, error_rate=0.03), image=IMAGE.format("web", 2))
     pods.behave(Behaviour(latency=0.5, rps=RPS), image=IMAGE.format("web", 3))
     pods.behave(Behaviour(latency=0.1, rps=RPS, error_rate=0.5), image=IMAGE.format("web", 4))
-    pods.behave(GOOD, image=IMAGE.format("db", 1))
-    pods.behave(GOOD, image=IMAGE.format("db", 2))
-    pods.behave(Behaviour(latency=0.5, rps=RPS), image=IMAGE.format("db", 3))
+    # db's latencies are exact (no spread, sums exact in binary): the compare's ranks never
+    # depend on when in a second the samples were read.
+    pods.behave(DB_GOOD, image=IMAGE.format("db", 1))
+    pods.behave(DB_GOOD, image=IMAGE.format("db", 2))
+    pods.behave(
+        Behaviour(latency=0.5, spread=0.0, rps=RPS, error_rate=0.5), image=IMAGE.format("db", 3)
+    )
 
     kubectl_apply(
         cluster,
@@ -336,29 +392,48 @@ def test_the_backtest_replays_the_live_verdicts_of_a_deployment_and_a_statefulse
     pod_prometheus.wait_for(_slowest(namespace, "db"), lambda v: len(v) == 1, timeout=30)
 
     web_spec, db_spec = _web_spec(namespace, 0.05), _db_spec(namespace)
-    kubectl_apply(
-        cluster,
-        rollout_analysis("web-guard", namespace, web_spec),
-        rollout_analysis("db-guard", namespace, db_spec),
-    )
+    kubectl_apply(cluster, rollout_analysis("web-guard", namespace, web_spec))
+    # db's analysis half an interval later, at the start of a second: the two stories then act
+    # at different moments, and db's changes (an API request, faster than kubectl) are made
+    # within the second its evaluation started in. A later second would put the replayed
+    # instants after the live evaluations, and a sequential metric would count one step more
+    # in the replay than live (docs/backtest.md#which-instants-and-which-queries).
+    time.sleep(INTERVAL / 2 - time.time() % 1)
+    kubectl_apply(cluster, rollout_analysis("db-guard", namespace, db_spec))
     web, db = (
         Live(real_operator, client, namespace, "web-guard", ("Deployment", "web")),
         Live(real_operator, client, namespace, "db-guard", ("StatefulSet", "db")),
     )
 
-    def after(live: Live, evaluations: int, *commands: tuple[str, ...]) -> None:
-        """Right after ``evaluations`` more live evaluations, run the kubectl ``commands``."""
+    def after(
+        live: Live, evaluations: int, *commands: tuple[str, ...] | Callable[[], object]
+    ) -> None:
+        """Right after ``evaluations`` more live evaluations, make the ``commands`` (kubectl's
+        arguments, or a function)."""
+        before = len(live.revisions())
         rows = live.after_evaluations(evaluations)
         if not commands:
             return
         live.before_next_rollout(rows)
-        before = len(live.revisions())
-        for args in commands:
-            cluster.kubectl("-n", namespace, *args)
+        for command in commands:
+            if callable(command):
+                command()
+            else:
+                cluster.kubectl("-n", namespace, *command)
         live.rollout_start = live.new_revision_created(before)
 
     def set_image(kind: str, name: str, version: int) -> tuple[str, ...]:
         return ("set", "image", f"{kind}/{name}", f"app={IMAGE.format(name, version)}")
+
+    def set_db_image(version: int) -> Callable[[], object]:
+        """``kubectl set image statefulset/db`` as one API request (no kubectl to start)."""
+        container = {"name": "app", "image": IMAGE.format("db", version)}
+        return lambda: client.request(
+            "PATCH",
+            kube.workload_path("StatefulSet", namespace, "db"),
+            body={"spec": {"template": {"spec": {"containers": [container]}}}},
+            content_type="application/strategic-merge-patch+json",
+        )
 
     def web_story() -> datetime:
         after(web, 2, set_image("deployment", "web", 2))  # good
@@ -373,9 +448,16 @@ def test_the_backtest_replays_the_live_verdicts_of_a_deployment_and_a_statefulse
         return undone
 
     def db_story() -> None:
-        after(db, 2, set_image("statefulset", "db", 2))  # good
-        after(db, 2, set_image("statefulset", "db", 3))  # the latency regression
-        after(db, 2)  # paused
+        after(db, 2, set_db_image(2))  # good
+        # Three evaluations of the good one: the third is the first with minSamples 3 of the
+        # new pod's samples in compare's lookback (30 s at 10 s); web's story stays the longer.
+        after(db, 3, set_db_image(3))  # the latency and error regression
+        # Paused at its second evaluation by the threshold; at the third, compare and
+        # sequential fail too (compare's third sample of the new pod).
+        after(db, 3)
+        # The replay of this last rollout runs until the backtest's now: not before the
+        # replayed instant of its last live evaluation.
+        db.before_next_rollout(db.rows())
 
     # The two stories at once, each change right after its own analysis's evaluation.
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -388,17 +470,22 @@ def test_the_backtest_replays_the_live_verdicts_of_a_deployment_and_a_statefulse
 
     # The same specs, created afterwards: drafts of analyses that never existed.
     replayed = time.monotonic()
-    ran = _backtest_command(
-        cluster, pod_prometheus.url, f"{namespace}/web-replay", web_spec, tmp_path, "--json"
-    )
-    print(f"\n$ manage.py backtest {namespace}/web-replay --spec web.yaml --json\n{ran.stdout}")
-    assert ran.returncode == 1, ran.stderr
-    web_result = json.loads(ran.stdout)
     # db's live history up to now; its replay's last rollout runs until the backtest's now.
     db_live, until = db.rows(), datetime.now(UTC)
     providers = Providers.single(PrometheusClient(pod_prometheus.url))
-    replayer = Backtest(client, Replayer(providers))
-    db_result = replayer.run(namespace, "db-replay", spec=db_spec).to_dict()
+    # A test's Prometheus serves nothing live: the backtest's share of it may be larger.
+    replayer = Backtest(client, Replayer(providers, queries_per_second=100))
+    # The two backtests at once: web's through the command, db's in process.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        db_replay = pool.submit(lambda: replayer.run(namespace, "db-replay", spec=db_spec))
+        ran = _backtest_command(
+            cluster, pod_prometheus.url, f"{namespace}/web-replay", web_spec, tmp_path, "--json"
+        )
+        db_result = db_replay.result().to_dict()
+    print(f"\n$ manage.py backtest {namespace}/web-replay --spec web.yaml --json\n{ran.stdout}")
+    print(f"exit status {ran.returncode}")
+    assert ran.returncode == 1, ran.stderr
+    web_result = json.loads(ran.stdout)
     replay_seconds = time.monotonic() - replayed
     web_live = web.rows()
     print(f"\n{_table('web', web_result, web_live, undone)}")
@@ -416,7 +503,20 @@ def test_the_backtest_replays_the_live_verdicts_of_a_deployment_and_a_statefulse
     # db: revisions 1 (before the analysis), 2 good, 3 latency.
     assert [r["wouldPauseAt"] is None for r in db_result["rollouts"]] == [True, True, False]
     assert db_result["rollouts"][2]["evaluation"] == FAILURE_LIMIT
-    _assert_replay_is_live(db_result, db_live, until)
+    # compare and sequential failed live on db 3, each against db-0's first revision.
+    failed = {m["name"] for row in db_live for m in row["metric_results"] if m["verdict"] == "Fail"}
+    assert failed == {"latency", "new-vs-old", "errors"}
+    since = parse_time(db_result["rollouts"][2]["startedAt"]) + timedelta(seconds=1)
+    comparisons = [
+        json.loads(m["comparison"])
+        for row in db_live
+        if _when(row) >= since
+        for m in row["metric_results"]
+        if m["name"] == "new-vs-old" and m["comparison"] not in ("", "{}")
+    ]
+    first_revision = db_result["rollouts"][0]["hash"]
+    assert comparisons and {tuple(c["oldHashes"]) for c in comparisons} == {(first_revision,)}
+    _assert_replay_is_live(db_result, db_live, until, sequential=frozenset({"errors"}))
 
     # A tighter error threshold: good version 2 (3 % errors) would have been paused too.
     tighter = _backtest_command(

@@ -27,7 +27,7 @@ def change_form(
     name: str = "",
     target: str = "checkout",
     interval: str = "30s",
-    failure_limit: int = 3,
+    failure_limit: int | str = 3,
     dry_run: bool = False,
     metrics: Sequence[tuple[str, str, float]] = (("p99-latency", "up", 0.25),),
 ) -> dict[str, Any]:

@@ -15,7 +15,8 @@ sideways: everything fits the window.
 
 The dark detail page is saved to var/screenshots/analysis-detail-dark.png on every run, and the
 page of every metric kind, light and dark, to analysis-kinds-{light,dark}.png, a finished
-backtest job's page (light) to backtest-job.png (the copies in docs/screenshots/ are refreshed
+backtest job's page (light) to backtest-job.png, the add form with a draft to try on past
+rollouts (light) to backtest-try.png (the copies in docs/screenshots/ are refreshed
 from them by hand, like test_browser's).
 
 A second test drives the detail page with the keyboard alone (``keyboard.press``): it edits and
@@ -35,6 +36,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import yaml
 from django.conf import settings as django_settings
 from django.contrib.auth.models import User
 from django.test import Client
@@ -69,6 +71,11 @@ DARK_SCREENSHOT = REPO_ROOT / "var" / "screenshots" / "analysis-detail-dark.png"
 KINDS_SCREENSHOT = str(REPO_ROOT / "var" / "screenshots" / "analysis-kinds-{}.png")
 BACKTEST_SCREENSHOT = REPO_ROOT / "var" / "screenshots" / "backtest-job.png"
 BACKTEST_RESULT = REPO_ROOT / "tests" / "ui" / "backtest_result.json"
+TRY_SCREENSHOT = REPO_ROOT / "var" / "screenshots" / "backtest-try.png"
+LATENCY_QUERY = (
+    "histogram_quantile(0.99, sum by (le) "
+    '(rate(http_request_duration_seconds_bucket{app="checkout"}[5m])))'
+)
 # A selector visible once the API docs page rendered (it renders in script).
 API_DOCS_READY = ".swagger-ui .opblock"
 # A laptop's window: no page may be wider than this (no sideways scrolling).
@@ -112,6 +119,20 @@ def _refuse_compare(page: Page) -> None:
     page.click("input[name=_save]")
 
 
+def _try_a_draft(page: Page) -> None:
+    """Fill the add form with an analysis to come, up to its *Try on past rollouts* button;
+    in the light theme, picture it (docs/backtest.md)."""
+    page.fill("#id_namespace", "shop")
+    page.fill("#id_name", "checkout-guard")
+    page.fill("#id_target_name", "checkout")
+    page.fill("#id_metrics-0-name", "p99-latency")
+    page.fill("#id_metrics-0-query", LATENCY_QUERY)
+    page.fill("#id_metrics-0-max_value", "0.25")
+    if page.evaluate("() => window.localStorage.getItem('theme')") == "light":
+        TRY_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(TRY_SCREENSHOT), full_page=True)
+
+
 def _open_the_api_docs(page: Page) -> None:
     """Open every operation and the schemas on the API docs page, and one operation's form."""
     expect(page.locator(API_DOCS_READY).first).to_be_visible()
@@ -121,6 +142,69 @@ def _open_the_api_docs(page: Page) -> None:
     page.click("section.models h4 button")
     page.locator(".opblock .try-out__btn").first.click()
     expect(page.locator(".opblock .btn.execute").first).to_be_visible()
+
+
+def _refuse_template(page: Page) -> None:
+    """Save a template's spec that is not YAML."""
+    page.fill("#id_spec", "metrics: [")
+    page.click("#template-save")
+
+
+# The templates the template pages show, in the session's devcluster (applied idempotently:
+# the test runs once per theme).
+TEMPLATE_NAMESPACE = "ui-axe"
+CLUSTER_TEMPLATE = "ui-axe-errors"
+
+
+def _templates(cluster: DevCluster) -> dict[str, Any]:
+    """Apply a cluster template and a namespaced one; mirror an analysis using the first."""
+    spec = {
+        "description": "Share of 5xx responses.",
+        "args": [{"name": "service", "description": "the service label"}],
+        "metrics": [
+            {
+                "name": "error-rate",
+                "query": 'sum(rate(http_requests_total{service="{{ args.service }}"}[5m]))',
+                "maxValue": 0.01,
+            }
+        ],
+    }
+    group = "sentinel.example.com/v1alpha1"
+    objects = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TEMPLATE_NAMESPACE}},
+        {
+            "apiVersion": group,
+            "kind": "ClusterRolloutAnalysisTemplate",
+            "metadata": {"name": CLUSTER_TEMPLATE},
+            "spec": spec,
+        },
+        {
+            "apiVersion": group,
+            "kind": "RolloutAnalysisTemplate",
+            "metadata": {"name": "latency", "namespace": TEMPLATE_NAMESPACE},
+            "spec": {**spec, "interval": "1m"},
+        },
+    ]
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
+    status = factories.status(values=[("error-rate", "0.002", 0.01, "Pass")])
+    status["templates"] = [{"name": CLUSTER_TEMPLATE, "clusterScope": True, "generation": 1}]
+    status["resolvedMetrics"] = [
+        {
+            "name": "error-rate",
+            "query": 'sum(rate(http_requests_total{service="checkout"}[5m]))',
+            "maxValue": 0.01,
+            "template": {"name": CLUSTER_TEMPLATE, "clusterScope": True},
+        },
+        {"name": "p99-latency", "query": "up", "maxValue": 0.25},
+    ]
+    templated = factories.analysis("templated", namespace=TEMPLATE_NAMESPACE, status_=status)
+    spec_uses = {"templates": [{"name": CLUSTER_TEMPLATE, "clusterScope": True}]}
+    Analysis.objects.filter(pk=templated.pk).update(spec={**templated.spec, **spec_uses})
+    return {
+        "cratmpl": CLUSTER_TEMPLATE,
+        "tmpl_namespace": TEMPLATE_NAMESPACE,
+        "templated": templated.pk,
+    }
 
 
 def _fail_to_sign_in(page: Page) -> None:
@@ -177,9 +261,32 @@ PAGES: tuple[AxePage, ...] = (
         then=_refuse_compare,
     ),
     AxePage(
+        "analysis add form, a draft to try on past rollouts",
+        "/admin/analyses/analysis/add/",
+        ready="#try-draft",
+        then=_try_a_draft,
+    ),
+    AxePage(
         "backtest job, finished, with its graphs",
         "/admin/analyses/analysis/{paused}/backtest/{backtest}/",
         ready="#backtest-rollouts",
+    ),
+    AxePage("templates", "/admin/analyses/analysis/templates/", ready="#cluster-templates"),
+    AxePage(
+        "cluster template, its users, its spec form",
+        "/admin/analyses/analysis/templates/cluster/{cratmpl}/",
+        ready="#template-form",
+    ),
+    AxePage(
+        "namespaced template, its spec refused",
+        "/admin/analyses/analysis/templates/namespaced/{tmpl_namespace}/latency/",
+        ready=".form-row.errors .errorlist",
+        then=_refuse_template,
+    ),
+    AxePage(
+        "analysis detail, metrics from templates",
+        "/admin/analyses/analysis/{templated}/change/",
+        ready="#resolved-metrics",
     ),
     AxePage("API token list", "/admin/accounts/apitoken/", ready="#result_list"),
     AxePage("API token change", "/admin/accounts/apitoken/{token}/change/"),
@@ -325,10 +432,16 @@ def describe(violations: list[dict[str, Any]]) -> list[str]:
 @pytest.mark.parametrize("theme", list(THEMES))
 @pytest.mark.slow
 def test_every_page_has_no_axe_violations(
-    theme: str, live_server: LiveServer, superuser: User
+    theme: str,
+    live_server: LiveServer,
+    superuser: User,
+    ui_cluster: DevCluster,
+    settings: Settings,
 ) -> None:
     assert AXE.is_file(), f"{AXE} is missing: run `make test` (or `npm ci`) first"
-    ids = _seed()
+    # The template pages read the cluster (templates have no mirror).
+    settings.SENTINEL_KUBECONFIG = str(ui_cluster.kubeconfig)
+    ids = {**_seed(), **_templates(ui_cluster)}
     cookie = _session_cookie(superuser, live_server)
 
     failures: list[str] = []

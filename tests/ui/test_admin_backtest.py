@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from accounts.models import NamespaceGrant
-from analyses.models import BacktestJob, BacktestState
+from analyses.models import Analysis, BacktestJob, BacktestState
 from tests.ui import factories
 from tests.ui.forms import change_form, with_fields
 
@@ -184,4 +184,59 @@ def test_try_on_past_rollouts_queues_the_forms_draft_unsaved(viewer_client: Clie
     assert viewer_client.post(url, draft).status_code == 403
     broken = client.post(url, with_fields(draft, provider="thanos"))
     assert broken.status_code == 200 and "thanos" in broken.content.decode()
+    assert BacktestJob.objects.count() == 1
+
+
+def test_try_on_past_rollouts_on_the_add_form_queues_a_draft_of_an_analysis_to_come(
+    staff_client: Client, viewer_client: Client
+) -> None:
+    add = reverse("admin:analyses_analysis_add")
+    # Shown to whoever may add analyses; the viewer may not open the add form at all.
+    assert 'name="_backtest"' in staff_client.get(add).content.decode()
+    assert viewer_client.get(add).status_code == 403
+
+    draft = {
+        **change_form(None, namespace="shop", name="checkout-guard", metrics=[("p99", "up", 0.2)]),
+        "_backtest": "Try",
+    }
+    del draft["_save"]
+    answer = staff_client.post(add, draft)
+    job = BacktestJob.objects.get()
+    page = reverse("admin:analyses_analysis_backtest_draft", args=[job.pk])
+    assert answer.status_code == 302 and answer["Location"] == page
+    assert (job.namespace, job.name, job.requested_by) == ("shop", "checkout-guard", "platform")
+    assert job.draft is not None and job.draft["metrics"][0]["maxValue"] == 0.2
+    assert job.draft["target"] == {"kind": "Deployment", "name": "checkout"}
+    # Nothing created: no analysis (the mirror follows the cluster), no change logged.
+    assert not Analysis.objects.exists() and not LogEntry.objects.exists()
+
+    # Its page, found by the job alone: whoever may view analyses in its namespace.
+    shown = viewer_client.get(page).content.decode()
+    assert "Backtest of draft shop/checkout-guard" in shown
+    assert "State: <strong>queued</strong>" in shown
+    elsewhere = User.objects.create_user("elsewhere", None, None, is_staff=True)
+    elsewhere.user_permissions.add(
+        Permission.objects.get(codename="view_analysis", content_type__app_label="analyses")
+    )
+    NamespaceGrant.objects.create(user=elsewhere, namespace="other", can_view=True)
+    client = Client()
+    client.force_login(elsewhere)
+    assert client.get(page).status_code == 404
+
+    # Refused as a save would be: a provider the namespace may not use, or a namespace the
+    # user may not create analyses in; nothing queued.
+    broken = staff_client.post(add, with_fields(draft, provider="thanos"))
+    assert broken.status_code == 200 and "thanos" in broken.content.decode()
+    creator = User.objects.create_user("creator", None, None, is_staff=True)
+    creator.user_permissions.add(
+        *Permission.objects.filter(
+            content_type__app_label="analyses",
+            content_type__model__in=("analysis", "analysismetric"),
+        )
+    )
+    NamespaceGrant.objects.create(user=creator, namespace="shop", can_view=True)
+    client.force_login(creator)
+    refused = client.post(add, draft)
+    assert refused.status_code == 200
+    assert "You may not create analyses in namespace shop." in refused.content.decode()
     assert BacktestJob.objects.count() == 1

@@ -26,6 +26,8 @@ def metric_forms() -> list[MetricForm]:
         ("spec.target.name", (None, "target_name")),
         ("spec.target.kind", (None, "target_kind")),
         ("spec.notify[3]", (None, "notify")),
+        ("spec.templates", (None, "templates")),
+        ("spec.args", (None, "args")),
         ("name", (None, "name")),
         ("spec.metrics[0].query", ("metrics-1", "query")),
         ("spec.metrics[1].maxIncrease", ("metrics-2", "max_increase_percent")),
@@ -56,6 +58,12 @@ def test_a_path_lands_on_its_field(
         ("spec.metrics[1]", Problem("metrics-2", None, "is wrong")),
         ("spec.metrics[0].colour", Problem("metrics-1", None, "spec.metrics[0].colour: is wrong")),
         ("spec.metrics", Problem(None, None, "spec.metrics: is wrong")),
+        # One line of the templates or arguments field: the field, and which entry.
+        (
+            "spec.templates[1].name",
+            Problem(None, "templates", "spec.templates[1].name: is wrong"),
+        ),
+        ("spec.args[0].value", Problem(None, "args", "spec.args[0].value: is wrong")),
         ("spec.metrics[5].name", Problem(None, None, "spec.metrics[5].name: is wrong")),
         ("", Problem(None, None, "is wrong")),
     ],

@@ -117,6 +117,8 @@ def test_the_add_page_asks_for_the_resource_and_one_metric(staff_client: Client)
         "name",
         "target_kind",
         "target_name",
+        "templates",
+        "args",
         "interval",
         "failure_limit",
         "failure_window",
@@ -125,7 +127,11 @@ def test_the_add_page_asks_for_the_resource_and_one_metric(staff_client: Client)
         "false_pause_rate",
         "seen_generation",
     ]
-    assert form.fields["interval"].initial == "30s"
+    # Nothing filled in for them: a save writes neither unless the user does (the templates'
+    # values or the defaults apply, docs/templates.md); the placeholders show the defaults.
+    for field, default in (("interval", "30s"), ("failure_limit", "3")):
+        assert not form.fields[field].required and form.fields[field].initial is None
+        assert form.fields[field].widget.attrs["placeholder"] == default
     (metrics,) = response.context["inline_admin_formsets"]
     assert metrics.formset.min_num == 1 and len(metrics.formset.forms) == 1
     assert list(metrics.formset.forms[0].fields)[:18] == [

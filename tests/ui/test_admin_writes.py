@@ -174,7 +174,7 @@ def test_saving_updates_the_cluster_then_the_mirror(
 def test_saving_an_analysis_naming_templates_keeps_its_templates_and_args(
     staff_client: Client, ui_cluster: DevCluster, namespace: str
 ) -> None:
-    # docs/templates.md: the form has no fields for them yet; a save must not drop them.
+    # docs/templates.md: a post that leaves the fields out (a script, an older page) keeps them.
     manifest = _manifest(namespace, "checkout")
     uses = {
         "templates": [{"name": "golden-signals", "clusterScope": True}],
@@ -190,6 +190,50 @@ def test_saving_an_analysis_naming_templates_keeps_its_templates_and_args(
     assert remote["metadata"]["generation"] == 2
     assert [m["maxValue"] for m in remote["spec"]["metrics"]] == [0.5]
     assert {key: remote["spec"][key] for key in uses} == uses
+
+    # The page shows them in its fields; the fields change them, in order, and with interval
+    # and failure limit left empty the spec has neither (a template's values apply).
+    row = Analysis.objects.get(pk=row.pk)
+    page = staff_client.get(reverse("admin:analyses_analysis_change", args=[row.pk]))
+    form = page.context["adminform"].form
+    assert form["templates"].value() == "cluster/golden-signals"
+    assert form["args"].value() == "service=checkout"
+    data = change_form(row, metrics=[("p99-latency", "up", 0.5)], interval="", failure_limit="")
+    data["templates"] = "cluster/istio\nlatency\n"
+    data["args"] = " service = check=out \n\nwindow=2m"
+    response = staff_client.post(reverse("admin:analyses_analysis_change", args=[row.pk]), data)
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    spec = _get(ui_cluster, namespace, "checkout")["spec"]
+    # (clusterScope: false is the CRD's default for a template of the namespace.)
+    assert spec["templates"] == [
+        {"name": "istio", "clusterScope": True},
+        {"name": "latency", "clusterScope": False},
+    ]
+    assert spec["args"] == [
+        {"name": "service", "value": "check=out"},
+        {"name": "window", "value": "2m"},
+    ]
+    assert "interval" not in spec and "failureLimit" not in spec
+
+    # A line that is not NAME=VALUE is the field's error; nothing is written.
+    row = Analysis.objects.get(pk=row.pk)
+    data = change_form(row, metrics=[("p99-latency", "up", 0.5)], interval="1m")
+    data["args"] = "service"
+    response = staff_client.post(reverse("admin:analyses_analysis_change", args=[row.pk]), data)
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["args"] == [
+        "Line 1 is not NAME=VALUE: 'service'."
+    ]
+    assert _get(ui_cluster, namespace, "checkout")["spec"] == spec
+
+    # Emptied, the templates and arguments are gone and the own metrics carry the analysis.
+    data = change_form(row, metrics=[("p99-latency", "up", 0.5)], interval="1m", failure_limit=2)
+    data.update(templates="", args="")
+    response = staff_client.post(reverse("admin:analyses_analysis_change", args=[row.pk]), data)
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    spec = _get(ui_cluster, namespace, "checkout")["spec"]
+    assert "templates" not in spec and "args" not in spec
+    assert (spec["interval"], spec["failureLimit"]) == ("1m", 2)
 
 
 def test_a_409_from_the_cluster_says_changed_in_the_cluster_and_writes_nothing(

@@ -118,6 +118,35 @@ def _paused_rollout(cluster: DevCluster, namespace: str = NAMESPACE) -> Analysis
     return row
 
 
+# A cluster template the paused analysis names (its page lists it), edited in the browser.
+TEMPLATE = "ui-browser-errors"
+
+
+def _template_in_use(cluster: DevCluster, row: Analysis) -> None:
+    template = {
+        "apiVersion": "sentinel.example.com/v1alpha1",
+        "kind": "ClusterRolloutAnalysisTemplate",
+        "metadata": {"name": TEMPLATE},
+        "spec": {
+            "metrics": [{"name": "error-rate", "query": "vector(0.001)", "maxValue": 0.01}],
+        },
+    }
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(template))
+    uses = {"spec": {"templates": [{"name": TEMPLATE, "clusterScope": True}]}}
+    cluster.kubectl(
+        "patch", "rolloutanalysis", row.name, "-n", row.namespace, "--type=merge",
+        "-p", json.dumps(uses),
+    )  # fmt: skip
+    # The operator has evaluated the new generation (the page shows no "observed" tag).
+    cluster.kubectl(
+        "patch", "rolloutanalysis", row.name, "-n", row.namespace, "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": {"observedGeneration": 2}}),
+    )  # fmt: skip
+    mirror.upsert_from_resource(
+        _kubectl_json(cluster, "get", "rolloutanalysis", row.name, namespace=row.namespace)
+    )
+
+
 def _seed_history(row: Analysis) -> None:
     start = timezone.now().replace(microsecond=0) - timedelta(seconds=30 * len(LATENCY))
     # The error rate stayed low; only the latency regressed, and its third failure paused.
@@ -144,6 +173,7 @@ def test_a_platform_engineer_resumes_a_paused_rollout(
     row = _paused_rollout(ui_cluster)
     _seed_history(row)
     factories.analysis("search", namespace="web", status_=factories.status())
+    _template_in_use(ui_cluster, row)
 
     with _browser() as browser:
         page = browser.new_page(viewport={"width": 1360, "height": 900})
@@ -169,6 +199,21 @@ def test_a_platform_engineer_resumes_a_paused_rollout(
         expect(page.locator("ul.messagelist")).to_contain_text("is rolling out again")
         expect(page.locator("#resume-rollout")).to_have_count(0)
 
+        # The templates (docs/templates.md): listed from the cluster, a page each, edited there.
+        page.goto(f"{live_server.url}/admin/analyses/analysis/")
+        page.click("a.sentinel-templates-link")
+        expect(page).to_have_title("Analysis templates | Rollout Sentinel")
+        page.click(f"#cluster-templates >> text={TEMPLATE}")
+        expect(page.locator("#template-metrics")).to_contain_text("error-rate")
+        expect(page.locator("#template-users")).to_contain_text(f"{NAMESPACE}/checkout")
+        spec = page.locator("#id_spec")
+        spec.fill(spec.input_value().replace("maxValue: 0.01", "maxValue: 0.02"))
+        page.click("#template-save")
+        expect(page.locator("ul.messagelist")).to_contain_text("saved in the cluster")
+
+    template = json.loads(ui_cluster.kubectl("get", "cratmpl", TEMPLATE, "-o", "json").stdout)
+    assert template["metadata"]["generation"] == 2
+    assert template["spec"]["metrics"][0]["maxValue"] == 0.02
     deployment = _kubectl_json(ui_cluster, "get", "deployment", "checkout")
     assert not deployment["spec"].get("paused")
     assert PAUSED_BY not in (deployment["metadata"].get("annotations") or {})

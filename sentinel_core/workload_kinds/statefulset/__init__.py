@@ -2,8 +2,14 @@
 is a new ``updateRevision`` in its status (docs/status.md#pausing-each-kind)."""
 
 from sentinel_core.kinds import STATEFUL_SET
-from sentinel_core.workload_kinds._kind import WorkloadKind, named, nothing
-from sentinel_core.workload_kinds.statefulset._pause import held, hold
+from sentinel_core.workload_kinds._kind import WorkloadKind, named, nothing, revision_rollout
+from sentinel_core.workload_kinds.statefulset._pause import (
+    KEPT_KEYS,
+    held,
+    hold,
+    kept_problem,
+    trust,
+)
 from sentinel_core.workload_kinds.statefulset._revisions import revisions
 
 KIND = WorkloadKind(
@@ -11,9 +17,13 @@ KIND = WorkloadKind(
     held=held,
     hold=hold,
     rehold=nothing,
+    trust=trust,
+    rollout=revision_rollout,
     revisions=revisions,
     # Its pods are labelled with their ControllerRevision's name.
     revision_key=named,
+    kept_keys=KEPT_KEYS,
+    kept_problem=kept_problem,
 )
 
 __all__ = ["KIND"]

@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+
 from sentinel_core.conditions import Annotation
-from sentinel_core.pause_record import PauseRecord, RecordState, partition
+from sentinel_core.pause_record import (
+    ON_DELETE,
+    PauseRecord,
+    RecordState,
+    disagrees,
+    partition,
+    strategy_type,
+)
 from sentinel_core.values import integer
-from sentinel_core.workload_kinds._kind import Kept, SpecChange, Workload, held_on_delete
+from sentinel_core.workload_kinds._kind import (
+    Kept,
+    SpecChange,
+    Workload,
+    held_by_on_delete,
+    held_on_delete,
+)
+
+# What a pause that raised the partition keeps: the partition before it, and the one it set.
+KEPT_KEYS = (Annotation.PARTITION_BEFORE.value, Annotation.PAUSED_PARTITION.value)
+# A partition is an int32; nine digits are plenty and can never overflow one.
+MAX_DIGITS = 9
+_DIGITS = re.compile(rf"[0-9]{{1,{MAX_DIGITS}}}")
 
 
 def held(workload: Workload, record: PauseRecord) -> bool:
@@ -27,6 +49,39 @@ def hold(workload: Workload) -> tuple[SpecChange, Kept]:
         Annotation.PARTITION_BEFORE.value: str(current),
     }
     return {"updateStrategy": {"rollingUpdate": {"partition": frozen}}}, kept
+
+
+def kept_problem(present: Mapping[str, str]) -> str:
+    texts = [present[key] for key in KEPT_KEYS]
+    if not all(_DIGITS.fullmatch(text) for text in texts):
+        return "partition-before or paused-partition is not a whole number"
+    if int(texts[0]) > int(texts[1]):
+        return "partition-before is above paused-partition"
+    return ""
+
+
+def trust(
+    workload: Workload, present: Mapping[str, str], holders: tuple[str, ...], held_before: bool
+) -> PauseRecord:
+    if held_before:
+        return held_by_on_delete(workload, holders)
+    before = int(present[Annotation.PARTITION_BEFORE.value])
+    frozen = int(present[Annotation.PAUSED_PARTITION.value])
+    if strategy_type(workload) == ON_DELETE:
+        return disagrees("its strategy was switched to OnDelete since the pause", holders)
+    current = partition(workload)
+    if current is None:
+        return disagrees("its partition is not a whole number", holders)
+    if current < frozen:
+        return PauseRecord(
+            RecordState.STALE,
+            problem=f"its partition was lowered by hand to {current}",
+            named=holders,
+        )
+    if current > frozen:
+        return disagrees(f"its partition is {current}, the pause set {frozen}", holders)
+    restore = {"updateStrategy": {"rollingUpdate": {"partition": before}}}
+    return PauseRecord(RecordState.HELD, holders, False, restore, named=holders)
 
 
 def _lowest_updated_ordinal(statefulset: Workload) -> int:

@@ -194,6 +194,47 @@ def kubectl_watch(s: Session) -> Any:
     return s.kubectl_watch("ra", "watched-kubectl", "-n", m.NS, during=writes)
 
 
+# -- ReplicaSets and ControllerRevisions as the operator's caches list and watch them ------
+# (docs/architecture.md#reads-from-caches). In diff-b, where no workload is: a real
+# controller makes them for the workloads in diff-a, and devcluster plays none
+# (docs/devcluster.md).
+
+RS_PATH = f"/apis/apps/v1/namespaces/{m.NS_B}/replicasets"
+REVISIONS = f"/apis/apps/v1/namespaces/{m.NS_B}/controllerrevisions"
+
+
+@script.op("caches: python list ReplicaSets and ControllerRevisions a page at a time")
+def list_owned(s: Session) -> Any:
+    return [s.raw("GET", path, query={"limit": "500"}) for path in (RS_PATH, REVISIONS)]
+
+
+@script.op("caches: python watch ReplicaSets from the list's resourceVersion")
+def watch_replicasets(s: Session) -> Any:
+    s.raw("GET", RS_PATH, query={"limit": "500"}, keep=True)
+    return s.watch_events(RS_PATH, s.memo["last"]["metadata"]["resourceVersion"])
+
+
+@script.op("caches: python ControllerRevision create, get, select, delete, watch replay")
+def revision_lifecycle(s: Session) -> Any:
+    s.raw("GET", REVISIONS, query={"limit": "500"}, keep=True)
+    since = s.memo["last"]["metadata"]["resourceVersion"]
+    revision = {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {"name": "agent-5c8d7f", "labels": {"controller-revision-hash": "5c8d7f"}},
+        "data": {"spec": {"template": {"metadata": {"labels": {"app": "agent"}}}}},
+        "revision": 1,
+    }
+    path = f"{REVISIONS}/agent-5c8d7f"
+    answers = [
+        s.raw("POST", REVISIONS, body=revision),
+        s.raw("GET", path),
+        s.raw("GET", REVISIONS, query={"labelSelector": "controller-revision-hash=5c8d7f"}),
+        s.raw("DELETE", path),
+    ]
+    return [*answers, s.watch_events(REVISIONS, since)]
+
+
 # -- label and field selectors, limit/continue (in diff-b, created by ops_kinds) -----------
 
 SELECTED = [
