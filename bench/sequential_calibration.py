@@ -359,6 +359,9 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError, TypeError) as exc:
             print(f"--table {args.table}: {exc}", file=sys.stderr)
             return 2
+        # In the grid's order, whichever shard finished a design first.
+        order = {design.name: i for i, design in enumerate(ROWS)}
+        results.sort(key=lambda r: (order.get(r.design, len(ROWS)), JUDGES.index(r.judge)))
         print(table(results))
         return 1 if any(r.within is False for r in results) else 0
     if min(args.rollouts, args.detected) < 1 or args.compared < 0:
