@@ -135,17 +135,30 @@ def upsert_from_resource(
     incarnation whose DELETED event was missed: it is marked deleted and keeps its history.
     Raise ``MalformedResource`` when metadata is missing or longer than its column.
     """
-    return upsert(AnalysisResource.read(obj), now=now)
+    row, change = _upsert(
+        AnalysisResource.read(obj), now=now or timezone.now(), listed_at=None, resolved=False
+    )
+    assert row is not None  # only a resync with ``listed_at`` can skip a row
+    return row, change in (_Change.CREATED, _Change.UPDATED)
 
 
 def upsert(resource: AnalysisResource, *, now: datetime | None = None) -> tuple[Analysis, bool]:
-    """Mirror an object already read (the reconciler's); as ``upsert_from_resource`` otherwise."""
+    """Mirror an object already read (the reconciler's, its templates resolved); as
+    ``upsert_from_resource`` otherwise."""
     row, change = _upsert(resource, now=now or timezone.now(), listed_at=None)
     assert row is not None  # only a resync with ``listed_at`` can skip a row
     return row, change in (_Change.CREATED, _Change.UPDATED)
 
 
+# What an analysis's templates may give it when it sets none (docs/templates.md): the
+# reconciler's resolved spec has them, an object as the API server keeps it does not. So only
+# the reconciler sets them for an analysis that names templates; the watch, a resync and the web
+# app's writes keep the row's (a new row starts from the product's defaults until its first
+# evaluation, at once).
+_RESOLVED_COLUMNS = ("interval_seconds", "failure_limit", "failure_window")
+
 # The columns a status write changes; what ``refresh_status`` sets from the API server's answer.
+# With them the resolved columns: a template's edit changes them with no new generation.
 _STATUS_COLUMNS = (
     "resource_version",
     "status",
@@ -156,6 +169,7 @@ _STATUS_COLUMNS = (
     "ready_reason",
     "last_evaluation_at",
     "observed_generation",
+    *_RESOLVED_COLUMNS,
 )
 
 
@@ -166,10 +180,11 @@ def refresh_status(
 
     The hot path of every evaluation (docs/performance.md, "Bookkeeping as plain SQL"): one
     statement, no model instance. It writes only what a status write changes, so it applies
-    only to the live row of the same uid and ``generation`` (spec, target and interval are then
-    the row's already); anything else (no row yet, a deleted one, a spec changed meanwhile)
-    returns None and the caller takes ``upsert``, which judges those cases. The ``generation``
-    guard is ``due.reschedule``'s: a row the watch made due at once for a newer spec keeps that.
+    only to the live row of the same uid and ``generation`` (spec and target are then the row's
+    already; the interval and the failure limit too, unless templates gave them); anything
+    else (no row yet, a deleted one, a spec changed meanwhile) returns None and the caller
+    takes ``upsert``, which judges those cases. The ``generation`` guard is
+    ``due.reschedule``'s: a row the watch made due at once for a newer spec keeps that.
     ``scheduled`` is the due columns ``due.rescheduled`` names.
     """
     columns = _columns(resource)
@@ -279,7 +294,7 @@ def sync_all(
             continue
         seen.add(resource.uid)
         try:
-            _, change = _upsert(resource, now=at, listed_at=listed_at)
+            _, change = _upsert(resource, now=at, listed_at=listed_at, resolved=False)
         except UNMIRRORABLE as exc:
             log.warning("mirror: skipped %s/%s: %s", resource.namespace, resource.name, exc)
             skipped += 1
@@ -347,6 +362,7 @@ def _upsert(
     now: datetime,
     listed_at: datetime | None,
     raced: bool = False,
+    resolved: bool = True,
 ) -> tuple[Analysis | None, _Change]:
     _check_identity(resource)
     # Inside the caller's transaction (the operator's bookkeeping) this first read already holds
@@ -387,7 +403,11 @@ def _upsert(
             spec_changed = row.spec != resource.raw_spec
             if row.deleted_at is not None or row.generation != resource.generation:
                 due.due_now(row, now, revived=row.deleted_at is not None)
-        for column, value in _columns(resource).items():
+        columns = _columns(resource)
+        if not resolved and change != _Change.CREATED and "templates" in resource.raw_spec:
+            for column in _RESOLVED_COLUMNS:
+                del columns[column]
+        for column, value in columns.items():
             setattr(row, column, value)
         row.created_at = resource.created_at or row.created_at or now
         row.deleted_at = None
@@ -403,7 +423,9 @@ def _upsert(
                 # beside a resync task, or the web app's write beside the watch: on PostgreSQL
                 # the insert waited for it, then met the unique uid). Its row is committed now:
                 # mirror onto it, as if it had been there when this one read.
-                return _upsert(resource, now=now, listed_at=listed_at, raced=True)
+                return _upsert(
+                    resource, now=now, listed_at=listed_at, raced=True, resolved=resolved
+                )
         if spec_changed:
             _sync_metrics(row, resource.summary.metrics)
     return row, change

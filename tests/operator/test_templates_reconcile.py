@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from analyses import mirror
 from sentinel_cluster import kube
 from sentinel_operator.prometheus import PrometheusClient
 from sentinel_operator.providers import Providers
@@ -130,18 +131,35 @@ def scene(
 
 def test_an_analysis_of_five_lines_pauses_on_a_regression(scene: Scene) -> None:
     scene.gauge(0.9)
-    # The template's failureLimit applies: the analysis's CRD has no default that would hide it.
+    # The template's failureLimit and interval apply: the analysis's CRD has no default that
+    # would hide them.
     scene.client.request(
         "PATCH",
         f"{_CLUSTER}/{scene.template}",
-        body={"spec": {"failureLimit": 2}},
+        body={"spec": {"failureLimit": 2, "interval": "1m"}},
         content_type="application/merge-patch+json",
     )
     scene.analysis()
-    spec = scene.client.request("GET", kube.analysis_path(scene.namespace, "ra"))["spec"]
+    path = kube.analysis_path(scene.namespace, "ra")
+    spec = scene.client.request("GET", path)["spec"]
     assert "failureLimit" not in spec
+    # The watch mirrors the analysis as the API server keeps it: no template resolved yet.
+    row, _ = mirror.upsert_from_resource(scene.client.request("GET", path))
+    assert (row.interval_seconds, row.failure_limit) == (30.0, 3)
     scene.reconcile()
     assert not scene.paused
+    # The reconciler's bookkeeping mirrors what its templates gave the analysis (the admin's
+    # "every" and "failures x / limit"); a later write the watch mirrors keeps it.
+    row.refresh_from_db()
+    assert (row.interval_seconds, row.failure_limit) == (60.0, 2)
+    scene.client.request(
+        "PATCH",
+        path,
+        body={"metadata": {"labels": {"team": "checkout"}}},
+        content_type="application/merge-patch+json",
+    )
+    row, _ = mirror.upsert_from_resource(scene.client.request("GET", path))
+    assert (row.interval_seconds, row.failure_limit) == (60.0, 2)
     status = scene.reconcile()
     assert status["templates"] == [{"name": scene.template, "clusterScope": True, "generation": 2}]
     # What kubectl sees of the resolved metrics: the query with the argument in its literal.
