@@ -176,19 +176,23 @@ def test_queries_to_one_provider_are_spaced(providers: Providers) -> None:
     assert slept == [0.25 * k for k in range(1, 19 * 3)]
 
 
+# The new pods' latency against the old pods', over five minutes, at least 5 samples a side.
+COMPARE_SPEC = {
+    **SPEC,
+    "metrics": [
+        {
+            "name": "new-vs-old",
+            "query": 'lat2{app="web"}',
+            "compare": {"lookback": "5m", "minSamples": 5},
+        }
+    ],
+}
+
+
 def test_compare_judges_the_new_revision_against_the_one_it_replaced(
     providers: Providers,
 ) -> None:
-    spec = {
-        **SPEC,
-        "metrics": [
-            {
-                "name": "new-vs-old",
-                "query": 'lat2{app="web"}',
-                "compare": {"lookback": "5m", "minSamples": 5},
-            }
-        ],
-    }
+    spec = COMPARE_SPEC
     period = PastRollout(
         revision=3,
         key="ccc",
@@ -208,16 +212,7 @@ def test_compare_has_no_old_side_where_the_old_pods_were_gone(providers: Provide
     # The old pods ("bbb") report until T-45m; Prometheus holds that sample as the series' value
     # for its lookback of five minutes. Then live the old ReplicaSet had no replicas: no old side
     # to compare with, whatever the range over lookback still holds of it.
-    spec = {
-        **SPEC,
-        "metrics": [
-            {
-                "name": "new-vs-old",
-                "query": 'lat2{app="web"}',
-                "compare": {"lookback": "5m", "minSamples": 5},
-            }
-        ],
-    }
+    spec = COMPARE_SPEC
     period = PastRollout(
         revision=3,
         key="ccc",
