@@ -83,7 +83,10 @@ def test_the_widened_evidence_is_scipys_binomial_mixture_against_the_moving_boun
         pods_new = new[:, 1].sum() ** 2 / (new[:, 1] ** 2).sum()
         pods_old = old[:, 1].sum() ** 2 / (old[:, 1] ** 2).sum()
         inverse = 1 / pods_new + 1 / pods_old
-        widening = math.exp(2 * math.sqrt(2 * spread * inverse))
+        # Student's t at the old pods' sums' degrees of freedom (4 pods, equal traffic: 3),
+        # one point of the budget for pod luck.
+        freedom = max(sums_total.sum() ** 2 / (sums_total**2).sum() - 1, 3)
+        widening = math.exp(stats.t.ppf(0.99, freedom) * math.sqrt(spread * inverse))
         step_excess, step_weight = _dispersion(old[:, 0], old[:, 1])
         excess, weight = excess + step_excess, weight + step_weight
         kappa = max(0.0, excess / weight)

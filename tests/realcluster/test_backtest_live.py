@@ -227,7 +227,7 @@ def _when(row: dict[str, Any]) -> datetime:
 
 
 def _pairs(
-    live: list[dict[str, Any]], replay: dict[str, Any], until: datetime, *, last: bool
+    live: list[dict[str, Any]], replay: dict[str, Any], until: datetime
 ) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
     """Pair the live evaluations of ``replay``'s period (before ``until``), in order, with the
     replayed ones from the one nearest the first; None where no replayed evaluation is left or
@@ -235,10 +235,13 @@ def _pairs(
 
     Creation times are kept to the second: an evaluation within a revision's creation second
     belongs to the rollout before it (live, no later one began here before the second's end).
+    The last rollout's end is the backtest's now, also kept to the second: a live evaluation
+    within that second is still the last rollout's (``until``, earlier, bounds it), as its
+    replayed instant is the replay's.
     """
     second = timedelta(seconds=1)
     start = parse_time(replay["startedAt"]) + second
-    end = parse_time(replay["endedAt"]) + (second if not last else timedelta(0))
+    end = parse_time(replay["endedAt"]) + second
     rows = [row for row in live if start <= _when(row) < min(end, until)]
     steps = replay["evaluations"]
     if not rows or not steps:
@@ -262,8 +265,7 @@ def _table(name: str, result: dict[str, Any], live: list[dict[str, Any]], until:
         "        metrics live, replayed"
     ]
     for replay in result["rollouts"]:
-        last = replay is result["rollouts"][-1]
-        for row, step in _pairs(live, replay, until, last=last):
+        for row, step in _pairs(live, replay, until):
             at = step["at"] if step else "-"
             paused = (
                 " paused" if row["paused"] else "",
@@ -306,7 +308,7 @@ def _assert_replay_is_live(
     assert compared, result["rollouts"]
     matched = 0
     for replay in compared:
-        pairs = _pairs(live, replay, until, last=replay is compared[-1])
+        pairs = _pairs(live, replay, until)
         assert all(step is not None for _, step in pairs), (replay["revision"], pairs)
         for i, (row, step) in enumerate(pairs):
             assert step is not None

@@ -70,14 +70,14 @@ DISPERSION_SAFETY = 2.0
 # (docs/analysis.md, "Where the bound is stated").
 MIN_OLD_PODS = 4
 STATED, CONDITIONAL = "Stated", "Conditional"
-# Pods that stay different: the null's boundary rho0 is widened by exp(SPREAD_Z * sd), sd the
-# standard deviation of log(new pods' average / old pods' average) that the old pods' persistent
-# spread implies, estimated from each old pod's counts summed since counting began and
-# multiplied by SPREAD_SAFETY for the estimate's noise (docs/analysis.md, "Pods that stay
-# different"). SPREAD_Z 2: the sides' averages differ by more by pod luck alone about 2 % of
-# the time.
-SPREAD_Z = 2.0
-SPREAD_SAFETY = 2.0
+# Pods that stay different: the null's boundary rho0 is widened by exp(t * sd), sd the standard
+# deviation of log(new pods' average / old pods' average) that the old pods' persistent spread
+# implies, estimated from each old pod's counts summed since counting began, and t Student's
+# quantile at the estimate's degrees of freedom (old pods less one): a good release's new pods
+# then exceed the widened boundary by pod luck alone with probability SPREAD_MISS, whatever the
+# number of old pods, shared among the metrics as falsePauseRate is (docs/analysis.md, "Pods
+# that stay different"). One point: the promise at the margin's edge is falsePauseRate plus it.
+SPREAD_MISS = 0.01
 # The old pods whose summed counts are kept (the status stays small); later ones are not.
 MAX_TRACKED_PODS = 64
 # Beyond this the spread leaves nothing a margin could mean; it also bounds a forged status.
@@ -441,10 +441,13 @@ def _count(state: State, step: Step, settings: Settings) -> State:
     old_counts = np.asarray([max(t, 0.0) for _, t in step.old.pods]) if both else None
     widening = state.widening
     if both and informative:
+        summed = np.asarray([t for _, _, t in old_by_pod if t > 0])
         widening = widening_of(
             persistent_spread(old_by_pod),
             float(effective_pods(new_counts)),
             float(effective_pods(old_counts)),
+            float(effective_pods(summed)) - 1,
+            settings.metrics,
         )
     bounds = np.asarray(state.bound_logs) if state.bound_logs else np.zeros(BOUND_GRID)
     logs, excess, weight, bounds = accumulate(
@@ -525,29 +528,41 @@ def spread_of(bad: np.ndarray, total: np.ndarray) -> np.ndarray:
     return np.where(weight > 0, np.maximum(excess, 0) / np.where(weight > 0, weight, 1), 0.0)
 
 
-def widening_of(spread: float, pods_new: float, pods_old: float) -> float:
+def widening_of(
+    spread: float, pods_new: float, pods_old: float, freedom: float, metrics: int
+) -> float:
     """Return the factor by which pods' persistent spread widens the null's boundary (>= 1)."""
-    return float(widenings(spread, pods_new, pods_old))
+    return float(widenings(spread, pods_new, pods_old, freedom, metrics))
 
 
 def widenings(
-    spread: np.ndarray | float, pods_new: np.ndarray | float, pods_old: np.ndarray | float
+    spread: np.ndarray | float,
+    pods_new: np.ndarray | float,
+    pods_old: np.ndarray | float,
+    freedom: np.ndarray | float,
+    metrics: int = 1,
 ) -> np.ndarray:
     """Return ``widening_of`` elementwise.
 
     log(new pods' average / old pods' average) has variance about spread (1/Pn + 1/Po) when
     every pod's rate is its side's times a factor of squared CV ``spread`` (Pn, Po the
-    effective pods): a good release's new pods exceed the old ones by pod luck alone beyond
-    exp(SPREAD_Z sd) about 2 % of the time.
+    effective pods). ``spread`` is estimated with ``freedom`` degrees of freedom (the old pods
+    in its sums less one), so the log ratio over its estimated sd is Student's t: a good
+    release's new pods exceed exp(t sd) by pod luck alone with probability SPREAD_MISS /
+    ``metrics``. Fewer than MIN_OLD_PODS - 1 degrees of freedom are taken as that many (the
+    status says Conditional there; a quantile at one degree of freedom would end detection).
     """
     import numpy as np
+    from scipy.special import stdtrit
 
     k = np.asarray(spread, dtype=float)
     n, o = np.asarray(pods_new, dtype=float), np.asarray(pods_old, dtype=float)
     known = (k > 0) & (n > 0) & (o > 0)
     inverse = np.where(known, 1 / np.where(known, n, 1) + 1 / np.where(known, o, 1), 0.0)
-    sd = np.sqrt(SPREAD_SAFETY * np.where(known, k, 0.0) * inverse)
-    return np.minimum(np.exp(SPREAD_Z * sd), _MAX_WIDENING)
+    sd = np.sqrt(np.where(known, k, 0.0) * inverse)
+    dof = np.maximum(np.asarray(freedom, dtype=float), MIN_OLD_PODS - 1)
+    t = stdtrit(dof, 1 - SPREAD_MISS / max(metrics, 1))
+    return np.minimum(np.exp(t * sd), _MAX_WIDENING)
 
 
 def accumulate(
