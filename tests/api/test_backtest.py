@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -28,6 +28,7 @@ from sentinel_operator.backtest_jobs import BacktestPump, run_job
 from sentinel_operator.prometheus import PrometheusClient
 from sentinel_operator.providers import Providers
 from testkit.clusters import Cluster
+from testkit.namespaces import fresh_namespace
 from testkit.waiting import wait_until
 from tests.api.client import Api, MakeApi, make_user
 from tests.backtest.history import QUERY, History, make_history
@@ -44,17 +45,21 @@ class Past:
     base: str
 
 
+@pytest.fixture(scope="module")
+def history(
+    api_cluster: Cluster, cluster_client: kube.KubeClient, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[History]:
+    """The Deployment's past, made once for the module's tests on a worker (45 s of changes):
+    they only read it, each with its own database and jobs."""
+    with fresh_namespace(cluster_client, "api") as namespace:
+        workdir = tmp_path_factory.mktemp("backtest") / "prometheus"
+        yield make_history(api_cluster, cluster_client, namespace, workdir)
+
+
 @pytest.fixture
-def past(
-    make_api: MakeApi,
-    api_cluster: Cluster,
-    cluster_client: kube.KubeClient,
-    namespace: str,
-    cluster_kind: str,
-    tmp_path: Path,
-) -> Past:
-    history = make_history(api_cluster, cluster_client, namespace, tmp_path / "prometheus")
+def past(make_api: MakeApi, history: History, cluster_kind: str) -> Past:
     mirror.upsert_from_resource(history.created)
+    namespace = history.created["metadata"]["namespace"]
     base = f"analyses/{namespace}/web-guard/backtest/"
     return Past(history, make_api("view_analysis"), base)
 
