@@ -135,17 +135,15 @@ def upsert_from_resource(
     incarnation whose DELETED event was missed: it is marked deleted and keeps its history.
     Raise ``MalformedResource`` when metadata is missing or longer than its column.
     """
-    row, change = _upsert(
-        AnalysisResource.read(obj), now=now or timezone.now(), listed_at=None, resolved=False
-    )
-    assert row is not None  # only a resync with ``listed_at`` can skip a row
-    return row, change in (_Change.CREATED, _Change.UPDATED)
+    return upsert(AnalysisResource.read(obj), now=now, resolved=False)
 
 
-def upsert(resource: AnalysisResource, *, now: datetime | None = None) -> tuple[Analysis, bool]:
-    """Mirror an object already read (the reconciler's, its templates resolved); as
-    ``upsert_from_resource`` otherwise."""
-    row, change = _upsert(resource, now=now or timezone.now(), listed_at=None)
+def upsert(
+    resource: AnalysisResource, *, now: datetime | None = None, resolved: bool = True
+) -> tuple[Analysis, bool]:
+    """Mirror an object already read (the reconciler's, its templates resolved; ``resolved``
+    False: as the API server keeps it); as ``upsert_from_resource`` otherwise."""
+    row, change = _upsert(resource, now=now or timezone.now(), listed_at=None, resolved=resolved)
     assert row is not None  # only a resync with ``listed_at`` can skip a row
     return row, change in (_Change.CREATED, _Change.UPDATED)
 

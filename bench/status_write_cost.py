@@ -146,7 +146,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writes", type=int, default=1000)
     parser.add_argument("--watchers", type=int, default=2)
     args = parser.parse_args(argv)
-    results: list[dict[str, Any]] = []
     with stack(cluster="real") as bench:
         client = kube.KubeClient(kube.load_api_client(str(bench.cluster.kubeconfig)))
         client.request("POST", "/api/v1/namespaces", body={"metadata": {"name": NAMESPACE}})
@@ -176,7 +175,6 @@ def main(argv: list[str] | None = None) -> int:
                         for name in ("kube-apiserver", "etcd", "bench process")
                     },
                 }
-                results.append(row)
                 print(json.dumps(row), flush=True)
     return 0
 

@@ -255,6 +255,21 @@ class PrometheusServer(StartStop):
                 )
             time.sleep(0.1)
 
+    def wait_scraped(
+        self, namespace: str, pods: int, seconds: int, at_least: int, timeout: float = 90.0
+    ) -> None:
+        """Wait until each of the namespace's ``pods`` was scraped ``at_least`` times in the
+        last ``seconds`` (every 1 s): a window over them then has data for every pod.
+
+        A pod Ready in the API server is found by Prometheus's discovery a few seconds later,
+        more under load; a query over a window starting before that misses the pod.
+        """
+        self.wait_for(
+            f'count(count_over_time(up{{namespace="{namespace}"}}[{seconds}s]) >= {at_least})',
+            lambda values: values == [pods],
+            timeout=timeout,
+        )
+
     # -- helpers ---------------------------------------------------------------------------
 
     def _write_config(self) -> None:

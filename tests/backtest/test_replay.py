@@ -192,7 +192,6 @@ COMPARE_SPEC = {
 def test_compare_judges_the_new_revision_against_the_one_it_replaced(
     providers: Providers,
 ) -> None:
-    spec = COMPARE_SPEC
     period = PastRollout(
         revision=3,
         key="ccc",
@@ -200,7 +199,9 @@ def test_compare_judges_the_new_revision_against_the_one_it_replaced(
         ended_at=T - 40 * MINUTE,
         previous_key="bbb",
     )
-    (replay,) = Replayer(providers).replay("shop", "web", parse_spec(spec), (period,)).replays
+    (replay,) = (
+        Replayer(providers).replay("shop", "web", parse_spec(COMPARE_SPEC), (period,)).replays
+    )
     # The new pods' samples of the range ending at each instant: too few for the first three.
     assert [step.outcome for step in replay.steps[:4]] == ["Inconclusive"] * 3 + ["Fail"]
     assert "under minSamples 5 per side" in replay.steps[0].metrics[0]["message"]
@@ -212,7 +213,6 @@ def test_compare_has_no_old_side_where_the_old_pods_were_gone(providers: Provide
     # The old pods ("bbb") report until T-45m; Prometheus holds that sample as the series' value
     # for its lookback of five minutes. Then live the old ReplicaSet had no replicas: no old side
     # to compare with, whatever the range over lookback still holds of it.
-    spec = COMPARE_SPEC
     period = PastRollout(
         revision=3,
         key="ccc",
@@ -220,7 +220,9 @@ def test_compare_has_no_old_side_where_the_old_pods_were_gone(providers: Provide
         ended_at=T - 30 * MINUTE,
         older_keys=("bbb", "aaa"),
     )
-    (replay,) = Replayer(providers).replay("shop", "web", parse_spec(spec), (period,)).replays
+    (replay,) = (
+        Replayer(providers).replay("shop", "web", parse_spec(COMPARE_SPEC), (period,)).replays
+    )
     gone = T - 40 * MINUTE
     before = [step for step in replay.steps if step.at < gone]
     after = [step for step in replay.steps if step.at > gone]

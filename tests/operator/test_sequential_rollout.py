@@ -178,10 +178,8 @@ def rollouts(
     # then are those the guarantee counts (docs/analysis.md, "Where the bound is stated"):
     # under a full run's load Prometheus found one old pod a step late (3 of 4, Conditional).
     # The analyses begin once every pod was scraped for most of a step.
-    seq_prometheus.wait_for(
-        f'count(count_over_time(up{{namespace="{namespace}"}}[{INTERVAL}s]) >= {INTERVAL - 1})',
-        lambda values: values == [len(RATES) * (REPLICAS + 1)],
-        timeout=60,
+    seq_prometheus.wait_scraped(
+        namespace, pods=len(RATES) * (REPLICAS + 1), seconds=INTERVAL, at_least=INTERVAL - 1
     )
     for name in RATES:
         kubectl_apply(realcluster, _analysis(name, namespace))

@@ -152,11 +152,7 @@ def test_each_template_pauses_its_signals_regression_and_not_a_good_rollout(
     # above): every pod is scraped that long first. Ready says only that the template resolved;
     # under a full run's load Prometheus found the last Deployments' pods a few seconds before
     # the rollouts, and their baselines had no data (Inconclusive, never paused).
-    pod_prometheus.wait_for(
-        f'count(count_over_time(up{{namespace="{namespace}"}}[25s]) >= 20)',
-        lambda values: values == [2 * len(scene)],
-        timeout=90,
-    )
+    pod_prometheus.wait_scraped(namespace, pods=2 * len(scene), seconds=25, at_least=20)
     for name in scene:
         real_client.request(
             "PATCH",
