@@ -362,8 +362,9 @@ def run(options: Options) -> int:
         db = BenchDb(operators[0].database_url)
         exits.callback(db.close)
         create_analyses(options, api, db, names, apps, already=0)
-        _say(f"all evaluated once; warming up one more interval ({options.interval} s)")
-        time.sleep(options.interval)
+        warmup = options.warmup * options.interval
+        _say(f"all evaluated once; warming up {options.warmup} more interval(s) ({warmup} s)")
+        time.sleep(warmup)
         results = _measure(options, stack, operators, db, names, load_before, extra_pids, api)
     setup = Setup(
         cluster=stack.kind,

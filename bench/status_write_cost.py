@@ -14,8 +14,15 @@ on the real control plane (``make realcluster``), the CPU of kube-apiserver and 
 - ``sequential``: one sequential metric's status (its 24 log ratios and 61 bound logs);
 
 each with no watch of analyses open and with ``--watchers`` of them (the operators' caches and
-mirrors). The writes are sequential from one client, so the figures are the server's cost per
-write, not its throughput.
+mirrors). Then the ``threshold`` case written two other ways, with the watchers open:
+
+- ``patch``: a JSON merge ``PATCH`` of the status (with the ``resourceVersion`` as its
+  precondition) instead of the ``PUT`` of the whole object;
+- ``no-rules``: the ``PUT`` again with the CRD's CEL rules (``x-kubernetes-validations``, on the
+  spec) removed, then put back: does a status write pay for the spec's rules?
+
+The writes are sequential from one client, so the figures are the server's cost per write, not
+its throughput.
 
     .venv/bin/python -m bench.status_write_cost [--writes 1000] [--watchers 2]
 """
@@ -26,6 +33,7 @@ import argparse
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -132,13 +140,80 @@ def _watchers(client: kube.KubeClient, count: int) -> Iterator[list[int]]:
         stop.set()
 
 
-def _writes(client: kube.KubeClient, case: str, writes: int) -> None:
+def _writes(client: kube.KubeClient, case: str, writes: int, *, patch: bool = False) -> None:
     path = kube.analysis_path(NAMESPACE, "subject") + "/status"
     current = client.request("GET", kube.analysis_path(NAMESPACE, "subject"))
-    start = datetime(2026, 1, 1, tzinfo=UTC)
+    # After the last case's times, so that every write changes the object.
+    last = (current.get("status") or {}).get("lastEvaluationTime")
+    start = (
+        datetime.fromisoformat(last.replace("Z", "+00:00")) + timedelta(seconds=1)
+        if last
+        else datetime(2026, 1, 1, tzinfo=UTC)
+    )
     for i in range(writes):
         at = (start + timedelta(seconds=i)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        current = client.request("PUT", path, body={**current, "status": _status(case, at)})
+        if patch:
+            version = current["metadata"]["resourceVersion"]
+            body = {"metadata": {"resourceVersion": version}, "status": _status(case, at)}
+            current = client.request("PATCH", path, body=body, content_type=kube.MERGE_PATCH)
+        else:
+            current = client.request("PUT", path, body={**current, "status": _status(case, at)})
+
+
+def _without_rules(node: Any) -> Any:
+    """Return a copy of a CRD schema without its CEL rules."""
+    if isinstance(node, dict):
+        return {k: _without_rules(v) for k, v in node.items() if k != "x-kubernetes-validations"}
+    if isinstance(node, list):
+        return [_without_rules(v) for v in node]
+    return node
+
+
+@contextmanager
+def _crd_without_rules(client: kube.KubeClient) -> Iterator[None]:
+    """Replace the RolloutAnalysis CRD's schema by one without CEL rules; put it back after."""
+    path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{kube.PLURAL}.{kube.GROUP}"
+    crd = client.request("GET", path)
+    spec = crd["spec"]
+    crd = client.request("PUT", path, body={**crd, "spec": _without_rules(spec)})
+    time.sleep(5)  # the API server rebuilds the resource's handler
+    try:
+        yield
+    finally:
+        crd = client.request("GET", path)
+        client.request("PUT", path, body={**crd, "spec": spec})
+        time.sleep(5)
+
+
+def _measure(
+    client: kube.KubeClient,
+    meter: CpuMeter,
+    case: str,
+    *,
+    writes: int,
+    watchers: int,
+    way: str = "put",
+) -> dict[str, Any]:
+    """Write ``case`` ``writes`` times (after 50 to warm up); return its row."""
+    patch = way == "patch"
+    with _watchers(client, watchers) as seen:
+        _writes(client, case, 50, patch=patch)  # warm the connections and caches
+        before = meter.snapshot()
+        _writes(client, case, writes, patch=patch)
+        use = CpuMeter.between(before, meter.snapshot())
+        seen_events = sum(seen)
+    return {
+        "case": case,
+        "way": way,
+        "statusBytes": len(json.dumps(_status(case, "2026-01-01T00:00:00Z"))),
+        "watchers": watchers,
+        "writesPerSecond": round(writes / use.seconds, 1),
+        "eventsSeen": seen_events,
+        "msPerWrite": {
+            name: round(1000 * use.by_component[name] / writes, 3)
+            for name in ("kube-apiserver", "etcd", "bench process")
+        },
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,25 +232,22 @@ def main(argv: list[str] | None = None) -> int:
         meter = CpuMeter(pids)
         for watchers in (0, args.watchers):
             for case in ("minimal", "terse", "threshold", "sequential"):
-                with _watchers(client, watchers) as seen:
-                    _writes(client, case, 50)  # warm the connections and caches
-                    before = meter.snapshot()
-                    _writes(client, case, args.writes)
-                    use = CpuMeter.between(before, meter.snapshot())
-                    seen_events = sum(seen)
-                size = len(json.dumps(_status(case, "2026-01-01T00:00:00Z")))
-                row = {
-                    "case": case,
-                    "statusBytes": size,
-                    "watchers": watchers,
-                    "writesPerSecond": round(args.writes / use.seconds, 1),
-                    "eventsSeen": seen_events,
-                    "msPerWrite": {
-                        name: round(1000 * use.by_component[name] / args.writes, 3)
-                        for name in ("kube-apiserver", "etcd", "bench process")
-                    },
-                }
+                row = _measure(client, meter, case, writes=args.writes, watchers=watchers)
                 print(json.dumps(row), flush=True)
+        row = _measure(
+            client, meter, "threshold", writes=args.writes, watchers=args.watchers, way="patch"
+        )
+        print(json.dumps(row), flush=True)
+        with _crd_without_rules(client):
+            row = _measure(
+                client,
+                meter,
+                "threshold",
+                writes=args.writes,
+                watchers=args.watchers,
+                way="no-rules",
+            )
+        print(json.dumps(row), flush=True)
     return 0
 
 

@@ -21,6 +21,9 @@ class Options:
     interval: int
     workers: int
     window: float
+    # Intervals to wait after every analysis was evaluated once, before the first window: the
+    # start's backlog takes a few intervals to spread onto the analyses' phases.
+    warmup: int
     runs: int
     apps: int
     workdir: Path | None
@@ -55,6 +58,12 @@ def parse_options(argv: list[str] | None, description: str) -> Options:
     )
     parser.add_argument(
         "--window", type=float, default=0.0, help="steady-state seconds (default 3 intervals)"
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="intervals between the first evaluation of all and the first window (default 1)",
     )
     parser.add_argument("--runs", type=int, default=1, help="steady-state windows (default 1)")
     parser.add_argument("--apps", type=int, default=50, help="distinct series sets (default 50)")
@@ -92,6 +101,7 @@ def parse_options(argv: list[str] | None, description: str) -> Options:
         interval=args.interval,
         workers=args.workers,
         window=args.window or 3.0 * args.interval,
+        warmup=max(0, args.warmup),
         runs=max(1, args.runs),
         apps=args.apps,
         workdir=args.workdir,

@@ -1,14 +1,17 @@
 """Shared list-and-watch caches of the objects an evaluation reads (docs/performance.md).
 
+``ListWatch`` is client-go's reflector loop, shared by these caches and the operator's watch of
+RolloutAnalyses (``sentinel_operator.watch``): a list, then a watch from the list's
+resourceVersion; a watch that ends resumes from the last version seen, 410 Gone relists, any
+other API error backs off and resumes, anything unexpected is logged and relists; only while
+``active()`` (this replica leads), everything forgotten otherwise.
+
 An ``Informer`` keeps one collection (a kind, in one namespace or all) in memory, as
-client-go's shared informers do: a list, then a watch from the list's resourceVersion; a watch
-that ends resumes from the last version seen, 410 Gone relists, any other API error backs off
-and resumes. Each object is stored through a transform that keeps only what the operator reads
-(``strip_workload``, ``strip_replicaset``, ``strip_revision``, ``strip_analysis``,
-``strip_template``), so the memory
-of many objects no analysis targets stays small. ``get`` and ``owned_by`` answer from memory,
-never from the API server, and only while ``live``: after a list, and not between a watch's
-failure and its resumption.
+client-go's shared informers do, on that loop. Each object is stored through a transform that
+keeps only what the operator reads (``strip_workload``, ``strip_replicaset``,
+``strip_revision``, ``strip_analysis``, ``strip_template``), so the memory of many objects no
+analysis targets stays small. ``get`` and ``owned_by`` answer from memory, never from the API
+server, and only while ``live``.
 
 A cluster that serves no such collection (one without the template CRDs) answers the list with
 404: the cache is live and empty, one line is logged, and the list is tried again after
@@ -32,7 +35,8 @@ log = logging.getLogger(__name__)
 Transform = Callable[[Mapping[str, Any]], dict[str, Any]]
 Key = tuple[str, str]
 
-# Server-side watch timeout, as the analysis watch's.
+# Server-side watch timeout: short enough that a replica losing the lease stops soon, as the
+# loop looks at ``active()`` only between events.
 WATCH_TIMEOUT_SECONDS = 60
 # Objects per list page: the most whole objects a relist holds at once. Not client-go's 500:
 # Python's allocator keeps a decoded page's memory wherever a kept (stripped) object landed
@@ -41,6 +45,7 @@ WATCH_TIMEOUT_SECONDS = 60
 LIST_PAGE = 100
 # A collection the cluster does not serve is asked for again this often.
 ABSENT_RETRY = 60.0
+# Backoff base for API errors; with backoff.next_delay: 1 s, 2 s, ... capped at 60 s.
 _ERROR_INTERVAL = 1.0
 # Written by kubectl apply: a whole copy of the object as applied, pod template included.
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -134,7 +139,118 @@ def strip_revision(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {"metadata": _revision_metadata(obj), "revision": obj.get("revision")}
 
 
-class Informer:
+class ListWatch:
+    """List a collection, then watch it from the list's resourceVersion, until stopped.
+
+    A subclass says what a list and an event do (``relist``, ``apply``) and what is forgotten
+    when this replica stops leading (``clear``); the loop (``run``) is the same for all. Its
+    readers answer from memory only while ``live``: after a list, and not between a watch's
+    failure and its resumption, when events may have been missed.
+    """
+
+    # How the logs name it: "cache" (an Informer) or "watch" (the analyses' mirror).
+    role = "cache"
+
+    def __init__(
+        self,
+        client: kube.KubeClient,
+        path: str,
+        *,
+        watch_timeout: int = WATCH_TIMEOUT_SECONDS,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.client = client
+        self.path = path
+        self.watch_timeout = watch_timeout
+        self._rng = rng or random.Random()
+        self.resource_version = ""
+        # Whether the cluster serves the collection (a 404 list: ``relist`` says).
+        self.served = True
+        self._live = False
+        # Counts for tests and logs: how often the collection was listed and events applied.
+        self.lists = 0
+        self.events = 0
+
+    @property
+    def live(self) -> bool:
+        """Whether the collection is listed and its watch has not failed since: only then is
+        it answered from."""
+        return self._live
+
+    def relist(self) -> object:
+        """List the collection, replace what is kept and remember the list's resourceVersion."""
+        raise NotImplementedError
+
+    def apply(self, event: kube.WatchEvent) -> None:
+        """Apply one watch event."""
+        raise NotImplementedError
+
+    def clear(self) -> None:
+        """Forget the collection (this replica stopped leading): listed afresh when it leads."""
+        self._live = False
+        self.resource_version = ""
+
+    def after_unexpected_error(self) -> None:
+        """Called after an unexpected error, before the loop waits and relists."""
+
+    def watch_once(self, stop: threading.Event, active: Callable[[], bool] = lambda: True) -> None:
+        """Apply events from ``resource_version`` until the watch ends, ``stop`` is set or
+        ``active()`` is no longer true."""
+        # Resumed where it stopped: what it missed comes as events (or as 410 Gone).
+        self._live = True
+        for event in self.client.watch(
+            self.path, resource_version=self.resource_version, timeout_seconds=self.watch_timeout
+        ):
+            self.apply(event)
+            if stop.is_set() or not active():
+                return
+
+    def run(self, stop: threading.Event, *, active: Callable[[], bool] = lambda: True) -> None:
+        """List and watch until ``stop`` is set, while ``active()`` (this replica leads)."""
+        attempt = 0
+        while not stop.is_set():
+            if not active():
+                self.clear()
+                stop.wait(0.5)
+                continue
+            try:
+                if not self.resource_version:
+                    self._live = False
+                    self.relist()
+                if not self.served:
+                    stop.wait(ABSENT_RETRY)
+                    self.resource_version = ""
+                    continue
+                self.watch_once(stop, active)
+                attempt = 0
+            except kube.Gone:
+                log.info(
+                    "%s %s: resourceVersion %s is gone; relisting",
+                    self.role,
+                    self.path,
+                    self.resource_version,
+                )
+                self._live = False
+                self.resource_version = ""
+            except kube.KubeError as exc:
+                # Events may be missed until the watch resumes: nothing is answered from
+                # memory meanwhile.
+                self._live = False
+                attempt += 1
+                delay = backoff.next_delay(attempt, _ERROR_INTERVAL, self._rng)
+                level = logging.ERROR if isinstance(exc, kube.Forbidden) else logging.WARNING
+                log.log(level, "%s %s: %s; retrying in %.1f s", self.role, self.path, exc, delay)
+                stop.wait(delay)
+            except Exception:
+                self._live = False
+                self.resource_version = ""
+                attempt += 1
+                log.exception("%s %s: unexpected error; relisting", self.role, self.path)
+                self.after_unexpected_error()
+                stop.wait(backoff.next_delay(attempt, _ERROR_INTERVAL, self._rng))
+
+
+class Informer(ListWatch):
     """One collection, listed and watched into memory."""
 
     def __init__(
@@ -146,29 +262,14 @@ class Informer:
         watch_timeout: int = WATCH_TIMEOUT_SECONDS,
         rng: random.Random | None = None,
     ) -> None:
-        self.client = client
-        self.path = path
+        super().__init__(client, path, watch_timeout=watch_timeout, rng=rng)
         self.transform = transform
-        self.watch_timeout = watch_timeout
-        self._rng = rng or random.Random()
         self._lock = threading.Lock()
         self._items: dict[Key, dict[str, Any]] = {}
         # Owner uid -> the keys of the objects it owns (ReplicaSets, ControllerRevisions).
         self._owned: dict[str, set[Key]] = {}
-        self.resource_version = ""
-        self.served = True
-        self._live = False
-        # Counts for tests and logs.
-        self.lists = 0
-        self.events = 0
 
     # -- reads -----------------------------------------------------------------------------
-
-    @property
-    def live(self) -> bool:
-        """Whether the cache is listed and its watch has not failed since: only then is it
-        answered from."""
-        return self._live
 
     def get(self, namespace: str, name: str) -> dict[str, Any] | None:
         with self._lock:
@@ -185,7 +286,6 @@ class Informer:
     # -- writes ----------------------------------------------------------------------------
 
     def relist(self) -> None:
-        """List the collection, replace the cache and remember the list's resourceVersion."""
         stored: dict[Key, dict[str, Any]] = {}
         try:
             version = self._list_into(stored)
@@ -231,7 +331,6 @@ class Informer:
                 return str(meta.get("resourceVersion") or "")
 
     def apply(self, event: kube.WatchEvent) -> None:
-        """Apply one watch event to the cache."""
         version = (event.object.get("metadata") or {}).get("resourceVersion")
         if event.type in ("ADDED", "MODIFIED", "DELETED"):
             key = _key(event.object)
@@ -252,60 +351,7 @@ class Informer:
     def clear(self) -> None:
         with self._lock:
             self._items, self._owned = {}, {}
-        self._live = False
-        self.resource_version = ""
-
-    def run(self, stop: threading.Event, *, active: Callable[[], bool] = lambda: True) -> None:
-        """List and watch until ``stop`` is set, while ``active()`` (this replica leads)."""
-        attempt = 0
-        while not stop.is_set():
-            if not active():
-                if self.resource_version or self._live or self._items:
-                    self.clear()
-                stop.wait(0.5)
-                continue
-            try:
-                if not self.resource_version:
-                    self._live = False
-                    self.relist()
-                if not self.served:
-                    stop.wait(ABSENT_RETRY)
-                    self.resource_version = ""
-                    continue
-                # Resumed where it stopped: what it missed comes as events (or as 410 Gone).
-                self._live = True
-                for event in self.client.watch(
-                    self.path,
-                    resource_version=self.resource_version,
-                    timeout_seconds=self.watch_timeout,
-                ):
-                    self.apply(event)
-                    if stop.is_set() or not active():
-                        break
-                attempt = 0
-            except kube.Gone:
-                log.info(
-                    "cache %s: resourceVersion %s is gone; relisting",
-                    self.path,
-                    self.resource_version,
-                )
-                self._live = False
-                self.resource_version = ""
-            except kube.KubeError as exc:
-                # Events may be missed until the watch resumes: nothing is answered from the
-                # cache meanwhile.
-                self._live = False
-                attempt += 1
-                delay = backoff.next_delay(attempt, _ERROR_INTERVAL, self._rng)
-                level = logging.ERROR if isinstance(exc, kube.Forbidden) else logging.WARNING
-                log.log(level, "cache %s: %s; retrying in %.1f s", self.path, exc, delay)
-                stop.wait(delay)
-            except Exception:
-                self._live = False
-                self.resource_version = ""
-                attempt += 1
-                log.exception("cache %s: unexpected error; relisting", self.path)
-                stop.wait(backoff.next_delay(attempt, _ERROR_INTERVAL, self._rng))
+        super().clear()
 
 
 def _key(obj: Mapping[str, Any]) -> Key:

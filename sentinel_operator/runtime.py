@@ -245,9 +245,12 @@ class OperatorRuntime:
         scopes: tuple[str | None, ...] = tuple(settings.SENTINEL.namespaces) or (None,)
         watches: dict[str, AnalysisWatch] = {}
         for scope in scopes:
-            watch = AnalysisWatch(self.client, namespace=scope, now=_now, is_leader=self._is_leader)
+            watch = AnalysisWatch(self.client, namespace=scope, now=_now)
             watches[scope or ""] = watch
-            self._spawn(f"watch-{scope or 'all'}", lambda w=watch: w.run(self.stop_event))
+            self._spawn(
+                f"watch-{scope or 'all'}",
+                lambda w=watch: w.run(self.stop_event, active=self._is_leader),
+            )
 
         def analysis(namespace: str, name: str) -> dict[str, Any] | None:
             watch = watches.get(namespace) or watches.get("")
