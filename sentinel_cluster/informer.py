@@ -185,6 +185,12 @@ class ListWatch:
         """Apply one watch event."""
         raise NotImplementedError
 
+    def _listed(self, version: str) -> None:
+        """Record a list that ``relist`` kept: watched from ``version`` on, answered from."""
+        self.resource_version = version
+        self._live = True
+        self.lists += 1
+
     def clear(self) -> None:
         """Forget the collection (this replica stopped leading): listed afresh when it leads."""
         self._live = False
@@ -306,9 +312,7 @@ class Informer(ListWatch):
                 owned.setdefault(uid, set()).add(key)
         with self._lock:
             self._items, self._owned = stored, owned
-        self.resource_version = version
-        self._live = True
-        self.lists += 1
+        self._listed(version)
         if self.served:
             log.info("cache %s: listed %d at %s", self.path, len(stored), version)
 

@@ -76,9 +76,7 @@ class AnalysisWatch(ListWatch):
             for item in items
             for meta in [item.get("metadata") or {}]
         }
-        self.resource_version = version
-        self._live = True
-        self.lists += 1
+        self._listed(version)
         log.info("watch %s: listed %d analyses at %s: %s", self.path, len(items), version, result)
         return result
 

@@ -18,7 +18,7 @@ from testkit.waiting import wait_until
 
 
 def test_a_cache_forgets_when_its_replica_stops_leading_and_lists_again_when_it_leads(
-    kube_cluster: Cluster, kube_client: kube.KubeClient, namespace: str, cluster_kind: str
+    kube_cluster: Cluster, kube_client: kube.KubeClient, namespace: str
 ) -> None:
     deployments = kube.workloads_path("Deployment", namespace)
     kube_client.request("POST", deployments, body=deployment_manifest("web", namespace))
