@@ -224,6 +224,34 @@ def watch_can_skip(obj: Mapping[str, Any]) -> bool:
     return last_evaluation is None or evaluated > last_evaluation
 
 
+def adds_an_evaluation(previous: Mapping[str, Any] | None, obj: Mapping[str, Any]) -> bool:
+    """Whether ``obj`` is the watch's last copy of it, ``previous``, plus a newer evaluation.
+
+    The watch asks this before ``watch_can_skip``, and needs no read for it: ``previous`` was
+    mirrored when the watch saw it (written, or left to the worker that wrote it), so an object
+    with the same metadata but its ``resourceVersion`` (same uid, same ``generation``, labels
+    and annotations) and a newer ``lastEvaluationTime`` is the operator's own status write, and
+    its worker mirrors it. Anything else, also an object the watch holds no copy of, is for
+    ``watch_can_skip`` to judge.
+    """
+    if previous is None:
+        return False
+    before = previous.get("metadata") or {}
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta.get("uid"), str) or not isinstance(meta.get("generation"), int):
+        return False
+    if _identity(meta) != _identity(before):
+        return False
+    evaluated = parse_time((obj.get("status") or {}).get("lastEvaluationTime"))
+    last = parse_time((previous.get("status") or {}).get("lastEvaluationTime"))
+    return evaluated is not None and (last is None or evaluated > last)
+
+
+def _identity(meta: Mapping[str, Any]) -> dict[str, Any]:
+    # What a status write never changes; managedFields are not kept in the watch's copy.
+    return {k: v for k, v in meta.items() if k not in ("resourceVersion", "managedFields")}
+
+
 # What ``watch_can_skip`` reads: one SELECT by uid (plain SQL, ``sentinel_db.sql``: the ORM's
 # compilation of this read cost more than the read, once per watch event, and every status
 # write comes back as one; docs/performance.md, "Cuts 7 and 8").

@@ -211,6 +211,9 @@ class Evaluation(models.Model):
     analysis = models.ForeignKey(
         Analysis, on_delete=models.CASCADE, related_name="evaluations", db_index=False
     )
+    # When the attempt was due, as the dispatcher handed it (docs/status.md#history-outcomes):
+    # ``started_at`` minus this is its dispatch lag. Null for rows written before it was kept.
+    due_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField()
     # Measured on a monotonic clock by the operator; the wall-clock difference between

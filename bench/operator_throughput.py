@@ -70,7 +70,7 @@ def _evaluated_analyses(db: BenchDb, since: datetime = _EPOCH) -> int:
 
 def _rows(db: BenchDb, since: datetime) -> list[EvaluationRow]:
     found = db.rows(
-        "SELECT analysis_id, started_at, finished_at, outcome FROM analyses_evaluation "
+        "SELECT analysis_id, due_at, started_at, finished_at, outcome FROM analyses_evaluation "
         "WHERE started_at >= ?",
         (since,),
     )
@@ -132,7 +132,7 @@ def _steady_state(
     found = db.rows("SELECT id, interval_seconds, uid FROM analyses_analysis")
     intervals = {pk: float(seconds) for pk, seconds, _ in found}
     uids = {pk: str(uid) for pk, _, uid in found}
-    # From each analysis's first evaluation: its due times follow one from another.
+    # Every row: the due time after an analysis's last one (before the window, too) is the rule's.
     rows = _rows(db, _EPOCH)
     stats = dispatch_stats(
         rows, intervals, uids, window_start=window_start, window_end=window_end, grace=grace

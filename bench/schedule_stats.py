@@ -4,15 +4,17 @@
 ``dispatch_stats``; it turns the operator's own ``sentinel_dispatch_lag_seconds`` histogram
 into quantiles with ``histogram_quantile``.
 
-Why the rows give the due times: the first evaluation of an analysis was due when it was
-mirrored (unknown here: taken as its start, a few tenths of a second late at most on a quiet
-operator); after each evaluation that got answers the reconciler sets the next due time with
-``sentinel_core.requeue.requeue_at`` from the attempt's due time and the very ``started_at``
-and ``finished_at`` it writes to the row, and the dispatcher never starts an analysis before its due
-time. So walking an analysis's rows from its first, each due time follows from the one before
-by the product's own rule: ``lag = next.started_at - due``. After an ``Error`` outcome the next
-due time is a jittered backoff, unknown here: such pairs are counted as errors, not as lag, and
-the attempt after one was due off the phase.
+Each row keeps when its attempt was due (``due_at``, as the dispatcher handed it:
+docs/status.md#history-outcomes), so a row's lag is ``started_at - due_at``. The one due time
+no row holds is the one after an analysis's last row: the product's own rule gives it
+(``sentinel_core.requeue.requeue_at``, from that row's due time and the very ``started_at`` and
+``finished_at`` it writes), and it is missed when it falls in the window with no attempt by the
+end of the grace. Rebuilding every due time from the first row instead, as this module did
+before the rows kept theirs, took the first one as its start: a few tenths of a second off,
+enough to judge an attempt on time that the operator found more than 0.5 s late and moved onto
+its phase, and so to count up to an interval of lag, or a miss, that never happened
+(docs/performance.md). After an ``Error`` outcome the next due time is a jittered backoff, known
+only from the next row: a last row that is an ``Error`` is counted as an error, not as missed.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from sentinel_core.requeue import requeue_at
 @dataclass(frozen=True)
 class EvaluationRow:
     analysis_id: int
+    due_at: datetime | None
     started_at: datetime
     finished_at: datetime
     outcome: str
@@ -65,14 +68,15 @@ def dispatch_stats(
 ) -> DispatchStats:
     """Account for every due time in ``[window_start, window_end]``.
 
-    ``rows`` start at each analysis's first evaluation (its due times follow from there) and
-    may extend up to ``window_end + grace``; a due time whose evaluation had not started by then
-    is missed. ``intervals`` and ``uids`` are each analysis's, by id.
+    ``rows`` may extend past ``window_end + grace``; those later rows are not looked at, so a
+    due time whose attempt had not started by then is missed. ``intervals`` and ``uids`` are
+    each analysis's, by id.
     """
+    horizon = window_end + grace
     by_analysis: dict[int, list[EvaluationRow]] = {}
     for row in rows:
-        by_analysis.setdefault(row.analysis_id, []).append(row)
-    horizon = window_end + grace
+        if row.started_at <= horizon:
+            by_analysis.setdefault(row.analysis_id, []).append(row)
     lags: list[float] = []
     late = missed = skipped = errors = due = 0
     counts: list[int] = []
@@ -80,36 +84,34 @@ def dispatch_stats(
         history.sort(key=lambda row: row.started_at)
         interval = timedelta(seconds=intervals[analysis_id])
         counts.append(sum(1 for row in history if window_start <= row.started_at <= window_end))
-        # The due time of the row at hand: None (unknown) for the first and after an Error (a
-        # retry's jittered backoff).
-        row_due: datetime | None = None
-        for index, row in enumerate(history):
-            if row.outcome == "Error":
-                if window_start <= row.started_at <= window_end:
-                    errors += 1
-                row_due = None
-                continue
-            due_at = requeue_at(
-                row_due,
-                started=row.started_at,
-                now=row.finished_at,
-                interval=intervals[analysis_id],
-                uid=uids[analysis_id],
-            )
-            row_due = due_at
-            if not window_start <= due_at <= window_end:
+        errors += sum(
+            1
+            for row in history
+            if row.outcome == "Error" and window_start <= row.started_at <= window_end
+        )
+        for row in history:
+            if row.due_at is None or not window_start <= row.due_at <= window_end:
                 continue
             due += 1
-            following = history[index + 1] if index + 1 < len(history) else None
-            if following is None or following.started_at > horizon:
-                missed += 1
-                skipped += max(1, math.floor((horizon - due_at) / interval))
-                continue
-            lag = max(0.0, (following.started_at - due_at).total_seconds())
+            lag = max(0.0, (row.started_at - row.due_at).total_seconds())
             lags.append(lag)
             if lag > 1.0:
                 late += 1
             skipped += math.floor(lag / interval.total_seconds())
+        last = history[-1]
+        if last.outcome == "Error" or last.due_at is None:
+            continue
+        pending = requeue_at(
+            last.due_at,
+            started=last.started_at,
+            now=last.finished_at,
+            interval=intervals[analysis_id],
+            uid=uids[analysis_id],
+        )
+        if window_start <= pending <= window_end:
+            due += 1
+            missed += 1
+            skipped += max(1, math.floor((horizon - pending) / interval))
     return DispatchStats(
         due=due,
         on_time=len(lags) - late,

@@ -41,8 +41,12 @@ def record_attempt(
     *,
     spec: AnalysisSpec | None,
     measurements: Sequence[Measurement],
+    due_at: datetime | None = None,
 ) -> int:
-    """Store the evaluation and its per-metric rows; return the evaluation's id."""
+    """Store the evaluation and its per-metric rows; return the evaluation's id.
+
+    ``due_at`` is when the attempt was due (None when not known): its lag is kept with it.
+    """
     judged = {result.name: result for result in entry.metric_results}
     measured = {m.metric: m for m in measurements}
     rows: list[dict[str, Any]] = []
@@ -89,6 +93,7 @@ def record_attempt(
         )
     evaluation = {
         "analysis_id": analysis_pk,
+        "due_at": due_at,
         "started_at": attempt.started_at,
         "finished_at": attempt.finished_at,
         "duration_seconds": attempt.duration_seconds,

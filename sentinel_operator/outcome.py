@@ -236,6 +236,7 @@ def _bookkeeping(
                     decision.history,
                     spec=spec,
                     measurements=outcome.measurements,
+                    due_at=due_at,
                 )
                 # Only a decision whose status was written happened; one cut short decides again.
                 if decision.notifications:
@@ -253,7 +254,12 @@ def _bookkeeping(
                     rollout=resource.status.rollout,
                 )
                 history.record_attempt(
-                    row.pk, outcome.attempt, entry, spec=spec, measurements=outcome.measurements
+                    row.pk,
+                    outcome.attempt,
+                    entry,
+                    spec=spec,
+                    measurements=outcome.measurements,
+                    due_at=due_at,
                 )
                 interval = resource.summary.interval_seconds
             case Unreadable(namespace=namespace, name=name, error=error):
@@ -269,7 +275,9 @@ def _bookkeeping(
                     failures_after=row.failures,
                 )
                 entry = interrupted(None, (), reason=_error_reason(error), message=str(error))
-                history.record_attempt(row.pk, facts, entry, spec=None, measurements=())
+                history.record_attempt(
+                    row.pk, facts, entry, spec=None, measurements=(), due_at=due_at
+                )
                 interval = float(row.interval_seconds)
             case Crashed(namespace=namespace, name=name):
                 found = _live_row(namespace, name)
@@ -336,6 +344,7 @@ def _refreshed(
         decision.history,
         spec=resource.valid_spec,
         measurements=outcome.measurements,
+        due_at=due_at,
     )
     return scheduled
 

@@ -8,7 +8,9 @@ from the list's resourceVersion:
 - ADDED / MODIFIED: ``upsert_from_resource``; a new resource or a new ``generation`` becomes
   due at once, so the dispatcher evaluates it within a second and the first status follows.
   An event that only adds a new evaluation (the operator's own status write) is left to the
-  worker that wrote it, which mirrors it in the same transaction as its history row.
+  worker that wrote it, which mirrors it in the same transaction as its history row: told from
+  the watch's last copy of the object (``mirror.adds_an_evaluation``), else by one narrow read
+  (``mirror.watch_can_skip``).
 - DELETED: ``mark_deleted``, which drops the analysis from the dispatch queue at once.
 - BOOKMARK: only moves the resourceVersion on.
 - An object the mirror cannot hold (``mirror.UNMIRRORABLE``) or outside the watched namespace is
@@ -88,13 +90,19 @@ class AnalysisWatch(ListWatch):
         if self.namespace and namespace != self.namespace and event.type != "BOOKMARK":
             log.warning("watch %s: ignored an event from namespace %r", self.path, namespace)
         elif event.type in ("ADDED", "MODIFIED"):
-            self._objects[(namespace, str(meta.get("name") or ""))] = strip_analysis(event.object)
+            key = (namespace, str(meta.get("name") or ""))
+            previous, self._objects[key] = self._objects.get(key), strip_analysis(event.object)
             try:
                 # Most events are our own status writes, mirrored by the worker that wrote them:
-                # skipped on one narrow read, without parsing the spec.
-                if not mirror.watch_can_skip(event.object):
+                # told from the last copy, else skipped on one narrow read, the spec unparsed.
+                if not (
+                    mirror.adds_an_evaluation(previous, self._objects[key])
+                    or mirror.watch_can_skip(event.object)
+                ):
                     mirror.upsert_from_resource(event.object, now=self._now())
             except mirror.UNMIRRORABLE as exc:
+                # Not mirrored, so no copy to tell the next event from: it is judged afresh.
+                self._objects.pop(key, None)
                 log.warning(
                     "watch %s: skipped %s/%s: %s", self.path, namespace, meta.get("name"), exc
                 )

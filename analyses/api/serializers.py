@@ -278,6 +278,14 @@ class MetricResultSerializer(serializers.ModelSerializer):
 class EvaluationSerializer(serializers.ModelSerializer):
     """One evaluation attempt (docs/status.md#history-outcomes)."""
 
+    dueAt = serializers.DateTimeField(
+        source="due_at",
+        allow_null=True,
+        help_text=(
+            "When the attempt was due; startedAt minus dueAt is how late the operator started "
+            "it. Null for evaluations recorded before this was kept."
+        ),
+    )
     startedAt = serializers.DateTimeField(source="started_at")
     finishedAt = serializers.DateTimeField(source="finished_at")
     durationSeconds = FiniteFloatField(source="duration_seconds")
@@ -290,6 +298,7 @@ class EvaluationSerializer(serializers.ModelSerializer):
         model = Evaluation
         fields = [
             "id",
+            "dueAt",
             "startedAt",
             "finishedAt",
             "durationSeconds",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -300,3 +301,40 @@ def test_relative_thresholds_fill_the_metric_columns_and_follow_edits() -> None:
     assert (judged.baseline_before_rollout, judged.baseline_offset) == (False, "1h")
     assert (judged.min_samples_query, judged.min_samples_min) == ("", None)
     assert judged.as_spec() == edited
+
+
+def test_the_watch_tells_its_own_status_write_from_its_last_copy() -> None:
+    def evaluated_at(
+        when: str | None, *, version: str = "101", generation: int = 1, uid: str = "uid-1"
+    ) -> dict[str, Any]:
+        obj = resource(resource_version=version, generation=generation, uid=uid)
+        if when is not None:
+            obj["status"] = {**paused_status(), "lastEvaluationTime": when}
+        return obj
+
+    copy = evaluated_at("2026-11-29T10:05:00Z", version="100")
+    later = "2026-11-29T10:05:30Z"
+    labelled = evaluated_at(later)
+    labelled["metadata"]["labels"] = {"team": "payments"}
+    answers = {
+        "newer_evaluation": mirror.adds_an_evaluation(copy, evaluated_at(later)),
+        "first_evaluation": mirror.adds_an_evaluation(evaluated_at(None), evaluated_at(later)),
+        "no_copy": mirror.adds_an_evaluation(None, evaluated_at(later)),
+        "same_evaluation": mirror.adds_an_evaluation(copy, evaluated_at("2026-11-29T10:05:00Z")),
+        "older_evaluation": mirror.adds_an_evaluation(copy, evaluated_at("2026-11-29T10:04:00Z")),
+        "never_evaluated": mirror.adds_an_evaluation(copy, evaluated_at(None)),
+        "other_generation": mirror.adds_an_evaluation(copy, evaluated_at(later, generation=2)),
+        "other_uid": mirror.adds_an_evaluation(copy, evaluated_at(later, uid="uid-2")),
+        "labels_changed": mirror.adds_an_evaluation(copy, labelled),
+    }
+    assert answers == {
+        "newer_evaluation": True,
+        "first_evaluation": True,
+        "no_copy": False,
+        "same_evaluation": False,
+        "older_evaluation": False,
+        "never_evaluated": False,
+        "other_generation": False,
+        "other_uid": False,
+        "labels_changed": False,
+    }

@@ -30,6 +30,7 @@ def _history(analysis: Analysis, count: int) -> list[Evaluation]:
         started = T0 + timedelta(seconds=30 * index)
         evaluation = Evaluation.objects.create(
             analysis=analysis,
+            due_at=started - timedelta(seconds=0.1),
             started_at=started,
             finished_at=started + timedelta(seconds=0.2),
             duration_seconds=0.2,
@@ -85,6 +86,7 @@ def test_evaluation_shape(api: Api, analysis: Analysis) -> None:
     assert body["results"] == [
         {
             "id": first.id,
+            "dueAt": "2026-11-29T09:59:59.900000Z",
             "startedAt": "2026-11-29T10:00:00Z",
             "finishedAt": "2026-11-29T10:00:00.200000Z",
             "durationSeconds": 0.2,

@@ -142,6 +142,10 @@ def test_a_worker_killed_mid_batch_leaves_its_members_to_their_claims(
         assert mirrored is not None
         lags = due_lags(history, INTERVAL, mirrored["uid"])
         assert all(lag >= -0.5 for lag in lags), (name, lags, history)
+        # And as each row keeps it: started at or after its due time, no due time twice.
+        dues = [_time(row["due_at"]) for row in history]
+        assert len(set(dues)) == len(dues), (name, history)
+        assert all(_time(row["started_at"]) >= due for row, due in zip(history, dues, strict=True))
 
     assert operator.running
     assert operator.metric("sentinel_leader") == 1.0
