@@ -6,6 +6,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from analyses import mirror
 from analyses.models import Analysis, AnalysisMetric, Evaluation, MetricResult
@@ -171,6 +173,19 @@ def test_resync_upserts_and_marks_the_missing_ones_deleted() -> None:
     gone = Analysis.objects.get(uid="c")
     assert gone.deleted_at == LATER and gone.next_due_at is None
     assert Analysis.objects.get(uid="b").paused
+
+
+def test_a_resync_of_what_the_mirror_holds_costs_two_reads_whatever_the_count() -> None:
+    listing = [resource(f"a{i}", uid=f"u{i}", resource_version=str(i)) for i in range(30)]
+    for obj in listing:
+        mirror.upsert_from_resource(obj, now=NOW)
+
+    with CaptureQueriesContext(connection) as queries:
+        result = mirror.sync_all(listing, listed_at=LATER, now=LATER)
+
+    assert result == mirror.SyncResult(created=0, updated=0, unchanged=30, deleted=0)
+    # The live rows' versions, then the live rows the list did not hold: no read per object.
+    assert len(queries) == 2, [q["sql"] for q in queries]
 
 
 def test_resync_only_deletes_in_the_namespaces_it_listed() -> None:
