@@ -243,6 +243,11 @@ def state_problem(state: State, *, interval: float | None, generation: int, now:
         return "has counted steps but holds no evidence"
     if _pods_exceed_side(state):
         return "holds old pods' sums above the old side's counts"
+    if state.reached_at is not None:
+        # Written only as the end of a counted step: a Fail that stays (docs/analysis.md).
+        reached_at = parse_time(state.reached_at)
+        if state.steps == 0 or reached_at is None or not since < reached_at <= through:
+            return f"has reachedAt {state.reached_at} outside its counted steps"
     problem = _tiling_problem(state, since, through, interval, generation)
     if problem:
         return problem

@@ -153,16 +153,18 @@ def test_tokens_grants_permissions_and_history_survive_the_move(old_state: Any) 
     # The analysis and its history, untouched.
     row = Analysis.objects.get()
     assert (row.namespace, row.name, row.generation) == ("shop", "checkout", 2)
-    (history,) = Evaluation.objects.filter(analysis=row)
-    assert history.outcome == "Fail"
     # Only the columns of the move's time: later migrations add columns of their own.
+    history, outcome = Evaluation.objects.filter(analysis=row).values_list("pk", "outcome").get()
+    assert outcome == "Fail"
     kept = MetricResult.objects.filter(evaluation=history).values_list("value_text", flat=True)
     assert kept.get() == "0.41"
     # Nothing was created, renamed or dropped.
     assert set(connection.introspection.table_names()) == tables_before
 
-    # Then today's migrations (the ratio's bounds of a sequential metric's history rows, 0010):
-    # the old row reads through today's model whole, with no bounds.
+    # Then today's migrations (the ratio's bounds of a sequential metric's history rows, 0010;
+    # each attempt's due time, 0011): the old rows read through today's models whole, with no
+    # bounds and no due time.
     _migrate(_leaves())
     old = MetricResult.objects.get(evaluation=history)
     assert (old.value_text, old.ratio_lower, old.ratio_upper) == ("0.41", None, None)
+    assert Evaluation.objects.get(pk=history).due_at is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from datetime import UTC, datetime
 from itertools import pairwise
 
@@ -238,6 +239,20 @@ def test_evidence_at_the_budget_fails() -> None:
         config, _state_with_evidence(59, **FIGURES), rollout=True, old_side=True
     )
     assert below.verdict is Verdict.PASS
+
+
+def test_evidence_that_reached_the_budget_stays_a_fail_below_it() -> None:
+    config = Settings(max_increase=0.1, metrics=3, false_pause_rate=0.05)
+    dipped = replace(_state_with_evidence(59, **FIGURES), reached_at="2026-12-03T10:20:00Z")
+    failed = judge_sequential(config, dipped, rollout=True, old_side=True)
+    assert failed.verdict is Verdict.FAIL
+    assert failed.message.endswith(
+        "evidence 59 of 60 needed: it reached 60 at 10:20, worse than maxIncrease 10 % allows"
+    )
+    # Kept in the status, and read back as written.
+    assert State.from_dict(json.loads(json.dumps(dipped.to_dict(60)))) == dipped
+    assert State.from_dict({**dipped.to_dict(60), "reachedAt": 3}) is None
+    assert "reachedAt" not in _state_with_evidence(59, **FIGURES).to_dict(60)
 
 
 def test_huge_evidence_is_written_in_a_few_digits() -> None:

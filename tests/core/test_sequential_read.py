@@ -338,6 +338,40 @@ def test_the_evidence_grows_step_by_step_until_it_reaches_m_over_alpha_and_fails
     assert set(raw) >= {"oldTotal", "since", "through"}
 
 
+def test_a_fail_stays_for_its_key_when_the_evidence_dips_under_the_bar() -> None:
+    story = Story()
+    start = 1
+    while story.evaluate(bad_steps(start, 1)).status.last_verdict != Verdict.FAIL:
+        start += 1
+        assert start < 40, story.result().message
+    reached = story.result().sequential
+    assert reached.reached_at == reached.through
+    # Steps where the new pods do as well as the old: the evidence falls under the bar again,
+    # and the metric stays Fail, saying when it reached it.
+    for index in range(start + 1, start + 40):
+        decision = story.evaluate(bad_steps(index, 1, new_bad=10, old_bad=10))
+        result = story.result()
+        assert result.verdict == Verdict.FAIL, (index, result.message)
+        if result.sequential.evidence < 20:
+            break
+    assert result.sequential.evidence < 20, result.message
+    assert result.sequential.reached_at == reached.reached_at
+    clock = reached.through[11:16]
+    assert result.message.endswith(
+        f"of 20 needed (false-pause bound conditional: the series have no pod label, so pods "
+        f"whose error rates differ are not seen and the bound assumes every request fails "
+        f"independently): it reached 20 at {clock}, worse than maxIncrease 10 % allows"
+    ), result.message
+    assert decision.status.last_verdict == Verdict.FAIL
+    raw = check_status(decision.status)["metricResults"][0]["sequential"]
+    assert raw["reachedAt"] == reached.through
+    # A new rollout starts afresh, and with it the verdict.
+    story.rollout = Rollout(template_hash="t2", started_at=T0 + timedelta(hours=1))
+    story.evaluate(bad_steps(index + 1, 1, new_bad=10, old_bad=10), new_hash="new2", old=("new1",))
+    assert story.result().sequential.reached_at is None
+    assert story.result().verdict != Verdict.FAIL
+
+
 def test_a_step_read_again_is_never_counted_twice() -> None:
     story = Story()
     story.evaluate(bad_steps(1, 3))
@@ -495,7 +529,14 @@ def test_every_sequential_status_field_is_in_the_crd_and_documented() -> None:
     status = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
     item = status["properties"]["metricResults"]["items"]["properties"]["sequential"]
     docs = (CRD_PATH.parents[1] / "docs" / "status.md").read_text()
-    written = Story().evaluate(bad_steps(1, 1)).status.to_dict()["metricResults"][0]
+    story = Story()
+    written = story.evaluate(bad_steps(1, 1)).status.to_dict()["metricResults"][0]
+    # reachedAt is written once the evidence reached the bar, and not before.
+    assert set(written["sequential"]) == set(item["properties"]) - {"reachedAt"}
+    for start in range(2, 40):
+        written = story.evaluate(bad_steps(start, 1)).status.to_dict()["metricResults"][0]
+        if written["verdict"] == "Fail":
+            break
     assert set(written["sequential"]) == set(item["properties"])
     for name in item["properties"]:
         assert f"`{name}`" in docs, f"docs/status.md: `{name}`"

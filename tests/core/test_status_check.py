@@ -188,6 +188,10 @@ def test_a_through_moved_back_would_count_steps_twice_and_is_discarded() -> None
             {"podSpread": {"pods": [{"pod": "a", "bad": 1e6, "total": 1e6}], "widening": 1.0}},
             "holds old pods' sums above the old side's counts",
         ),
+        # A Fail that stays is written only at the end of a counted step.
+        ({"reachedAt": "2026-12-03T10:01:00Z"}, "has reachedAt 2026-12-03T10:01:00Z outside"),
+        ({"reachedAt": "2026-12-03T11:00:00Z"}, "has reachedAt 2026-12-03T11:00:00Z outside"),
+        ({"reachedAt": "soon"}, "has reachedAt soon outside its counted steps"),
     ],
 )
 def test_inconsistent_states_are_discarded(fields: dict[str, Any], problem: str) -> None:

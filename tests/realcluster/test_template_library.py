@@ -238,10 +238,10 @@ def test_each_template_pauses_its_signals_regression_and_not_a_good_rollout(
             assert deployment_paused(real_client, namespace, name), table[name]
             assert condition(found, "RolloutPaused")["reason"] == "FailureLimitReached", name
             # The guard of that signal paused it, not the other one: the verdicts of the
-            # evaluation that paused. Not the last status's: a sequential metric's evidence is
-            # judged anew at each evaluation and may dip under the bar after it first reached
-            # it, while the old pods' spread is estimated (seen once as F, P, F, F: paused at
-            # the second F in a row; docs/analysis.md, "Advice").
+            # evaluation that paused. A sequential guard (http-server, istio, linkerd) still
+            # says Fail in the last status: its evidence may dip under the bar after first
+            # reaching it, while the old pods' spread is estimated (seen once as F, P, F, F
+            # before the verdict stayed), but the Fail stays (docs/analysis.md#the-verdict-stays).
             guard = metrics[SIGNALS.index(case)]
             other = metrics[1 - SIGNALS.index(case)]
             pausing = [r for r in real_operator.evaluations(namespace, name) if r["paused"]]
@@ -249,3 +249,6 @@ def test_each_template_pauses_its_signals_regression_and_not_a_good_rollout(
             verdicts = {r["name"]: r["verdict"] for r in pausing[0]["metric_results"]}
             assert verdicts[guard] == "Fail", (name, verdicts)
             assert verdicts[other] != "Fail", (name, verdicts)
+            last = {r["name"]: r for r in status["metricResults"]}[guard]
+            if last.get("sequential") is not None:
+                assert last["verdict"] == "Fail", (name, last)

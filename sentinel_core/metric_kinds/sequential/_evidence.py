@@ -166,6 +166,10 @@ class State:
     # The cumulated tempered log likelihood of each ratio of the bound grid, less that of ratio
     # 1 (empty: no step counted): the confidence sequence ``bounds`` reads.
     bound_logs: tuple[float, ...] = ()
+    # The end of the last step counted by the evaluation at which the evidence first reached
+    # what is needed (None: not yet). From then on the metric fails, whatever the evidence
+    # does after: the test has concluded (docs/analysis.md#the-verdict-stays).
+    reached_at: str | None = None
     # The evidence at which the metric fails (Settings.needed), kept with the state in the
     # status so that a reader sees both; not part of what the evidence is about.
     needed: float = field(default=0.0, compare=False)
@@ -265,6 +269,8 @@ class State:
                 "widening": self.widening,
             },
             "boundLogs": list(self.bound_logs),
+            # Only once reached: every status field costs the API server a little at each write.
+            **({"reachedAt": self.reached_at} if self.reached_at is not None else {}),
         }
 
     @classmethod
@@ -307,6 +313,9 @@ class State:
         bound_logs = [number(v) for v in bound_raw]
         if len(bound_logs) not in (0, BOUND_GRID) or any(v is None for v in bound_logs):
             return None
+        reached_at = raw.get("reachedAt")
+        if reached_at is not None and not isinstance(reached_at, str):
+            return None
         return cls(
             key=key,
             since=since,
@@ -324,6 +333,7 @@ class State:
             old_by_pod=spread[0],
             widening=spread[1],
             bound_logs=tuple(float(v or 0.0) for v in bound_logs),
+            reached_at=reached_at,
             needed=needed if needed is not None and needed > 0 else 0.0,
         )
 
@@ -482,6 +492,7 @@ def _count(state: State, step: Step, settings: Settings) -> State:
         old_by_pod=old_by_pod,
         widening=widening,
         bound_logs=tuple(round(float(v), _DECIMALS) for v in bounds),
+        reached_at=state.reached_at,
     )
 
 
@@ -816,9 +827,17 @@ def judge_sequential(
     needed = settings.needed
     evidence = state.evidence
     figures = sentence(settings, state)
+    limit = f"{settings.max_increase * 100:g} %"
     if reached(evidence, needed):
-        limit = f"{settings.max_increase * 100:g} %"
         return Outcome(Verdict.FAIL, f"{figures}: worse than maxIncrease {limit} allows")
+    if state.reached_at is not None:
+        # Reached before and dipped since (the old pods' spread is estimated anew each step):
+        # the test concluded then, and a Fail does not turn back into a Pass.
+        return Outcome(
+            Verdict.FAIL,
+            f"{figures}: it reached {needed:g} at {_clock(state.reached_at)}, worse than "
+            f"maxIncrease {limit} allows",
+        )
     if not old_side:
         why = no_old_side(kind)
         return Outcome(Verdict.INCONCLUSIVE, why, why)

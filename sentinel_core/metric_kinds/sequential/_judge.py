@@ -3,7 +3,8 @@
 The decision core calls the kind's ``judge`` once per metric that got an answer. The evidence
 continues from the state in the previous status (``_read.basis_of``: a new rollout, a spec edit
 or a resume starts afresh); only steps after the state's ``through`` count, so a step is never
-counted twice. Pure.
+counted twice. Once the evidence has reached what is needed, the state keeps when
+(``reachedAt``) and the metric stays Fail for that state's key. Pure.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sentinel_core.metric_kinds.sequential._evidence import (
     advance,
     counted,
     judge_sequential,
+    reached,
 )
 from sentinel_core.metric_kinds.sequential._read import Reading, basis_of
 from sentinel_core.values import format_value, parse_time
@@ -72,6 +74,9 @@ def judge(metric: Any, m: Measurement, base: Any, context: Context) -> Judgement
         if through is None or (parse_time(step.end) or through) > through
     ]
     state = replace(advance(before, steps, settings), needed=settings.needed)
+    if state.reached_at is None and reached(state.evidence, settings.needed):
+        # Judged per evaluation, as the false-pause bound is calibrated (docs/analysis.md).
+        state = replace(state, reached_at=state.through)
     outcome = judge_sequential(
         settings, state, rollout=True, old_side=bool(reading.old_hashes), kind=context.target_kind
     )
