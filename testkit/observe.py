@@ -7,14 +7,11 @@ these, through the admin ``KubeClient``, an ``OperatorProcess``'s database and a
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from sentinel_cluster import kube
-from sentinel_core.requeue import LATE, next_slot, requeue_at
 from testkit.fault_proxy import FaultProxy
 from testkit.operator import OperatorProcess
 from testkit.waiting import wait_until
@@ -99,46 +96,24 @@ def wait_rows(
     return wait_until(rows, timeout=timeout, interval=0.1, what=what or f"history of {name}")
 
 
-# Error rows after which the operator retried with backoff; its other Error rows (InvalidQuery,
-# a provider refused, an invalid spec) were requeued at the interval (docs/status.md).
-_RETRIED = frozenset({"MetricsUnavailable", "KubernetesUnavailable", "KubernetesForbidden"})
-
-
-def due_lags(rows: Sequence[Mapping[str, Any]], interval: float, uid: str) -> list[float]:
+def due_lags(rows: Sequence[Mapping[str, Any]]) -> list[float]:
     """Seconds each history row's evaluation started after its due time, from the second on.
 
-    ``rows`` are an analysis's history from its first evaluation, oldest first; ``uid`` is the
-    analysis's. The first was due when the analysis was mirrored, unknown here and taken as its
-    start, so every lag may be short by that first wait (a few tenths of a second). Each later
-    due time follows from the one before by the operator's own requeue
-    (``sentinel_core.requeue.requeue_at``: docs/status.md#requeue-and-backoff), so neither an
-    attempt's wait nor its duration, which grow with the machine's load, moves it. After a
-    retried error the due time is a jittered backoff, unknown here: that row's lag is NaN.
+    ``rows`` are an analysis's history from its first evaluation, oldest first; each keeps the
+    due time the dispatcher handed its attempt (``due_at``, docs/status.md#history-outcomes).
+    Rebuilding the due times from the first row instead, as this did before the rows kept
+    them, guessed that row's due time and could not follow a claim that ran out (the due time
+    it leaves is the claim's end, not the requeue's): it once made an attempt after a killed
+    worker's claim look 4 s early. That no due time was attempted twice is
+    ``distinct_due_times``'s.
     """
-    lags: list[float] = []
-    due_at: datetime | None = None
-    for before, after in itertools.pairwise(rows):
-        if before.get("outcome") == "Error" and before.get("error_reason") in _RETRIED:
-            lags.append(math.nan)
-            due_at = None
-            continue
-        due_at = requeue_at(
-            due_at,
-            started=_utc(before["started_at"]),
-            now=_utc(before["finished_at"]),
-            interval=interval,
-            uid=uid,
-        )
-        started = _utc(after["started_at"])
-        if not -0.5 <= (started - due_at).total_seconds() <= LATE.total_seconds():
-            # The first due time was a guess: an attempt the operator found late moved onto the
-            # analysis's phase where the guess saw none. Started just after a time on its phase,
-            # it was due there.
-            slot = next_slot(started - timedelta(seconds=interval), uid, interval)
-            if started - slot <= LATE:
-                due_at = slot
-        lags.append((started - due_at).total_seconds())
-    return lags
+    return [(_utc(row["started_at"]) - _utc(row["due_at"])).total_seconds() for row in rows[1:]]
+
+
+def distinct_due_times(rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Return whether no two of an analysis's history rows were attempts for one due time."""
+    dues = [_utc(row["due_at"]) for row in rows]
+    return len(set(dues)) == len(dues)
 
 
 def _utc(value: Any) -> datetime:

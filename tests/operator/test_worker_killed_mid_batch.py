@@ -30,7 +30,7 @@ import pytest
 from testkit.clusters import Cluster, kubectl_apply
 from testkit.manifests import analysed_deployments, gauge_metric
 from testkit.metrics_app import GaugeSetter
-from testkit.observe import due_lags, wait_rows
+from testkit.observe import distinct_due_times, due_lags, wait_rows
 from testkit.operator import OperatorProcess, ProxiedStart
 from testkit.processes import descendants, holding_sockets
 from testkit.waiting import wait_until
@@ -138,14 +138,10 @@ def test_a_worker_killed_mid_batch_leaves_its_members_to_their_claims(
         assert all(row["outcome"] == "Pass" for row in history), history
         for before, after in itertools.pairwise(history):
             assert _time(after["started_at"]) > _time(before["finished_at"]), (name, history)
-        mirrored = operator.mirror_row(namespace, name)
-        assert mirrored is not None
-        lags = due_lags(history, INTERVAL, mirrored["uid"])
-        assert all(lag >= -0.5 for lag in lags), (name, lags, history)
-        # And as each row keeps it: started at or after its due time, no due time twice.
-        dues = [_time(row["due_at"]) for row in history]
-        assert len(set(dues)) == len(dues), (name, history)
-        assert all(_time(row["started_at"]) >= due for row, due in zip(history, dues, strict=True))
+        # Each at or after the due time it was attempted for, and no due time twice.
+        lags = due_lags(history)
+        assert all(lag >= 0 for lag in lags), (name, lags, history)
+        assert distinct_due_times(history), (name, history)
 
     assert operator.running
     assert operator.metric("sentinel_leader") == 1.0
