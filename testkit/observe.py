@@ -110,9 +110,14 @@ def due_lags(rows: Sequence[Mapping[str, Any]]) -> list[float]:
     return [(_utc(row["started_at"]) - _utc(row["due_at"])).total_seconds() for row in rows[1:]]
 
 
+def due_times(rows: Sequence[Mapping[str, Any]]) -> list[datetime]:
+    """Return each history row's due time, as the dispatcher handed its attempt."""
+    return [_utc(row["due_at"]) for row in rows]
+
+
 def distinct_due_times(rows: Sequence[Mapping[str, Any]]) -> bool:
     """Return whether no two of an analysis's history rows were attempts for one due time."""
-    dues = [_utc(row["due_at"]) for row in rows]
+    dues = due_times(rows)
     return len(set(dues)) == len(dues)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from datetime import datetime
 from typing import Any
 
 from sentinel_cluster import kube
@@ -25,6 +24,7 @@ from testkit.observe import (
     condition,
     deployment_paused,
     due_lags,
+    due_times,
     event_reasons,
     get_analysis,
     queries_for,
@@ -111,8 +111,8 @@ def test_target_deleted_then_recreated(
     print(f"attempts while the target is missing started {lags} s after their due time")
     assert all(0 <= lag <= 1.5 for lag in lags), lags
     # Due an interval apart (up to two when moved onto the analysis's phase), not sooner.
-    dues = [datetime.fromisoformat(str(r["due_at"])) for r in rows[-3:]]
-    gaps = [(later - earlier).total_seconds() for earlier, later in itertools.pairwise(dues)]
+    dues = itertools.pairwise(due_times(rows[-3:]))
+    gaps = [(later - earlier).total_seconds() for earlier, later in dues]
     assert all(INTERVAL - 0.01 <= gap <= 2 * INTERVAL for gap in gaps), gaps
     assert (
         row is not None and row["backoff_attempt"] == 0 and row["ready_reason"] == "TargetNotFound"
